@@ -1,0 +1,217 @@
+import Randomness
+
+/// A named allocator with its parameters: what a scenario file or a command-line flag asks for.
+///
+/// A spec is validated when it is made, so a scenario with a bad allocator fails before a run
+/// starts; ``makeAllocator(variantCount:seed:)`` then builds a fresh allocator per replicate.
+///
+/// The textual form is `name` or `name(key=value, key=value)`, e.g. `thompson(floor=0.01)`,
+/// `epsilon-greedy(epsilon=0.1, decay=0.0001)`, `uniform(split=80/20)`.
+public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
+    /// A fixed split; `weights` `nil` means even.
+    case uniform(weights: [Double]?)
+    /// ε-greedy with optional decay.
+    case epsilonGreedy(epsilon: Double, decay: Double)
+    /// Beta–Bernoulli Thompson sampling.
+    case thompson(priorAlpha: Double, priorBeta: Double, draws: Int, floor: Double)
+    /// UCB1.
+    case ucb1
+    /// A fixed split until a view count or a significant test, then the winner.
+    case exploreThenCommit(views: Int?, significance: Double?, minimumViewsPerVariant: Int, weights: [Double]?)
+
+    /// The allocator names understood, in the order the documentation lists them.
+    public static let names = ["uniform", "epsilon-greedy", "thompson", "ucb1", "explore-then-commit"]
+
+    /// The parameter keys each allocator accepts.
+    public static let parameterKeys: [String: [String]] = [
+        "uniform": ["split"],
+        "epsilon-greedy": ["epsilon", "decay"],
+        "thompson": ["prior-alpha", "prior-beta", "draws", "floor"],
+        "ucb1": [],
+        "explore-then-commit": ["views", "significance", "minimum-views", "split"],
+    ]
+
+    /// The allocator's name, as used in reports.
+    public var name: String {
+        switch self {
+        case .uniform: "uniform"
+        case .epsilonGreedy: "epsilon-greedy"
+        case .thompson: "thompson"
+        case .ucb1: "ucb1"
+        case .exploreThenCommit: "explore-then-commit"
+        }
+    }
+
+    /// A parameter value: a number or a split such as `80/20`.
+    public enum Value: Hashable, Sendable {
+        case number(Double)
+        case numbers([Double])
+    }
+
+    /// Creates a spec from a name and parameters, validating both.
+    ///
+    /// - Throws: ``AllocatorError`` for an unknown name, an unknown key, a value of the wrong
+    ///   kind, or a value out of range.
+    public init(name: String, parameters: [String: Value] = [:]) throws(AllocatorError) {
+        guard let allowed = Self.parameterKeys[name] else {
+            throw AllocatorError("unknown allocator '\(name)'; expected one of \(Self.names.joined(separator: ", "))")
+        }
+        for key in parameters.keys.sorted() where !allowed.contains(key) {
+            let expected = allowed.isEmpty ? "it takes no parameters" : "expected one of \(allowed.joined(separator: ", "))"
+            throw AllocatorError("\(name): unknown parameter '\(key)'; \(expected)")
+        }
+        let reader = ParameterReader(allocator: name, parameters: parameters)
+        switch name {
+        case "uniform":
+            self = .uniform(weights: try reader.numbers("split"))
+        case "epsilon-greedy":
+            guard let epsilon = try reader.number("epsilon") else {
+                throw AllocatorError("epsilon-greedy: parameter 'epsilon' is required (a rate in [0, 1])")
+            }
+            self = .epsilonGreedy(epsilon: epsilon, decay: try reader.number("decay") ?? 0)
+        case "thompson":
+            self = .thompson(
+                priorAlpha: try reader.number("prior-alpha") ?? 1,
+                priorBeta: try reader.number("prior-beta") ?? 1,
+                draws: try reader.integer("draws") ?? 10_000,
+                floor: try reader.number("floor") ?? 0
+            )
+        case "ucb1":
+            self = .ucb1
+        default:
+            self = .exploreThenCommit(
+                views: try reader.integer("views"),
+                significance: try reader.number("significance"),
+                minimumViewsPerVariant: try reader.integer("minimum-views") ?? 100,
+                weights: try reader.numbers("split")
+            )
+        }
+        try validate()
+    }
+
+    /// Parses the textual form, `name` or `name(key=value, …)`.
+    ///
+    /// - Throws: ``AllocatorError`` naming the part that does not parse or validate.
+    public init(parsing text: String) throws(AllocatorError) {
+        let trimmed = text.trimmingSpaces
+        guard let open = trimmed.firstIndex(of: "(") else {
+            try self.init(name: trimmed)
+            return
+        }
+        guard trimmed.hasSuffix(")") else {
+            throw AllocatorError("allocator '\(text)': missing ')' after the parameters")
+        }
+        let name = String(trimmed[..<open]).trimmingSpaces
+        let body = trimmed[trimmed.index(after: open)..<trimmed.index(before: trimmed.endIndex)]
+        var parameters: [String: Value] = [:]
+        for item in body.split(separator: ",") {
+            let parts = item.split(separator: "=", maxSplits: 1).map { String($0).trimmingSpaces }
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw AllocatorError("allocator '\(text)': '\(item.trimmingSpaces)' is not key=value")
+            }
+            let pieces = parts[1].split(separator: "/")
+            let numbers = pieces.compactMap { Double($0.trimmingSpaces) }
+            guard !pieces.isEmpty, numbers.count == pieces.count else {
+                throw AllocatorError("allocator '\(text)': value of '\(parts[0])' is '\(parts[1])', expected a number or a split such as 80/20")
+            }
+            parameters[parts[0]] = pieces.count == 1 && parts[0] != "split" ? .number(numbers[0]) : .numbers(numbers)
+        }
+        try self.init(name: name, parameters: parameters)
+    }
+
+    /// Checks the parameters that do not depend on the number of variants.
+    func validate() throws(AllocatorError) {
+        _ = try makeAllocator(variantCount: variantCountForValidation, seed: StreamSeed(0))
+    }
+
+    private var variantCountForValidation: Int {
+        switch self {
+        case .uniform(let weights?), .exploreThenCommit(_, _, _, let weights?): weights.count
+        case .thompson(_, _, _, let floor) where floor > 0: max(1, Int((1 / floor).rounded(.down)))
+        default: 2
+        }
+    }
+
+    /// Builds a fresh allocator for an experiment with `variantCount` variants.
+    ///
+    /// - Throws: ``AllocatorError`` if the parameters do not fit that many variants (a split
+    ///   with another count, a floor too large).
+    public func makeAllocator(variantCount: Int, seed: StreamSeed) throws(AllocatorError) -> any Allocator {
+        switch self {
+        case .uniform(let weights):
+            try UniformSplit(variantCount: variantCount, weights: weights, seed: seed)
+        case .epsilonGreedy(let epsilon, let decay):
+            try EpsilonGreedy(variantCount: variantCount, epsilon: epsilon, decay: decay, seed: seed)
+        case .thompson(let priorAlpha, let priorBeta, let draws, let floor):
+            try ThompsonSampling(variantCount: variantCount, priorAlpha: priorAlpha, priorBeta: priorBeta, draws: draws, floor: floor, seed: seed)
+        case .ucb1:
+            try UCB1(variantCount: variantCount)
+        case .exploreThenCommit(let views, let significance, let minimum, let weights):
+            try ExploreThenCommit(variantCount: variantCount, explorationViews: views, significance: significance, minimumViewsPerVariant: minimum, weights: weights, seed: seed)
+        }
+    }
+
+    /// The textual form, which ``init(parsing:)`` reads back.
+    public var description: String {
+        func format(_ x: Double) -> String {
+            x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x)
+        }
+        var parts: [String] = []
+        switch self {
+        case .uniform(let weights):
+            if let weights { parts.append("split=" + weights.map(format).joined(separator: "/")) }
+        case .epsilonGreedy(let epsilon, let decay):
+            parts.append("epsilon=\(format(epsilon))")
+            if decay != 0 { parts.append("decay=\(format(decay))") }
+        case .thompson(let priorAlpha, let priorBeta, let draws, let floor):
+            if priorAlpha != 1 { parts.append("prior-alpha=\(format(priorAlpha))") }
+            if priorBeta != 1 { parts.append("prior-beta=\(format(priorBeta))") }
+            if draws != 10_000 { parts.append("draws=\(draws)") }
+            if floor != 0 { parts.append("floor=\(format(floor))") }
+        case .ucb1:
+            break
+        case .exploreThenCommit(let views, let significance, let minimum, let weights):
+            if let views { parts.append("views=\(views)") }
+            if let significance { parts.append("significance=\(format(significance))") }
+            if minimum != 100 { parts.append("minimum-views=\(minimum)") }
+            if let weights { parts.append("split=" + weights.map(format).joined(separator: "/")) }
+        }
+        return parts.isEmpty ? name : "\(name)(\(parts.joined(separator: ", ")))"
+    }
+}
+
+private struct ParameterReader {
+    let allocator: String
+    let parameters: [String: AllocatorSpec.Value]
+
+    func number(_ key: String) throws(AllocatorError) -> Double? {
+        switch parameters[key] {
+        case nil: return nil
+        case .number(let x): return x
+        case .numbers(let xs) where xs.count == 1: return xs[0]
+        case .numbers: throw AllocatorError("\(allocator): parameter '\(key)' takes one number, not a list")
+        }
+    }
+
+    func integer(_ key: String) throws(AllocatorError) -> Int? {
+        guard let x = try number(key) else { return nil }
+        guard x == x.rounded(), abs(x) < 1e15 else {
+            throw AllocatorError("\(allocator): parameter '\(key)' is \(x); it must be a whole number")
+        }
+        return Int(x)
+    }
+
+    func numbers(_ key: String) throws(AllocatorError) -> [Double]? {
+        switch parameters[key] {
+        case nil: nil
+        case .number(let x): [x]
+        case .numbers(let xs): xs
+        }
+    }
+}
+
+extension StringProtocol {
+    var trimmingSpaces: String {
+        String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+    }
+}

@@ -1,0 +1,67 @@
+import Randomness
+
+/// Exploits the variant with the best mean reward, and explores a uniformly random one with
+/// probability ε.
+///
+/// With decay, ε shrinks as evidence grows: ε_t = ε / (1 + decay · t), t being the views recorded
+/// so far. Ties between equally good variants are broken at random, so the first views do not all
+/// go to variant 0.
+public struct EpsilonGreedy: Allocator {
+    public let variantCount: Int
+    public private(set) var statistics: [ArmStatistics]
+    /// The initial exploration rate.
+    public let epsilon: Double
+    /// The decay per recorded view (0 for a fixed ε).
+    public let decay: Double
+    private var totalTrials = 0
+    private var generator: Xoshiro256
+
+    /// Creates an ε-greedy allocator.
+    ///
+    /// - Throws: ``AllocatorError`` if ε is outside [0, 1], decay is negative or not finite, or
+    ///   `variantCount` is below 1.
+    public init(variantCount: Int, epsilon: Double, decay: Double = 0, seed: StreamSeed) throws(AllocatorError) {
+        try validateVariantCount(variantCount)
+        guard epsilon >= 0 && epsilon <= 1 else {
+            throw AllocatorError("epsilon-greedy: epsilon is \(epsilon); it must be in [0, 1]")
+        }
+        guard decay >= 0 && decay.isFinite else {
+            throw AllocatorError("epsilon-greedy: decay is \(decay); it must be finite and not negative")
+        }
+        self.variantCount = variantCount
+        self.epsilon = epsilon
+        self.decay = decay
+        self.statistics = Array(repeating: ArmStatistics(), count: variantCount)
+        self.generator = seed.makeGenerator()
+    }
+
+    /// The exploration rate in force now.
+    public var currentEpsilon: Double {
+        epsilon / (1 + decay * Double(totalTrials))
+    }
+
+    public mutating func choose() -> Int {
+        if generator.nextUniform() < currentEpsilon {
+            return generator.nextIndex(below: variantCount)
+        }
+        return greedyVariant()
+    }
+
+    public mutating func record(_ feedback: Feedback) {
+        statistics[feedback.variant].add(feedback)
+        totalTrials += feedback.trials
+    }
+
+    public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
+        let explore = currentEpsilon
+        var weights = Array(repeating: explore / Double(variantCount), count: variantCount)
+        weights[greedyVariant()] += 1 - explore
+        return try! PolicySnapshot(weights: weights, version: version, issuedAt: issuedAt)
+    }
+
+    private mutating func greedyVariant() -> Int {
+        statistics.withUnsafeBufferPointer { stats in
+            argmaxBreakingTies(count: variantCount, using: &generator) { stats[$0].meanReward }
+        }
+    }
+}

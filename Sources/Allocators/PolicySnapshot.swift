@@ -1,0 +1,104 @@
+import Randomness
+
+/// The allocation policy as a server publishes it and devices cache it: one weight per variant.
+///
+/// A device holding a snapshot assigns locally (the Myna style) by drawing a variant with
+/// probability proportional to its weight, with no network round trip. Snapshots are immutable
+/// and cheap to share: their arrays are copy-on-write, so a million devices referencing one
+/// snapshot share one buffer.
+///
+/// `PolicySnapshot` is `Sendable`: it is an immutable value.
+public struct PolicySnapshot: Hashable, Sendable {
+    /// A number that grows with each snapshot an allocator publishes.
+    public let version: Int
+    /// When the snapshot was made, in seconds of (virtual) time.
+    public let issuedAt: Double
+    /// The normalised weights, summing to 1.
+    public let weights: [Double]
+    /// Posterior Beta parameters per variant, when the allocator is Bayesian; empty otherwise.
+    public let posteriors: [BetaParameters]
+    /// Cumulative weights, the last forced to exactly 1 so a draw below 1 always lands.
+    @usableFromInline let cumulative: [Double]
+
+    /// Creates a snapshot from non-negative weights, normalising them.
+    ///
+    /// - Throws: ``AllocatorError`` if a weight is negative or not finite, or the weights do not
+    ///   sum to a positive number.
+    public init(weights: [Double], posteriors: [BetaParameters] = [], version: Int = 0, issuedAt: Double = 0) throws(AllocatorError) {
+        let normalised = try Self.normalise(weights, what: "snapshot weights")
+        self.weights = normalised
+        self.posteriors = posteriors
+        self.version = version
+        self.issuedAt = issuedAt
+        var running = 0.0
+        var cumulative = normalised.map { weight -> Double in
+            running += weight
+            return running
+        }
+        cumulative[cumulative.count - 1] = 1
+        self.cumulative = cumulative
+    }
+
+    /// The number of variants.
+    public var variantCount: Int { weights.count }
+
+    /// The variant that a uniform draw `u` in [0, 1) selects.
+    ///
+    /// - Complexity: O(*k*) for *k* variants; a linear scan beats a binary search at the sizes
+    ///   experiments have.
+    @inlinable @inline(__always)
+    public func variant(forUniform u: Double) -> Int {
+        cumulative.withUnsafeBufferPointer { buffer in
+            var index = 0
+            let last = buffer.count - 1
+            while index < last && u >= buffer[index] { index += 1 }
+            return index
+        }
+    }
+
+    /// Draws a variant with probability proportional to its weight.
+    @inlinable @inline(__always)
+    public func sample<G: RandomNumberGenerator>(using generator: inout G) -> Int {
+        variant(forUniform: generator.nextUniform())
+    }
+
+    /// A snapshot that always assigns `variant`.
+    public static func pinned(_ variant: Int, of variantCount: Int, version: Int = 0, issuedAt: Double = 0) -> PolicySnapshot {
+        precondition(variant >= 0 && variant < variantCount, "variant \(variant) out of range 0..<\(variantCount)")
+        var weights = [Double](repeating: 0, count: variantCount)
+        weights[variant] = 1
+        // Cannot throw: one weight is 1 and the rest 0.
+        return try! PolicySnapshot(weights: weights, version: version, issuedAt: issuedAt)
+    }
+
+    static func normalise(_ weights: [Double], what: String) throws(AllocatorError) -> [Double] {
+        guard !weights.isEmpty else {
+            throw AllocatorError("\(what) are empty: at least one variant is needed")
+        }
+        for (index, weight) in weights.enumerated() where !(weight >= 0 && weight.isFinite) {
+            throw AllocatorError("\(what): weight \(index) is \(weight); weights must be finite and not negative")
+        }
+        let total = weights.reduce(0, +)
+        guard total > 0 else {
+            throw AllocatorError("\(what) sum to \(total); they must sum to a positive number")
+        }
+        return weights.map { $0 / total }
+    }
+}
+
+/// The parameters of a Beta distribution.
+public struct BetaParameters: Hashable, Sendable {
+    /// α, prior successes plus observed successes.
+    public var alpha: Double
+    /// β, prior failures plus observed failures.
+    public var beta: Double
+
+    /// Creates Beta parameters.
+    public init(alpha: Double, beta: Double) {
+        self.alpha = alpha
+        self.beta = beta
+    }
+
+    /// The distribution's mean, α / (α + β).
+    public var mean: Double { alpha / (alpha + beta) }
+}

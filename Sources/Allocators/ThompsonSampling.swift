@@ -1,0 +1,132 @@
+import Randomness
+
+/// Beta–Bernoulli Thompson sampling: each view draws a conversion rate from every variant's
+/// posterior and shows the variant whose draw is highest.
+///
+/// The posterior of variant *i* is Beta(α₀ + sᵢ, β₀ + nᵢ − sᵢ), with sᵢ conversions in nᵢ views and
+/// prior Beta(α₀, β₀). Draws come from GSL's `gsl_ran_beta`.
+///
+/// The snapshot weights are the probabilities that each variant is best under the posterior:
+/// exact (by numerical integration) for two variants, Monte Carlo with ``draws`` samples
+/// otherwise. A floor keeps every variant's weight at or above a minimum, so a variant that
+/// starts badly still gets some traffic while devices run on a cached snapshot.
+public struct ThompsonSampling: Allocator {
+    public let variantCount: Int
+    public private(set) var statistics: [ArmStatistics]
+    /// The prior α₀ shared by all variants.
+    public let priorAlpha: Double
+    /// The prior β₀ shared by all variants.
+    public let priorBeta: Double
+    /// Monte Carlo draws per snapshot when there are more than two variants.
+    public let draws: Int
+    /// The minimum weight of each variant in a snapshot.
+    public let floor: Double
+    // Posterior parameters kept as doubles so a decision is two loads per variant.
+    private var alpha: [Double]
+    private var beta: [Double]
+    private var scratch: [Double]
+    private let random: GSLRandom
+
+    /// Creates a Thompson-sampling allocator.
+    ///
+    /// - Parameters:
+    ///   - priorAlpha: The prior α₀ (> 0); 1 with `priorBeta` 1 is the uniform prior.
+    ///   - priorBeta: The prior β₀ (> 0).
+    ///   - draws: Monte Carlo draws per snapshot for three or more variants (≥ 1).
+    ///   - floor: Minimum snapshot weight per variant, in [0, 1 / variantCount].
+    /// - Throws: ``AllocatorError`` naming the invalid value.
+    public init(
+        variantCount: Int,
+        priorAlpha: Double = 1,
+        priorBeta: Double = 1,
+        draws: Int = 10_000,
+        floor: Double = 0,
+        seed: StreamSeed
+    ) throws(AllocatorError) {
+        try validateVariantCount(variantCount)
+        guard priorAlpha > 0 && priorAlpha.isFinite else {
+            throw AllocatorError("thompson: prior alpha is \(priorAlpha); it must be finite and positive")
+        }
+        guard priorBeta > 0 && priorBeta.isFinite else {
+            throw AllocatorError("thompson: prior beta is \(priorBeta); it must be finite and positive")
+        }
+        guard draws >= 1 else {
+            throw AllocatorError("thompson: draws is \(draws); at least 1 Monte Carlo draw is needed")
+        }
+        guard floor >= 0 && floor * Double(variantCount) <= 1 else {
+            throw AllocatorError("thompson: floor is \(floor); with \(variantCount) variants it must be in [0, \(1 / Double(variantCount))]")
+        }
+        self.variantCount = variantCount
+        self.priorAlpha = priorAlpha
+        self.priorBeta = priorBeta
+        self.draws = draws
+        self.floor = floor
+        self.statistics = Array(repeating: ArmStatistics(), count: variantCount)
+        self.alpha = Array(repeating: priorAlpha, count: variantCount)
+        self.beta = Array(repeating: priorBeta, count: variantCount)
+        self.scratch = Array(repeating: 0, count: variantCount)
+        self.random = GSLRandom(seed: seed)
+    }
+
+    /// The current posterior of each variant.
+    public var posteriors: [BetaParameters] {
+        (0..<variantCount).map { BetaParameters(alpha: alpha[$0], beta: beta[$0]) }
+    }
+
+    @inline(__always)
+    public mutating func choose() -> Int {
+        let random = self.random
+        return alpha.withUnsafeBufferPointer { alpha in
+            beta.withUnsafeBufferPointer { beta in
+                var best = 0
+                var bestDraw = -1.0
+                for index in 0..<alpha.count {
+                    let draw = random.beta(alpha[index], beta[index])
+                    if draw > bestDraw {
+                        best = index
+                        bestDraw = draw
+                    }
+                }
+                return best
+            }
+        }
+    }
+
+    public mutating func record(_ feedback: Feedback) {
+        let variant = feedback.variant
+        statistics[variant].add(feedback)
+        let stats = statistics[variant]
+        alpha[variant] = priorAlpha + Double(stats.successes)
+        // More conversions than views can only come from feedback arriving out of order; the
+        // posterior stays proper until the views catch up.
+        beta[variant] = priorBeta + Double(max(0, stats.trials - stats.successes))
+    }
+
+    public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
+        var weights = probabilityBest()
+        if floor > 0 {
+            let free = 1 - floor * Double(variantCount)
+            weights = weights.map { floor + free * $0 }
+        }
+        return try! PolicySnapshot(weights: weights, posteriors: posteriors, version: version, issuedAt: issuedAt)
+    }
+
+    /// The posterior probability that each variant has the highest conversion rate.
+    ///
+    /// - Complexity: O(1) CDF integrations for two variants; O(``draws`` × *k*) Beta draws otherwise.
+    public mutating func probabilityBest() -> [Double] {
+        switch variantCount {
+        case 1:
+            return [1]
+        case 2:
+            let secondBest = BetaDistribution.probabilityGreater(aX: alpha[1], bX: beta[1], aY: alpha[0], bY: beta[0])
+            return [1 - secondBest, secondBest]
+        default:
+            var wins = Array(repeating: 0, count: variantCount)
+            for _ in 0..<draws {
+                wins[choose()] += 1
+            }
+            return wins.map { Double($0) / Double(draws) }
+        }
+    }
+}

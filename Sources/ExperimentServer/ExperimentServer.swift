@@ -1,0 +1,1 @@
+// The ExperimentServer module.

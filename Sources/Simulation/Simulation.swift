@@ -1,0 +1,1 @@
+// The Simulation module.

@@ -1,0 +1,3 @@
+import AviaryCommands
+
+await AviaryCommand.main()
