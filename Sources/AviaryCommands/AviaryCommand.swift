@@ -1,12 +1,22 @@
 import ArgumentParser
 
 /// The `aviary` command line: simulate and benchmark mobile A/B-testing clients.
-public struct AviaryCommand: AsyncParsableCommand {
+public struct AviaryCommand: ParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "aviary",
         abstract: "Simulate mobile A/B-testing clients and compare allocation strategies.",
-        subcommands: []
+        subcommands: [RunCommand.self, BanditCommand.self]
     )
 
     public init() {}
+}
+
+/// A failure found after parsing (a bad scenario, a bad allocator spec): printed as one line,
+/// `Error: …`, with exit code 1 and no usage text.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
 }

@@ -58,6 +58,12 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
         return z ^ (z >> 31)
     }
 
+    /// Exposes the mixing function to tests that pin the derivation.
+    package static func mixForTesting(_ x: UInt64) -> UInt64 { mix(x) }
+
+    /// Exposes the label hash to tests that pin the derivation.
+    package static func fnvForTesting(_ s: String) -> UInt64 { fnv1a64(s) }
+
     static func fnv1a64(_ string: String) -> UInt64 {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in string.utf8 {

@@ -1,3 +1,3 @@
 import AviaryCommands
 
-await AviaryCommand.main()
+AviaryCommand.main()

@@ -1,0 +1,155 @@
+import Allocators
+import Dispatch
+import Foundation
+import Randomness
+
+/// Allocators compared on a bare bandit problem: views arrive one by one, each outcome is known at
+/// once, and there are no devices, caches or networks in between.
+///
+/// This isolates what the allocation rule itself is worth; the fleet simulation then shows how
+/// much of it survives offline devices and late feedback. All allocators meet the same potential
+/// outcomes (common random numbers): view *t* converts on variant *v* iff uᵥ,ₜ < rateᵥ, with the
+/// uniforms drawn from the replicate's outcome stream, one per variant, so a view that converts
+/// on B converts on B for every allocator.
+///
+/// `Sendable`: an immutable description of the comparison.
+public struct BanditComparison: Sendable {
+    /// The variants' true conversion rates.
+    public var rates: [Double]
+    /// Views per replicate.
+    public var views: Int
+    /// Replicates per allocator.
+    public var replicates: Int
+    /// The master seed.
+    public var seed: UInt64
+    /// The allocators, the first being the baseline the others are compared against.
+    public var allocators: [AllocatorSpec]
+
+    /// Creates a comparison.
+    public init(rates: [Double], views: Int, replicates: Int, seed: UInt64, allocators: [AllocatorSpec]) {
+        self.rates = rates
+        self.views = views
+        self.replicates = replicates
+        self.seed = seed
+        self.allocators = allocators
+    }
+
+    /// The built-in comparison: 5 % against 6 %, 100,000 views, 20 replicates, uniform baseline.
+    public static let builtIn = BanditComparison(
+        rates: [0.05, 0.06], views: 100_000, replicates: 20, seed: 2026,
+        allocators: [.uniform(weights: nil), .epsilonGreedy(epsilon: 0.1, decay: 0),
+                     .thompson(priorAlpha: 1, priorBeta: 1, draws: 10_000, floor: 0), .ucb1,
+                     .exploreThenCommit(views: nil, significance: 0.05, minimumViewsPerVariant: 1_000, weights: nil)]
+    )
+
+    /// One replicate of one allocator.
+    public struct Outcome: Sendable, Hashable {
+        public var allocator: String
+        public var replicate: Int
+        public var seed: UInt64
+        public var views: Int
+        public var conversions: Int
+        public var expectedRegret: Double
+        public var realizedRegret: Double
+        public var bestVariantShare: Double
+        public var wallSeconds: Double
+    }
+
+    /// Checks the comparison before it runs.
+    ///
+    /// - Throws: ``ScenarioError`` naming the bad value.
+    public func validate() throws(ScenarioError) {
+        guard rates.count >= 2 else { throw ScenarioError(key: "rates", "needs at least two variants, got \(rates.count)") }
+        for (index, rate) in rates.enumerated() where !(rate >= 0 && rate <= 1) {
+            throw ScenarioError(key: "rates[\(index)]", "is \(rate); a conversion rate must be in [0, 1]")
+        }
+        guard views >= 1 else { throw ScenarioError(key: "views", "is \(views); it must be at least 1") }
+        guard replicates >= 1 else { throw ScenarioError(key: "replicates", "is \(replicates); it must be at least 1") }
+        guard !allocators.isEmpty else { throw ScenarioError(key: "allocators", "is empty; name at least one") }
+        for (index, spec) in allocators.enumerated() {
+            do {
+                _ = try spec.makeAllocator(variantCount: rates.count, seed: StreamSeed(0))
+            } catch {
+                throw ScenarioError(key: "allocators[\(index)]", error.message)
+            }
+        }
+    }
+
+    /// Runs every allocator on every replicate, `jobs` replicates at a time.
+    ///
+    /// Results do not depend on `jobs`: each replicate's streams derive from the master seed and
+    /// the replicate number alone, and results are ordered by allocator then replicate.
+    ///
+    /// - Throws: ``ScenarioError`` if the comparison is invalid.
+    public func run(jobs: Int = 1) throws(ScenarioError) -> [Outcome] {
+        try validate()
+        let tasks = allocators.indices.flatMap { a in (0..<replicates).map { (a, $0) } }
+        let results = ResultSlots<Outcome>(count: tasks.count)
+        let comparison = self
+        DispatchQueue.concurrentPerform(iterations: max(1, min(jobs, tasks.count))) { worker in
+            var index = worker
+            while index < tasks.count {
+                let (a, replicate) = tasks[index]
+                results[index] = comparison.runOne(allocator: a, replicate: replicate)
+                index += max(1, min(jobs, tasks.count))
+            }
+        }
+        return results.values
+    }
+
+    func runOne(allocator index: Int, replicate: Int) -> Outcome {
+        let spec = allocators[index]
+        let replicateSeed = StreamSeed(seed).derive(replicate)
+        // Validated in `validate()`.
+        var allocator = try! spec.makeAllocator(variantCount: rates.count, seed: replicateSeed.derive("allocator").derive(index))
+        let start = DispatchTime.now().uptimeNanoseconds
+        var outcome = simulate(&allocator, outcomes: replicateSeed.derive("outcomes"))
+        outcome.allocator = spec.description
+        outcome.replicate = replicate
+        outcome.seed = replicateSeed.value
+        outcome.wallSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return outcome
+    }
+
+    private func simulate(_ allocator: inout some Allocator, outcomes: StreamSeed) -> Outcome {
+        var stream = outcomes.makeGenerator()
+        let best = rates.indices.max { rates[$0] < rates[$1] }!
+        var uniforms = [Double](repeating: 0, count: rates.count)
+        var conversions = 0, bestConversions = 0, bestViews = 0
+        var expectedRegret = 0.0
+        for _ in 0..<views {
+            for v in uniforms.indices { uniforms[v] = stream.nextUniform() }
+            let variant = allocator.choose()
+            let converted = uniforms[variant] < rates[variant]
+            allocator.record(.outcome(variant, converted: converted))
+            if converted { conversions += 1 }
+            if uniforms[best] < rates[best] { bestConversions += 1 }
+            if variant == best { bestViews += 1 }
+            expectedRegret += rates[best] - rates[variant]
+        }
+        return Outcome(
+            allocator: "", replicate: 0, seed: 0, views: views, conversions: conversions,
+            expectedRegret: expectedRegret, realizedRegret: Double(bestConversions - conversions),
+            bestVariantShare: Double(bestViews) / Double(views), wallSeconds: 0
+        )
+    }
+}
+
+/// Slots written by concurrent workers, each slot by exactly one worker.
+///
+/// `@unchecked Sendable` is safe because every index is written by one worker only and read after
+/// `concurrentPerform` returns, which orders the writes before the reads.
+final class ResultSlots<Value>: @unchecked Sendable {
+    private var storage: [Value?]
+
+    init(count: Int) {
+        storage = Array(repeating: nil, count: count)
+    }
+
+    subscript(index: Int) -> Value? {
+        get { storage[index] }
+        set { storage.withUnsafeMutableBufferPointer { $0[index] = newValue } }
+    }
+
+    var values: [Value] { storage.map { $0! } }
+}

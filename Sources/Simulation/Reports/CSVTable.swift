@@ -1,0 +1,84 @@
+import Foundation
+
+/// A CSV table in RFC 4180 form: one header row, comma-separated, CRLF-free (`\n` line ends, which
+/// every reader accepts), fields quoted only when they contain a comma, quote or line break.
+///
+/// Numbers are plain decimals with no thousands separators and no exponent, so pandas, R and
+/// spreadsheets read them the same way.
+///
+/// Not `Sendable`-relevant: a value built by one owner and written once.
+public struct CSVTable: Sendable {
+    /// The column names.
+    public let columns: [String]
+    /// The rows, each as many cells as there are columns.
+    public private(set) var rows: [[String]] = []
+
+    /// Creates an empty table with the given columns.
+    public init(columns: [String]) {
+        self.columns = columns
+    }
+
+    /// Appends a row.
+    ///
+    /// - Precondition: the row has one cell per column.
+    public mutating func append(_ cells: [CSVCell]) {
+        precondition(cells.count == columns.count, "row has \(cells.count) cells for \(columns.count) columns")
+        rows.append(cells.map(\.text))
+    }
+
+    /// The table as CSV text.
+    public var text: String {
+        var out = columns.map(Self.escape).joined(separator: ",") + "\n"
+        for row in rows {
+            out += row.map(Self.escape).joined(separator: ",") + "\n"
+        }
+        return out
+    }
+
+    /// Writes the table to `url`, replacing any file there.
+    ///
+    /// - Throws: the file system's error.
+    public func write(to url: URL) throws {
+        try Data(text.utf8).write(to: url, options: .atomic)
+    }
+
+    static func escape(_ field: String) -> String {
+        guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+/// One CSV cell.
+public enum CSVCell: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    case text(String)
+    case integer(Int)
+    /// A decimal with at most `places` digits after the point, trailing zeros removed.
+    case decimal(Double, places: Int)
+
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int) { self = .integer(value) }
+
+    /// A decimal with six places, enough for rates and seconds.
+    public static func number(_ x: Double) -> CSVCell { .decimal(x, places: 6) }
+
+    var text: String {
+        switch self {
+        case .text(let s): s
+        case .integer(let i): String(i)
+        case .decimal(let x, let places): formatDecimal(x, places: places)
+        }
+    }
+}
+
+/// Formats `x` as a plain decimal: no exponent, no grouping, at most `places` decimals, trailing
+/// zeros and a trailing point removed; NaN and infinities as empty cells (missing values).
+func formatDecimal(_ x: Double, places: Int) -> String {
+    guard x.isFinite else { return "" }
+    var text = String(format: "%.\(places)f", x)
+    if text.contains(".") {
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+    }
+    if text == "-0" { text = "0" }
+    return text
+}

@@ -1,0 +1,83 @@
+import Allocators
+import Randomness
+import Testing
+
+/// Pearson's χ² statistic of observed counts against expected proportions.
+func chiSquare(_ counts: [Int], expected proportions: [Double]) -> Double {
+    let n = Double(counts.reduce(0, +))
+    return zip(counts, proportions).reduce(0) { total, pair in
+        let expected = n * pair.1
+        return total + (Double(pair.0) - expected) * (Double(pair.0) - expected) / expected
+    }
+}
+
+struct UniformSplitTests {
+    // χ² critical values at p = 0.001: 10.83 (1 df), 13.82 (2 df). A correct split fails this
+    // test one run in a thousand; with a fixed seed it either always passes or always fails.
+    @Test(arguments: [
+        ([80.0, 20.0], 10.83),
+        ([1.0, 1.0], 10.83),
+        ([50.0, 25.0, 25.0], 13.82),
+    ])
+    func splitMatchesItsConfiguredRatio(weights: [Double], critical: Double) throws {
+        var allocator = try UniformSplit(variantCount: weights.count, weights: weights, seed: StreamSeed(31))
+        var counts = Array(repeating: 0, count: weights.count)
+        for _ in 0..<100_000 { counts[allocator.choose()] += 1 }
+        let total = weights.reduce(0, +)
+        #expect(chiSquare(counts, expected: weights.map { $0 / total }) < critical)
+    }
+
+    @Test func snapshotCarriesTheSplit() throws {
+        var allocator = try UniformSplit(variantCount: 2, weights: [3, 1], seed: StreamSeed(1))
+        let snapshot = allocator.snapshot(version: 4, issuedAt: 3600)
+        #expect(snapshot.weights == [0.75, 0.25])
+        #expect(snapshot.version == 4)
+        #expect(snapshot.issuedAt == 3600)
+    }
+
+    @Test func recordsStatistics() throws {
+        var allocator = try UniformSplit(variantCount: 2, seed: StreamSeed(1))
+        allocator.record(.view(1))
+        allocator.record(.view(1))
+        allocator.record(.conversion(1, value: 2.5))
+        #expect(allocator.statistics[1] == ArmStatistics(trials: 2, successes: 1, rewardSum: 2.5))
+        #expect(allocator.statistics[0] == ArmStatistics())
+    }
+
+    @Test func rejectsWeightsThatDoNotFitTheVariants() {
+        #expect(throws: AllocatorError.self) { try UniformSplit(variantCount: 3, weights: [1, 1], seed: StreamSeed(1)) }
+        #expect(throws: AllocatorError.self) { try UniformSplit(variantCount: 2, weights: [0, 0], seed: StreamSeed(1)) }
+        #expect(throws: AllocatorError.self) { try UniformSplit(variantCount: 2, weights: [-1, 2], seed: StreamSeed(1)) }
+        #expect(throws: AllocatorError.self) { try UniformSplit(variantCount: 0, seed: StreamSeed(1)) }
+    }
+}
+
+struct PolicySnapshotTests {
+    @Test func samplingFollowsTheWeights() throws {
+        let snapshot = try PolicySnapshot(weights: [0.1, 0.2, 0.3, 0.4])
+        var generator = StreamSeed(5).makeGenerator()
+        var counts = [0, 0, 0, 0]
+        for _ in 0..<100_000 { counts[snapshot.sample(using: &generator)] += 1 }
+        #expect(chiSquare(counts, expected: [0.1, 0.2, 0.3, 0.4]) < 16.27)  // 3 df, p = 0.001
+    }
+
+    @Test func zeroWeightVariantsAreNeverDrawn() throws {
+        let snapshot = try PolicySnapshot(weights: [0, 1, 0])
+        #expect(snapshot.variant(forUniform: 0) == 1)
+        #expect(snapshot.variant(forUniform: 0.999_999_999) == 1)
+        #expect(PolicySnapshot.pinned(2, of: 3).variant(forUniform: 0.5) == 2)
+    }
+
+    @Test func weightsAreNormalised() throws {
+        #expect(try PolicySnapshot(weights: [2, 6]).weights == [0.25, 0.75])
+    }
+
+    @Test func invalidWeightsNameTheProblem() {
+        #expect(throws: AllocatorError("snapshot weights sum to 0.0; they must sum to a positive number")) {
+            try PolicySnapshot(weights: [0, 0])
+        }
+        #expect(throws: AllocatorError("snapshot weights: weight 1 is nan; weights must be finite and not negative")) {
+            try PolicySnapshot(weights: [1, .nan])
+        }
+    }
+}
