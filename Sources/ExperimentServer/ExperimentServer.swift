@@ -1,1 +1,199 @@
-// The ExperimentServer module.
+import Allocators
+import ClientEngine
+
+/// The experiment server of a simulated (or embedded) deployment: it ingests event batches
+/// idempotently, feeds an allocator per experiment on a cadence, publishes policy snapshots for
+/// devices to fetch, and answers server-side decisions.
+///
+/// Ingestion is idempotent: every event id is remembered, so a batch retried after a lost
+/// acknowledgement is acknowledged again but counted once (its repeats are counted as
+/// duplicates). The allocators see feedback according to ``UpdateCadence``; published data is an
+/// immutable ``ExperimentData`` shared by every device that fetches it.
+///
+/// Not `Sendable`: one owner (one simulated replicate) drives it.
+public struct ExperimentServer<A: Allocator> {
+    /// When feedback reaches the allocators and snapshots are republished.
+    public enum UpdateCadence: Sendable, Hashable {
+        /// Feedback applied as it arrives; snapshots republished at most every `minimumInterval` seconds.
+        case immediate(minimumInterval: Double)
+        /// Feedback buffered and applied, and a snapshot published, every `seconds`.
+        case every(seconds: Double)
+        /// Feedback buffered and applied, and a snapshot published, every `count` events.
+        case everyEvents(Int)
+    }
+
+    /// What one ingested batch did.
+    public struct IngestResult: Sendable, Hashable {
+        /// Events seen for the first time.
+        public var accepted: Int
+        /// Events already ingested before (retries), acknowledged again but not counted.
+        public var duplicates: Int
+        /// Events naming an experiment or variant the server does not know; acknowledged and dropped.
+        public var invalid: Int
+    }
+
+    /// The allocators, one per experiment, in the order of ``definitions``.
+    public private(set) var allocators: [A]
+    /// The experiments served.
+    public let definitions: [ExperimentDefinition]
+    public let cadence: UpdateCadence
+    /// The data devices download now.
+    public private(set) var published: ExperimentData
+    /// Distinct events ingested.
+    public private(set) var eventsAccepted = 0
+    /// Repeated events ignored.
+    public private(set) var duplicatesIgnored = 0
+    /// Events with unknown experiment or variant indices.
+    public private(set) var eventsInvalid = 0
+    /// Decisions answered (server-side assignment).
+    public private(set) var decisions = 0
+
+    private var seen = Set<EventID>()
+    private var pending: [(experiment: Int, feedback: Feedback)] = []
+    private var dirty = false
+    private var lastPublished: Double
+    private var version = 1
+
+    /// Creates a server.
+    ///
+    /// - Parameters:
+    ///   - experiments: The experiments with their variants and metadata (their snapshots are
+    ///     replaced by the allocators').
+    ///   - allocators: One allocator per experiment, with as many variants.
+    ///   - cadence: When feedback is applied and snapshots republished.
+    ///   - now: The time of the first publication.
+    public init(experiments: [ExperimentDefinition], allocators: [A], cadence: UpdateCadence, at now: Double) {
+        precondition(experiments.count == allocators.count, "one allocator per experiment")
+        for (experiment, allocator) in zip(experiments, allocators) {
+            precondition(experiment.variants.count == allocator.variantCount, "allocator for \(experiment.id) has \(allocator.variantCount) variants, the experiment \(experiment.variants.count)")
+        }
+        self.definitions = experiments
+        self.allocators = allocators
+        self.cadence = cadence
+        self.lastPublished = now
+        self.published = ExperimentData(version: 0, experiments: experiments)
+        publish(at: now)
+    }
+
+    /// Ingests a batch of events, deduplicating by id.
+    ///
+    /// - Complexity: O(n) expected for n events.
+    public mutating func ingest(_ batch: [Event], at now: Double) -> IngestResult {
+        ingest(batch, at: now) { _ in }
+    }
+
+    /// Ingests a batch of events, deduplicating by id, and calls `accepted` with each event seen
+    /// for the first time (to measure queue latency, for instance).
+    ///
+    /// - Complexity: O(n) expected for n events.
+    public mutating func ingest(_ batch: [Event], at now: Double, accepted: (Event) -> Void) -> IngestResult {
+        var result = IngestResult(accepted: 0, duplicates: 0, invalid: 0)
+        for event in batch {
+            guard seen.insert(event.id).inserted else {
+                result.duplicates += 1
+                continue
+            }
+            let experiment = Int(event.experiment), variant = Int(event.variant)
+            guard experiment >= 0, experiment < allocators.count, variant >= 0, variant < allocators[experiment].variantCount else {
+                result.invalid += 1
+                continue
+            }
+            result.accepted += 1
+            accepted(event)
+            let feedback: Feedback
+            switch event.kind {
+            case .view: feedback = .view(variant)
+            case .conversion: feedback = .conversion(variant, value: event.value)
+            default: continue
+            }
+            if case .immediate = cadence {
+                allocators[experiment].record(feedback)
+                dirty = true
+            } else {
+                pending.append((experiment, feedback))
+            }
+        }
+        eventsAccepted += result.accepted
+        duplicatesIgnored += result.duplicates
+        eventsInvalid += result.invalid
+        if case .everyEvents(let count) = cadence, pending.count >= count {
+            applyPending()
+            publish(at: now)
+        }
+        return result
+    }
+
+    /// Whether the event `id` was ingested.
+    public func hasIngested(_ id: EventID) -> Bool {
+        seen.contains(id)
+    }
+
+    /// Answers a server-side decision for `experiment` (the Conductrics style): the allocator
+    /// chooses now and the exposure is recorded as a view at once, since the server knows it.
+    public mutating func decide(experiment: Int, at now: Double) -> Int {
+        let variant = allocators[experiment].choose()
+        decisions += 1
+        let feedback = Feedback.view(variant)
+        if case .immediate = cadence {
+            allocators[experiment].record(feedback)
+            dirty = true
+        } else {
+            pending.append((experiment, feedback))
+        }
+        return variant
+    }
+
+    /// Records a goal reported directly (the Conductrics style, no event queue).
+    public mutating func goal(experiment: Int, variant: Int, value: Double, at now: Double) {
+        let feedback = Feedback.conversion(variant, value: value)
+        if case .immediate = cadence {
+            allocators[experiment].record(feedback)
+            dirty = true
+        } else {
+            pending.append((experiment, feedback))
+        }
+    }
+
+    /// The time of the next scheduled update, if the cadence is time-based.
+    public func nextUpdate(after now: Double) -> Double? {
+        switch cadence {
+        case .every(let seconds): lastPublished + seconds
+        case .immediate(let minimum): dirty ? max(now, lastPublished + minimum) : nil
+        case .everyEvents: nil
+        }
+    }
+
+    /// Applies buffered feedback and republishes if the cadence says it is time.
+    public mutating func tick(at now: Double) {
+        switch cadence {
+        case .every(let seconds) where now >= lastPublished + seconds:
+            applyPending()
+            publish(at: now)
+        case .immediate(let minimum) where dirty && now >= lastPublished + minimum:
+            publish(at: now)
+        default:
+            break
+        }
+    }
+
+    private mutating func applyPending() {
+        for (experiment, feedback) in pending {
+            allocators[experiment].record(feedback)
+        }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func publish(at now: Double) {
+        let experiments = definitions.indices.map { index in
+            let definition = definitions[index]
+            return ExperimentDefinition(
+                id: definition.id, variants: definition.variants, metadata: definition.metadata,
+                snapshot: allocators[index].snapshot(version: version, issuedAt: now), sticky: definition.sticky
+            )
+        }
+        published = ExperimentData(version: version, experiments: experiments)
+        version += 1
+        lastPublished = now
+        dirty = false
+    }
+}

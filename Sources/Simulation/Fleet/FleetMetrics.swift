@@ -1,0 +1,115 @@
+import Allocators
+import ClientEngine
+import Histogram
+
+/// What one replicate measured: outcomes for the analyst, and the queue's health.
+///
+/// `Sendable`: plain values, handed from a worker thread to the report writer.
+public struct FleetMetrics: Sendable {
+    /// Views per experiment and variant.
+    public internal(set) var views: [[Int]]
+    /// Views that converted, per experiment and variant (the users' behaviour, whether or not the
+    /// conversion reached the server).
+    public internal(set) var conversionsByVariant: [[Int]]
+    /// Expected regret per experiment and variant: Σ over views of that variant of (best − its rate).
+    public internal(set) var regretByVariant: [[Double]]
+    /// Views that converted on the best variant's potential outcome.
+    public internal(set) var bestConversions = 0
+    /// Views of the variant that was best at the time.
+    public internal(set) var bestViews = 0
+    public internal(set) var sessions = 0
+    /// Views that showed the in-app default (offline mode, or a Conductrics fallback).
+    public internal(set) var defaultViews = 0
+    /// Conversions the client recorded (not duplicates, not no-ops).
+    public internal(set) var conversionsRecorded = 0
+    public internal(set) var crashes = 0
+    public internal(set) var requests = 0
+    public internal(set) var fetches = 0
+    public internal(set) var batches = 0
+    public internal(set) var timeouts = 0
+    /// Conductrics style: decision and goal requests attempted, and those lost.
+    public internal(set) var conductricsRequests = 0
+    public internal(set) var conductricsLost = 0
+    /// Events waiting in device queues right now.
+    public internal(set) var queueDepth = 0
+    /// Milliseconds from an event's creation to its first ingestion.
+    public internal(set) var queueLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+
+    public internal(set) var eventsCreated = 0
+    public internal(set) var eventsAcked = 0
+    public internal(set) var eventsPending = 0
+    public internal(set) var eventsDropped = 0
+    public internal(set) var duplicatesIgnored = 0
+    /// The time series, one entry per sample.
+    public internal(set) var samples: [Sample] = []
+
+    /// The fleet at one sample time.
+    public struct Sample: Sendable {
+        public var time: Double
+        public var views: [[Int]]
+        public var conversions: [[Int]]
+        public var regret: [[Double]]
+        public var queueDepth: Int
+        public var onlineFraction: Double
+    }
+
+    init(scenario: Scenario) {
+        views = scenario.experiments.map { Array(repeating: 0, count: $0.rates.count) }
+        conversionsByVariant = views
+        regretByVariant = scenario.experiments.map { Array(repeating: 0, count: $0.rates.count) }
+    }
+
+    /// Total views.
+    public var totalViews: Int { views.joined().reduce(0, +) }
+    /// Total converting views.
+    public var conversions: Int { conversionsByVariant.joined().reduce(0, +) }
+    /// Σ over views of (best true rate − true rate shown).
+    public var expectedRegret: Double { regretByVariant.joined().reduce(0, +) }
+    /// Conversions the best variant would have produced on the same potential outcomes, minus those observed.
+    public var realizedRegret: Double { Double(bestConversions - conversions) }
+
+    @inline(__always)
+    mutating func view(experiment e: Int, variant: Int, rates: [Double], convertsMask: UInt64, converted: Bool) {
+        var best = 0
+        for v in 1..<rates.count where rates[v] > rates[best] { best = v }
+        views[e][variant] += 1
+        regretByVariant[e][variant] += rates[best] - rates[variant]
+        if converted { conversionsByVariant[e][variant] += 1 }
+        if convertsMask & (1 << UInt64(best)) != 0 { bestConversions += 1 }
+        if variant == best { bestViews += 1 }
+    }
+
+    mutating func sample<A>(at now: Double, fleet: FleetReplicate<A>) {
+        var online = 1.0
+        if fleet.scenario.network.meanOnline != nil {
+            var count = 0
+            var fleet = fleet
+            for d in fleet.devices.indices {
+                fleet.advanceTimeline(d, to: now)
+                if fleet.devices[d].online { count += 1 }
+            }
+            online = Double(count) / Double(max(1, fleet.devices.count))
+        }
+        samples.append(Sample(time: now, views: views, conversions: conversionsByVariant, regret: regretByVariant, queueDepth: queueDepth, onlineFraction: online))
+    }
+
+    mutating func finish<A>(fleet: FleetReplicate<A>) {
+        switch fleet.scenario.client.style {
+        case .myna:
+            for device in fleet.devices {
+                let engine = device.engine
+                eventsCreated += engine.eventsCreated
+                eventsDropped += engine.eventsDroppedByOverflow + engine.eventsLostInCrashes + engine.eventsRejectedPermanently
+                for event in engine.store.oldest(engine.queueDepth) where !fleet.server.hasIngested(event.id) {
+                    eventsPending += 1
+                }
+            }
+            eventsAcked = fleet.server.eventsAccepted
+            duplicatesIgnored = fleet.server.duplicatesIgnored
+        case .conductrics:
+            eventsCreated = conductricsRequests
+            eventsAcked = conductricsRequests - conductricsLost
+            eventsDropped = conductricsLost
+        }
+    }
+}

@@ -1,0 +1,461 @@
+import Allocators
+import ClientEngine
+import ExperimentServer
+import Histogram
+import Randomness
+
+/// One replicate of one allocator: a fleet of devices, each running the real client engine in
+/// virtual time against one experiment server, under the scenario's network and faults.
+///
+/// Every stream a device uses for its user (session times, crashes, potential outcomes,
+/// connectivity) derives from the replicate seed and the device index only, so every allocator
+/// compared meets the same users, sessions, outages and potential outcomes (common random
+/// numbers). Only the engine's assignment draws and the network's per-request draws follow the
+/// allocator, because they depend on what the allocator did.
+struct FleetReplicate<A: Allocator> {
+    let scenario: Scenario
+    let replicate: Int
+    let allocatorLabel: String
+    let profile: EngineProfile
+    let replicateSeed: StreamSeed
+    var server: ExperimentServer<A>
+    var devices: [Device] = []
+    var queue = EventQueue<Occurrence>()
+    var responses = ResponseSlots()
+    var metrics: FleetMetrics
+    let upgrades: [Scenario.AppUpgrade]
+    let partitionSalt: UInt64
+    let sessionMean: Double
+
+    /// What happens at a point in virtual time.
+    struct Occurrence {
+        enum Kind: UInt8 {
+            case session, conversion, wake, response, connectivity, serverTick, sample
+        }
+        var kind: Kind
+        var device: Int32
+        /// A response slot, or an experiment index and variant for a delayed conversion.
+        var detail: Int32
+    }
+
+    struct Device {
+        var engine: ClientEngine<InMemoryEventStore>
+        var sessions: SplitMix64
+        var outcomes: SplitMix64
+        var connectivity: SplitMix64
+        var assignment: SplitMix64
+        var network: SplitMix64
+        var nextToggle: Double
+        var foregroundUntil: Double = -.infinity
+        var wakeAt: Double = .infinity
+        var online: Bool
+        var connectivityWatch = false
+        var version: Int16 = 0
+        /// Server-side sticky decisions in the Conductrics style, per experiment (−1: none).
+        var decided: [Int8] = []
+    }
+
+    init(scenario: Scenario, replicate: Int, allocatorIndex: Int, allocators: [A], profile: EngineProfile) {
+        self.scenario = scenario
+        self.replicate = replicate
+        self.allocatorLabel = scenario.allocators[allocatorIndex].label
+        self.profile = profile
+        self.replicateSeed = StreamSeed(scenario.seed).derive(replicate)
+        let cadence: ExperimentServer<A>.UpdateCadence = switch scenario.server.update {
+        case .immediate: .immediate(minimumInterval: 60)
+        case .every(let seconds): .every(seconds: seconds)
+        case .everyEvents(let n): .everyEvents(n)
+        }
+        self.server = ExperimentServer(experiments: profile.defaults.experiments, allocators: allocators, cadence: cadence, at: 0)
+        self.metrics = FleetMetrics(scenario: scenario)
+        self.upgrades = scenario.population.appUpgrades
+        self.partitionSalt = replicateSeed.derive("partition").value
+        self.sessionMean = 86_400 / scenario.population.sessionsPerDay
+    }
+
+    // MARK: - Running
+
+    mutating func run() -> FleetMetrics {
+        let population = scenario.population
+        let network = scenario.network
+        devices.reserveCapacity(population.devices)
+        queue = EventQueue(reservingCapacity: population.devices + 1024)
+        let devicesSeed = replicateSeed.derive("devices")
+        let experimentCount = scenario.experiments.count
+        for index in 0..<population.devices {
+            let seed = devicesSeed.derive(index)
+            var connectivity = SplitMix64(seed: seed.derive("connectivity"))
+            var online = true
+            var nextToggle = Double.infinity
+            if let meanOnline = network.meanOnline {
+                // Start in the stationary distribution; spells are exponential, hence memoryless.
+                online = connectivity.nextUniform() < network.onlineFraction
+                nextToggle = connectivity.nextExponential(mean: online ? meanOnline : network.meanOffline)
+            }
+            var engine = ClientEngine(
+                deviceID: UInt64(index), appVersion: "1", profile: profile,
+                store: InMemoryEventStore(persistence: profile.settings.persistence), seed: seed.derive("engine"), at: 0
+            )
+            if !online { engine.connectivityChanged(isOnline: false, at: 0) }
+            var device = Device(
+                engine: engine, sessions: SplitMix64(seed: seed.derive("sessions")), outcomes: SplitMix64(seed: seed.derive("outcomes")),
+                connectivity: connectivity, assignment: SplitMix64(seed: seed.derive("assignment")), network: SplitMix64(seed: seed.derive("network")),
+                nextToggle: nextToggle, online: online
+            )
+            if scenario.client.style == .conductrics {
+                device.decided = Array(repeating: -1, count: experimentCount)
+            }
+            let first = firstSession(&device.sessions)
+            devices.append(device)
+            queue.schedule(Occurrence(kind: .session, device: Int32(index), detail: 0), at: first)
+        }
+        if let next = server.nextUpdate(after: 0) {
+            queue.schedule(Occurrence(kind: .serverTick, device: -1, detail: 0), at: next)
+        } else if case .immediate = scenario.server.update {
+            queue.schedule(Occurrence(kind: .serverTick, device: -1, detail: 0), at: 60)
+        }
+        queue.schedule(Occurrence(kind: .sample, device: -1, detail: 0), at: min(scenario.timestep, scenario.horizon))
+
+        let horizon = scenario.horizon
+        while let entry = queue.pop(), entry.time <= horizon {
+            let now = entry.time
+            let occurrence = entry.payload
+            let d = Int(occurrence.device)
+            switch occurrence.kind {
+            case .session: session(d, at: now)
+            case .conversion: delayedConversion(d, detail: occurrence.detail, at: now)
+            case .wake:
+                if devices[d].wakeAt == now {
+                    devices[d].wakeAt = .infinity
+                    let depthBefore = devices[d].engine.queueDepth
+                    drive(d, at: now)
+                    metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+                }
+            case .response: deliver(slot: Int(occurrence.detail), to: d, at: now)
+            case .connectivity: connectivityWatchFired(d, at: now)
+            case .serverTick:
+                server.tick(at: now)
+                let next = server.nextUpdate(after: now) ?? (now + 60)
+                queue.schedule(occurrence, at: max(next, now + 1))
+            case .sample:
+                metrics.sample(at: now, fleet: self)
+                if now < horizon {
+                    queue.schedule(occurrence, at: min(now + scenario.timestep, horizon))
+                }
+            }
+        }
+        metrics.finish(fleet: self)
+        return metrics
+    }
+
+    // MARK: - Sessions
+
+    func firstSession(_ stream: inout SplitMix64) -> Double {
+        scenario.population.poisson ? nextArrival(after: 0, &stream) : stream.nextUniform() * sessionMean
+    }
+
+    /// The next session time: a (possibly time-varying) Poisson process, or a fixed interval.
+    func nextArrival(after t: Double, _ stream: inout SplitMix64) -> Double {
+        guard scenario.population.poisson else { return t + sessionMean }
+        guard let profile = scenario.population.dailyProfile else {
+            return t + stream.nextExponential(mean: sessionMean)
+        }
+        // Thinning (Lewis–Shedler): candidates at the peak rate, kept in proportion to the hour's weight.
+        let peak = profile.max()!
+        let mean = profile.reduce(0, +) / 24
+        var time = t
+        while true {
+            time += stream.nextExponential(mean: sessionMean * mean / peak)
+            let hour = Int((time.truncatingRemainder(dividingBy: 86_400)) / 3600) % 24
+            if stream.nextUniform() * peak < profile[hour] { return time }
+        }
+    }
+
+    mutating func session(_ d: Int, at now: Double) {
+        advanceConnectivity(d, to: now)
+        var sessions = devices[d].sessions
+        let next = nextArrival(after: now, &sessions)
+        let crashes = sessions.nextUniform() < scenario.population.crashProbability
+        devices[d].sessions = sessions
+        queue.schedule(Occurrence(kind: .session, device: Int32(d), detail: 0), at: next)
+
+        let depthBefore = devices[d].engine.queueDepth
+        if Int(devices[d].version) < upgrades.count, upgrades[Int(devices[d].version)].at <= now {
+            var version = Int(devices[d].version)
+            while version < upgrades.count && upgrades[version].at <= now { version += 1 }
+            devices[d].version = Int16(version)
+            devices[d].engine.appVersionChanged(to: upgrades[version - 1].version, at: now)
+        }
+        devices[d].foregroundUntil = now + scenario.population.sessionLength
+        metrics.sessions += 1
+
+        for e in scenario.experiments.indices {
+            let experiment = scenario.experiments[e]
+            let rates = experiment.rates(at: now)
+            // Potential outcomes: one uniform per variant, drawn whatever is shown.
+            var outcomes = devices[d].outcomes
+            var converts: UInt64 = 0
+            for v in rates.indices where outcomes.nextUniform() < rates[v] { converts |= 1 << UInt64(v) }
+            let delay = scenario.population.conversionDelay.sample(using: &outcomes)
+            devices[d].outcomes = outcomes
+
+            let variant = scenario.client.style == .myna ? mynaView(d, experiment: e, at: now) : conductricsView(d, experiment: e, at: now)
+            let converted = converts & (1 << UInt64(variant)) != 0
+            metrics.view(experiment: e, variant: variant, rates: rates, convertsMask: converts, converted: converted)
+            if converted {
+                if delay <= 0 {
+                    convert(d, experiment: e, variant: variant, at: now)
+                } else {
+                    queue.schedule(Occurrence(kind: .conversion, device: Int32(d), detail: Int32(e << 8 | variant)), at: now + delay)
+                }
+            }
+        }
+        if crashes {
+            // The app is killed before the session ends: what the store had not persisted is lost.
+            devices[d].engine.restart(at: now)
+            metrics.crashes += 1
+        }
+        drive(d, at: now)
+        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+    }
+
+    mutating func mynaView(_ d: Int, experiment e: Int, at now: Double) -> Int {
+        var assignment = devices[d].assignment
+        let view = devices[d].engine.viewVariant(experiment: e, at: now, using: &assignment)
+        devices[d].assignment = assignment
+        if view.isDefault { metrics.defaultViews += 1 }
+        return view.variant
+    }
+
+    /// The Conductrics wrapper asks the server for every decision; the server's choice is sticky,
+    /// but a device that cannot reach it shows the first choice (after the timeout when requests
+    /// hang, at once when the OS knows there is no network).
+    mutating func conductricsView(_ d: Int, experiment e: Int, at now: Double) -> Int {
+        metrics.conductricsRequests += 1
+        guard reachable(d, at: now) else {
+            metrics.defaultViews += 1
+            metrics.conductricsLost += 1
+            return 0
+        }
+        var network = devices[d].network
+        let lost = network.nextUniform() < scenario.network.loss
+        let latency = scenario.network.latency.sample(using: &network)
+        devices[d].network = network
+        var decided = Int(devices[d].decided[e])
+        if decided < 0 {
+            decided = server.decide(experiment: e, at: now)
+            devices[d].decided[e] = Int8(decided)
+        }
+        if lost || latency > scenario.client.decisionTimeout {
+            metrics.conductricsLost += 1
+            metrics.defaultViews += 1
+            return 0
+        }
+        return decided
+    }
+
+    mutating func delayedConversion(_ d: Int, detail: Int32, at now: Double) {
+        advanceConnectivity(d, to: now)
+        let depthBefore = devices[d].engine.queueDepth
+        devices[d].foregroundUntil = max(devices[d].foregroundUntil, now + 60)
+        convert(d, experiment: Int(detail >> 8), variant: Int(detail & 0xFF), at: now)
+        drive(d, at: now)
+        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+    }
+
+    mutating func convert(_ d: Int, experiment e: Int, variant: Int, at now: Double) {
+        switch scenario.client.style {
+        case .myna:
+            if devices[d].engine.recordConversion(experiment: e, at: now) == .recorded {
+                metrics.conversionsRecorded += 1
+            }
+        case .conductrics:
+            // A goal reaches the server only if the device can reach it; it rewards the server's
+            // own sticky decision, whatever the device showed.
+            let decided = Int(devices[d].decided[e])
+            guard decided >= 0 else { return }
+            metrics.conductricsRequests += 1
+            guard reachable(d, at: now) else {
+                metrics.conductricsLost += 1
+                return
+            }
+            var network = devices[d].network
+            let lost = network.nextUniform() < scenario.network.loss
+            devices[d].network = network
+            guard !lost else {
+                metrics.conductricsLost += 1
+                return
+            }
+            server.goal(experiment: e, variant: decided, value: 1, at: now)
+            metrics.conversionsRecorded += 1
+        }
+    }
+
+    // MARK: - Driving the engine
+
+    /// Runs the engine until it waits: sends go on the simulated network, wakes are scheduled
+    /// while the app may run (in the foreground, or in the background to sync queued events).
+    mutating func drive(_ d: Int, at now: Double) {
+        guard scenario.client.style == .myna else { return }
+        while true {
+            switch devices[d].engine.nextAction(at: now) {
+            case .send(let request):
+                send(request, from: d, at: now)
+            case .wake(let at):
+                let device = devices[d]
+                let mayRun = at <= device.foregroundUntil
+                    || (scenario.client.backgroundSync && (device.engine.queueDepth > 0 || at <= now))
+                if mayRun && at < device.wakeAt {
+                    devices[d].wakeAt = at
+                    queue.schedule(Occurrence(kind: .wake, device: Int32(d), detail: 0), at: at)
+                }
+                watchConnectivity(d)
+                return
+            case .idle:
+                watchConnectivity(d)
+                return
+            }
+        }
+    }
+
+    mutating func send(_ request: Request, from d: Int, at now: Double) {
+        metrics.requests += 1
+        guard reachable(d, at: now) else {
+            if !devices[d].online {
+                // The OS reports no network at once.
+                schedule(.failed(.unreachable), to: request.id, device: d, at: now + 0.01)
+            } else if scenario.network.outages.contains(where: { $0.timesOut && $0.start <= now && now < $0.end }) {
+                // The request hangs; the engine times it out itself.
+                metrics.timeouts += 1
+            } else {
+                schedule(.failed(.unreachable), to: request.id, device: d, at: now + 0.05)
+            }
+            return
+        }
+        var network = devices[d].network
+        let requestLost = network.nextUniform() < scenario.network.loss
+        let responseLost = network.nextUniform() < scenario.network.loss
+        let latency = scenario.network.latency.sample(using: &network)
+        devices[d].network = network
+        if requestLost {
+            metrics.timeouts += 1
+            return
+        }
+        let arrival = now + latency / 2
+        let response: Response
+        switch request.kind {
+        case .fetchExperiments:
+            metrics.fetches += 1
+            response = .experimentData(server.published)
+        case .sendEvents(let batch):
+            var latencies = metrics.queueLatency
+            _ = server.ingest(batch, at: arrival) { event in
+                _ = latencies.record(UInt64(max(0, (arrival - event.createdAt) * 1000).rounded()))
+            }
+            metrics.queueLatency = latencies
+            metrics.batches += 1
+            response = .acknowledged(batch.map(\.id))
+        }
+        if responseLost {
+            metrics.timeouts += 1
+            return
+        }
+        schedule(response, to: request.id, device: d, at: now + latency)
+    }
+
+    mutating func schedule(_ response: Response, to id: RequestID, device d: Int, at time: Double) {
+        let slot = responses.store(id: id, response: response)
+        queue.schedule(Occurrence(kind: .response, device: Int32(d), detail: Int32(slot)), at: time)
+    }
+
+    mutating func deliver(slot: Int, to d: Int, at now: Double) {
+        let (id, response) = responses.take(slot)
+        advanceConnectivity(d, to: now)
+        let depthBefore = devices[d].engine.queueDepth
+        devices[d].engine.handle(response, to: id, at: now)
+        drive(d, at: now)
+        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+    }
+
+    // MARK: - Network
+
+    func reachable(_ d: Int, at now: Double) -> Bool {
+        guard devices[d].online else { return false }
+        let network = scenario.network
+        for outage in network.outages where outage.start <= now && now < outage.end { return false }
+        for (index, partition) in network.partitions.enumerated() where partition.start <= now && now < partition.end {
+            if inPartition(d, index, fraction: partition.fraction) { return false }
+        }
+        return true
+    }
+
+    func inPartition(_ d: Int, _ index: Int, fraction: Double) -> Bool {
+        let h = StreamSeed(partitionSalt &+ UInt64(index)).derive(d).value
+        return Double(h >> 11) * 0x1.0p-53 < fraction
+    }
+
+    /// Brings the device's online/offline timeline up to `now` and tells the engine if it changed.
+    mutating func advanceConnectivity(_ d: Int, to now: Double) {
+        advanceTimeline(d, to: now)
+        if devices[d].online != devices[d].engine.isOnline {
+            devices[d].engine.connectivityChanged(isOnline: devices[d].online, at: now)
+        }
+    }
+
+    /// Moves the device's online/offline timeline to `now` without telling the engine (which
+    /// learns of it the next time the app runs). The timeline depends only on the device's
+    /// connectivity stream, so advancing it early or late gives the same spells.
+    mutating func advanceTimeline(_ d: Int, to now: Double) {
+        guard let meanOnline = scenario.network.meanOnline, devices[d].nextToggle <= now else { return }
+        let meanOffline = scenario.network.meanOffline
+        var online = devices[d].online
+        var next = devices[d].nextToggle
+        var stream = devices[d].connectivity
+        while next <= now {
+            online.toggle()
+            next += stream.nextExponential(mean: online ? meanOnline : meanOffline)
+        }
+        devices[d].online = online
+        devices[d].nextToggle = next
+        devices[d].connectivity = stream
+    }
+
+    /// An offline device with queued events syncs when the network returns, if the OS allows
+    /// background work: watch for the next toggle.
+    mutating func watchConnectivity(_ d: Int) {
+        guard scenario.client.backgroundSync, !devices[d].online, !devices[d].connectivityWatch,
+              devices[d].engine.queueDepth > 0, devices[d].nextToggle < scenario.horizon else { return }
+        devices[d].connectivityWatch = true
+        queue.schedule(Occurrence(kind: .connectivity, device: Int32(d), detail: 0), at: devices[d].nextToggle)
+    }
+
+    mutating func connectivityWatchFired(_ d: Int, at now: Double) {
+        devices[d].connectivityWatch = false
+        advanceConnectivity(d, to: now)
+        let depthBefore = devices[d].engine.queueDepth
+        drive(d, at: now)
+        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+    }
+}
+
+/// Responses travelling on the simulated network, in reusable slots so the event heap stays small.
+struct ResponseSlots {
+    private var slots: [(RequestID, Response)?] = []
+    private var free: [Int] = []
+
+    mutating func store(id: RequestID, response: Response) -> Int {
+        if let slot = free.popLast() {
+            slots[slot] = (id, response)
+            return slot
+        }
+        slots.append((id, response))
+        return slots.count - 1
+    }
+
+    mutating func take(_ slot: Int) -> (RequestID, Response) {
+        let value = slots[slot]!
+        slots[slot] = nil
+        free.append(slot)
+        return value
+    }
+}

@@ -1,0 +1,76 @@
+/// The pending events of a discrete-event simulation, ordered by (time, insertion order).
+///
+/// A binary min-heap in one flat array. Ties in time are broken by a sequence number given at
+/// insertion, so two runs that schedule the same events in the same order pop them in the same
+/// order: the kernel's determinism rests on this.
+///
+/// Not `Sendable`-relevant: one replicate owns its queue.
+struct EventQueue<Payload> {
+    struct Entry {
+        var time: Double
+        var sequence: UInt64
+        var payload: Payload
+
+        @inline(__always)
+        func precedes(_ other: Entry) -> Bool {
+            time < other.time || (time == other.time && sequence < other.sequence)
+        }
+    }
+
+    private var heap: [Entry] = []
+    private var nextSequence: UInt64 = 0
+
+    init(reservingCapacity capacity: Int = 0) {
+        heap.reserveCapacity(capacity)
+    }
+
+    var count: Int { heap.count }
+    var isEmpty: Bool { heap.isEmpty }
+
+    /// The time of the earliest event, if any.
+    var nextTime: Double? { heap.first?.time }
+
+    /// Schedules `payload` at `time`.
+    ///
+    /// - Complexity: O(log n).
+    @inline(__always)
+    mutating func schedule(_ payload: Payload, at time: Double) {
+        let entry = Entry(time: time, sequence: nextSequence, payload: payload)
+        nextSequence &+= 1
+        heap.append(entry)
+        heap.withUnsafeMutableBufferPointer { h in
+            var child = h.count - 1
+            while child > 0 {
+                let parent = (child - 1) >> 1
+                guard entry.precedes(h[parent]) else { break }
+                h[child] = h[parent]
+                child = parent
+            }
+            h[child] = entry
+        }
+    }
+
+    /// Removes and returns the earliest event.
+    ///
+    /// - Complexity: O(log n).
+    @inline(__always)
+    mutating func pop() -> Entry? {
+        guard let last = heap.popLast() else { return nil }
+        guard !heap.isEmpty else { return last }
+        let top = heap[0]
+        heap.withUnsafeMutableBufferPointer { h in
+            let n = h.count
+            var parent = 0
+            while true {
+                var child = 2 * parent + 1
+                if child >= n { break }
+                if child + 1 < n && h[child + 1].precedes(h[child]) { child += 1 }
+                guard h[child].precedes(last) else { break }
+                h[parent] = h[child]
+                parent = child
+            }
+            h[parent] = last
+        }
+        return top
+    }
+}

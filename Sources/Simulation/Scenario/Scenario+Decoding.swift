@@ -1,0 +1,270 @@
+import Allocators
+import Foundation
+import Yams
+
+extension Scenario {
+    /// Reads and validates a scenario file.
+    ///
+    /// - Throws: ``ScenarioError`` naming the file, the key path and what was expected.
+    public init(contentsOf url: URL) throws(ScenarioError) {
+        let text: String
+        do {
+            text = try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            throw ScenarioError(file: url.path, key: "", "cannot be read: \(error.localizedDescription)")
+        }
+        try self.init(yaml: text, file: url.path)
+    }
+
+    /// Parses and validates a scenario from YAML or JSON text.
+    ///
+    /// - Parameter file: The file name used in error messages.
+    /// - Throws: ``ScenarioError`` naming the key path and what was expected.
+    public init(yaml text: String, file: String? = nil) throws(ScenarioError) {
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: text) else {
+                throw ScenarioError(file: file, key: "", "is empty; expected a scenario mapping")
+            }
+            root = node
+        } catch let error as ScenarioError {
+            throw error
+        } catch {
+            throw ScenarioError(file: file, key: "", "is not valid YAML or JSON: \(error)")
+        }
+        let r = ScenarioReader(file: file, node: root)
+        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server"])
+
+        name = try r.optional("name")?.text ?? "scenario"
+        description = try r.optional("description")?.text ?? ""
+        seed = UInt64(try r.optional("seed")?.integer(atLeast: 0, "a whole number ≥ 0") ?? 2026)
+        replicates = try r.optional("replicates")?.integer(atLeast: 1, "a whole number ≥ 1") ?? 5
+        horizon = try r.required("horizon", "a duration such as 7d").duration(atLeast: 1)
+        timestep = try r.optional("timestep")?.duration(atLeast: 1) ?? 3600
+        population = try Self.population(try r.required("population", "a mapping with at least 'devices'"))
+        experiments = try Self.experiments(try r.required("experiments", "a list of experiments"))
+        allocators = try Self.allocators(try r.required("allocators", "a list of allocators"), experiments: experiments)
+        client = try Self.client(r.optional("client"))
+        network = try Self.network(r.optional("network"))
+        server = try Self.server(r.optional("server"))
+        try validateSchedule(file: file)
+    }
+
+    private static func population(_ r: ScenarioReader) throws(ScenarioError) -> Population {
+        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "session_length", "conversion_delay", "crash_probability", "app_upgrades"])
+        var profile: [Double]?
+        if let p = r.optional("daily_profile") {
+            let hours = try p.elements
+            guard hours.count == 24 else { throw p.error("has \(hours.count) entries; expected 24 hourly weights") }
+            profile = try hours.map { h throws(ScenarioError) in try h.number(in: 0...1e9, "a weight ≥ 0") }
+            guard profile!.reduce(0, +) > 0 else { throw p.error("sums to 0; expected at least one positive hourly weight") }
+        }
+        var upgrades: [AppUpgrade] = []
+        if let list = r.optional("app_upgrades") {
+            for u in try list.elements {
+                try u.requireKeys(allowed: ["at", "version"])
+                upgrades.append(AppUpgrade(at: try u.required("at", "a time").duration(), version: try u.required("version", "a version string").text))
+            }
+        }
+        return Population(
+            devices: try r.required("devices", "a whole number of devices ≥ 1").integer(atLeast: 1, "a whole number of devices ≥ 1"),
+            sessionsPerDay: try r.optional("sessions_per_day")?.number(in: 0.001...100_000, "sessions per day in (0, 100000]") ?? 3,
+            poisson: try r.optional("arrivals")?.choice(["poisson": true, "fixed": false]) ?? true,
+            dailyProfile: profile,
+            sessionLength: try r.optional("session_length")?.duration(atLeast: 0) ?? 300,
+            conversionDelay: try r.optional("conversion_delay").map { d throws(ScenarioError) in try distribution(d) } ?? .constant(0),
+            crashProbability: try r.optional("crash_probability")?.number(in: 0...1, "a probability in [0, 1]") ?? 0,
+            appUpgrades: upgrades
+        )
+    }
+
+    private static func experiments(_ r: ScenarioReader) throws(ScenarioError) -> [Experiment] {
+        let list = try r.elements
+        guard !list.isEmpty else { throw r.error("is empty; expected at least one experiment") }
+        var seen = Set<String>()
+        return try list.map { e throws(ScenarioError) in
+            try e.requireKeys(allowed: ["id", "variants", "sticky", "rate_changes"])
+            let id = try e.required("id", "an experiment id").text
+            guard seen.insert(id).inserted else { throw e.error("duplicate experiment id '\(id)'", at: "id") }
+            let variants = try e.required("variants", "a list of at least two variants").elements
+            guard variants.count >= 2 else { throw e.error("has \(variants.count) variant(s); expected at least two", at: "variants") }
+            var ids: [String] = [], rates: [Double] = []
+            for v in variants {
+                try v.requireKeys(allowed: ["id", "rate"])
+                let vid = try v.required("id", "a variant id").text
+                guard !ids.contains(vid) else { throw v.error("duplicate variant id '\(vid)'", at: "id") }
+                ids.append(vid)
+                rates.append(try v.required("rate", "a conversion rate in [0, 1]").number(in: 0...1, "a conversion rate in [0, 1]"))
+            }
+            var changes: [(at: Double, rates: [Double])] = []
+            if let list = e.optional("rate_changes") {
+                for c in try list.elements {
+                    try c.requireKeys(allowed: ["at", "rates"])
+                    let at = try c.required("at", "a time").duration()
+                    let values = try c.required("rates", "one rate per variant").elements
+                    guard values.count == ids.count else {
+                        throw c.error("has \(values.count) rates for \(ids.count) variants; expected one per variant", at: "rates")
+                    }
+                    if let last = changes.last, at <= last.at {
+                        throw c.error("is not after the previous change; expected rate changes in increasing time order", at: "at")
+                    }
+                    changes.append((at, try values.map { x throws(ScenarioError) in try x.number(in: 0...1, "a conversion rate in [0, 1]") }))
+                }
+            }
+            return Experiment(id: id, variantIDs: ids, rates: rates, rateChanges: changes, sticky: try e.optional("sticky")?.boolean() ?? true)
+        }
+    }
+
+    private static func allocators(_ r: ScenarioReader, experiments: [Experiment]) throws(ScenarioError) -> [NamedAllocator] {
+        let list = try r.elements
+        guard !list.isEmpty else { throw r.error("is empty; expected at least one allocator") }
+        var labels = Set<String>()
+        return try list.map { a throws(ScenarioError) in
+            let spec: AllocatorSpec
+            var label: String?
+            do {
+                if a.isMapping {
+                    guard case .mapping(let mapping) = a.node else { fatalError("unreachable: checked isMapping") }
+                    let name = try a.required("name", "an allocator name").text
+                    label = try a.optional("label")?.text
+                    var parameters: [String: AllocatorSpec.Value] = [:]
+                    for (key, _) in mapping {
+                        guard let k = key.string, k != "name", k != "label" else { continue }
+                        let value = try a.required(k, "a value")
+                        if case .sequence = value.node {
+                            parameters[k] = .numbers(try value.elements.map { x throws(ScenarioError) in try x.number() })
+                        } else if k == "split", let text = try? value.text, text.contains("/") {
+                            let parts = text.split(separator: "/").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+                            parameters[k] = .numbers(parts)
+                        } else {
+                            parameters[k] = .number(try value.number())
+                        }
+                    }
+                    spec = try AllocatorSpec(name: name, parameters: parameters)
+                } else {
+                    spec = try AllocatorSpec(parsing: try a.text)
+                }
+                for experiment in experiments {
+                    _ = try spec.makeAllocator(variantCount: experiment.rates.count, seed: .init(0))
+                }
+            } catch let error as AllocatorError {
+                throw a.error(error.message)
+            } catch let error as ScenarioError {
+                throw error
+            } catch {
+                throw a.error("\(error)")
+            }
+            let name = label ?? spec.description
+            guard labels.insert(name).inserted else { throw a.error("duplicate allocator '\(name)'; give one a distinct 'label'") }
+            return NamedAllocator(label: name, spec: spec)
+        }
+    }
+
+    private static func client(_ r: ScenarioReader?) throws(ScenarioError) -> Client {
+        var client = Client(
+            style: .myna, batchSize: 20, flushInterval: 30, backoff: Backoff(policy: .exponential, base: 1, multiplier: 2, cap: 600, jitter: .full),
+            honourRetryAfter: true, queueCapacity: 1000, overflowDropsOldest: true, dataTTL: 3600, requestTimeout: 30,
+            decisionTimeout: 5, backgroundSync: true, persistEvery: 1
+        )
+        guard let r else { return client }
+        try r.requireKeys(allowed: ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "background_sync", "persist_every"])
+        if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics]) }
+        if let x = r.optional("batch_size") { client.batchSize = try x.integer(atLeast: 1, "a whole number ≥ 1") }
+        if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
+        if let b = r.optional("backoff") {
+            try b.requireKeys(allowed: ["policy", "base", "multiplier", "cap", "jitter"])
+            if let x = b.optional("policy") { client.backoff.policy = try x.choice(["none": .none, "fixed": .fixed, "exponential": .exponential]) }
+            if let x = b.optional("base") { client.backoff.base = try x.duration() }
+            if let x = b.optional("multiplier") { client.backoff.multiplier = try x.number(in: 1...1000, "a multiplier in [1, 1000]") }
+            if let x = b.optional("cap") { client.backoff.cap = try x.duration() }
+            if let x = b.optional("jitter") { client.backoff.jitter = try x.choice(["none": .none, "full": .full, "equal": .equal]) }
+            guard client.backoff.cap >= client.backoff.base else {
+                throw b.error("cap \(format(client.backoff.cap)) s is below base \(format(client.backoff.base)) s; expected cap ≥ base", at: "cap")
+            }
+        }
+        if let x = r.optional("honour_retry_after") { client.honourRetryAfter = try x.boolean() }
+        if let x = r.optional("queue_capacity") { client.queueCapacity = try x.integer(atLeast: 1, "a whole number ≥ 1") }
+        if let x = r.optional("overflow") { client.overflowDropsOldest = try x.choice(["drop-oldest": true, "drop-newest": false]) }
+        if let x = r.optional("data_ttl") { client.dataTTL = try x.duration(atLeast: 1) }
+        if let x = r.optional("request_timeout") { client.requestTimeout = try x.duration(atLeast: 0.001) }
+        if let x = r.optional("decision_timeout") { client.decisionTimeout = try x.duration(atLeast: 0.001) }
+        if let x = r.optional("background_sync") { client.backgroundSync = try x.boolean() }
+        if let x = r.optional("persist_every") { client.persistEvery = try x.integer(atLeast: 1, "a whole number ≥ 1") }
+        return client
+    }
+
+    private static func network(_ r: ScenarioReader?) throws(ScenarioError) -> Network {
+        var network = Network(meanOnline: nil, meanOffline: 7200, latency: .logNormal(median: 0.2, sigma: 0.5), loss: 0, outages: [], partitions: [])
+        guard let r else { return network }
+        try r.requireKeys(allowed: ["offline_fraction", "mean_offline", "mean_online", "latency", "loss", "outages", "partitions"])
+        if r.has("offline_fraction") && r.has("mean_online") {
+            throw r.error("gives both offline_fraction and mean_online; expected one of them (with mean_offline)", at: "mean_online")
+        }
+        if let x = r.optional("mean_offline") { network.meanOffline = try x.duration(atLeast: 1) }
+        if let x = r.optional("mean_online") { network.meanOnline = try x.duration(atLeast: 1) }
+        if let x = r.optional("offline_fraction") {
+            let fraction = try x.number(in: 0...0.999, "a fraction in [0, 0.999]")
+            network.meanOnline = fraction == 0 ? nil : network.meanOffline * (1 - fraction) / fraction
+        }
+        if let x = r.optional("latency") { network.latency = try distribution(x) }
+        if let x = r.optional("loss") { network.loss = try x.number(in: 0...1, "a probability in [0, 1]") }
+        if let list = r.optional("outages") {
+            for o in try list.elements {
+                try o.requireKeys(allowed: ["start", "end", "mode"])
+                let start = try o.required("start", "a time").duration(), end = try o.required("end", "a time").duration()
+                guard end > start else { throw o.error("ends at \(format(end)) s, not after its start \(format(start)) s; expected end > start", at: "end") }
+                network.outages.append(Outage(start: start, end: end, timesOut: try o.optional("mode")?.choice(["fail": false, "timeout": true]) ?? false))
+            }
+        }
+        if let list = r.optional("partitions") {
+            for p in try list.elements {
+                try p.requireKeys(allowed: ["start", "end", "fraction"])
+                let start = try p.required("start", "a time").duration(), end = try p.required("end", "a time").duration()
+                guard end > start else { throw p.error("ends at \(format(end)) s, not after its start \(format(start)) s; expected end > start", at: "end") }
+                network.partitions.append(Partition(start: start, end: end, fraction: try p.required("fraction", "a fraction in [0, 1]").number(in: 0...1, "a fraction in [0, 1]")))
+            }
+        }
+        return network
+    }
+
+    private static func server(_ r: ScenarioReader?) throws(ScenarioError) -> Server {
+        guard let r else { return Server(update: .every(seconds: 3600)) }
+        try r.requireKeys(allowed: ["update"])
+        guard let u = r.optional("update") else { return Server(update: .every(seconds: 3600)) }
+        if !u.isMapping {
+            guard try u.text == "immediate" else { throw u.error("expected 'immediate' or a mapping with 'every' or 'every_events'") }
+            return Server(update: .immediate)
+        }
+        try u.requireKeys(allowed: ["every", "every_events"])
+        if let x = u.optional("every") { return Server(update: .every(seconds: try x.duration(atLeast: 1))) }
+        if let x = u.optional("every_events") { return Server(update: .everyEvents(try x.integer(atLeast: 1, "a whole number ≥ 1"))) }
+        throw u.error("is empty; expected 'every' (a duration) or 'every_events' (a count)")
+    }
+
+    static func distribution(_ r: ScenarioReader) throws(ScenarioError) -> Distribution {
+        if !r.isMapping { return .constant(try r.duration()) }
+        try r.requireKeys(allowed: ["distribution", "mean", "median", "sigma", "min", "max", "value"])
+        let kind = try r.required("distribution", "constant, exponential, lognormal or uniform").choice(["constant": 0, "exponential": 1, "lognormal": 2, "uniform": 3])
+        switch kind {
+        case 0: return .constant(try r.required("value", "a duration").duration())
+        case 1: return .exponential(mean: try r.required("mean", "a duration > 0").duration(atLeast: 0.000_001))
+        case 2: return .logNormal(median: try r.required("median", "a duration > 0").duration(atLeast: 0.000_001), sigma: try r.required("sigma", "a number in (0, 10]").number(in: 0.000_001...10, "a number in (0, 10]"))
+        default:
+            let a = try r.required("min", "a duration").duration(), b = try r.required("max", "a duration").duration()
+            guard b >= a else { throw r.error("max is below min; expected min ≤ max", at: "max") }
+            return .uniform(min: a, max: b)
+        }
+    }
+
+    private func validateSchedule(file: String?) throws(ScenarioError) {
+        for (i, o) in network.outages.enumerated() where o.start >= horizon {
+            throw ScenarioError(file: file, key: "network.outages[\(i)].start", "is \(format(o.start)) s, at or after the horizon \(format(horizon)) s; expected an outage inside the run")
+        }
+        for (i, u) in population.appUpgrades.enumerated() where i > 0 && u.at <= population.appUpgrades[i - 1].at {
+            throw ScenarioError(file: file, key: "population.app_upgrades[\(i)].at", "is not after the previous upgrade; expected upgrades in increasing time order")
+        }
+        guard timestep <= horizon else {
+            throw ScenarioError(file: file, key: "timestep", "is longer than the horizon; expected timestep ≤ horizon")
+        }
+    }
+}

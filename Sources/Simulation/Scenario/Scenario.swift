@@ -1,0 +1,198 @@
+import Allocators
+
+/// Everything one simulated study needs: who the devices are, what they see, which allocators
+/// compete, what the network does, and how long it runs.
+///
+/// Scenarios are human-edited YAML (or JSON) files; ``Scenario/init(yaml:file:)`` validates every
+/// key before anything runs. Times are seconds of virtual time from the start of the run.
+///
+/// `Sendable`: an immutable description shared by every replicate.
+public struct Scenario: Sendable {
+    public var name: String
+    public var description: String
+    public var seed: UInt64
+    public var replicates: Int
+    /// How long each replicate runs, in seconds.
+    public var horizon: Double
+    /// The step of `timeseries.csv`, in seconds.
+    public var timestep: Double
+    public var population: Population
+    public var experiments: [Experiment]
+    /// The allocators compared; the first is the baseline.
+    public var allocators: [NamedAllocator]
+    public var client: Client
+    public var network: Network
+    public var server: Server
+
+    /// The virtual devices and how their users behave.
+    public struct Population: Sendable {
+        public var devices: Int
+        /// Mean app sessions per device per day.
+        public var sessionsPerDay: Double
+        /// `true`: sessions arrive as a Poisson process; `false`: at a fixed interval with a random phase.
+        public var poisson: Bool
+        /// 24 relative weights of the hours of the day (a daily profile), or `nil` for a flat rate.
+        public var dailyProfile: [Double]?
+        /// How long the app stays in the foreground per session, in seconds.
+        public var sessionLength: Double
+        /// When a converting user converts, after the view.
+        public var conversionDelay: Distribution
+        /// Probability that the app is killed during a session (its engine restarts from what its
+        /// store persisted).
+        public var crashProbability: Double
+        /// App releases: each device moves to `version` at its first session after `at`.
+        public var appUpgrades: [AppUpgrade]
+    }
+
+    /// An app release.
+    public struct AppUpgrade: Sendable {
+        public var at: Double
+        public var version: String
+    }
+
+    /// An experiment and its variants' true conversion rates.
+    public struct Experiment: Sendable {
+        public var id: String
+        public var variantIDs: [String]
+        public var rates: [Double]
+        /// Later true rates: from `at` on, the variants convert at `rates` (non-stationary truth).
+        public var rateChanges: [(at: Double, rates: [Double])]
+        public var sticky: Bool
+
+        /// The true rates in force at time `t`.
+        public func rates(at t: Double) -> [Double] {
+            rateChanges.last { $0.at <= t }?.rates ?? rates
+        }
+    }
+
+    /// An allocator with the label reports use for it.
+    public struct NamedAllocator: Sendable {
+        public var label: String
+        public var spec: AllocatorSpec
+    }
+
+    /// How devices talk to the experiment server.
+    public enum ClientStyle: String, Sendable {
+        /// Devices cache the policy snapshot and assign locally; events are queued and synced.
+        case myna
+        /// Devices ask the server for each decision; on failure or timeout they show the first choice.
+        case conductrics
+    }
+
+    /// The client engine's settings.
+    public struct Client: Sendable {
+        public var style: ClientStyle
+        public var batchSize: Int
+        public var flushInterval: Double
+        public var backoff: Backoff
+        public var honourRetryAfter: Bool
+        public var queueCapacity: Int
+        public var overflowDropsOldest: Bool
+        public var dataTTL: Double
+        public var requestTimeout: Double
+        public var decisionTimeout: Double
+        /// Whether the OS lets the app sync in the background when the network returns.
+        public var backgroundSync: Bool
+        /// Group commit of the device's durable queue: events persisted every this many appends
+        /// (1 = every append).
+        public var persistEvery: Int
+    }
+
+    /// A retry policy.
+    public struct Backoff: Sendable, Hashable {
+        public enum Policy: String, Sendable { case none, fixed, exponential }
+        public enum Jitter: String, Sendable { case none, full, equal }
+        public var policy: Policy
+        public var base: Double
+        public var multiplier: Double
+        public var cap: Double
+        public var jitter: Jitter
+    }
+
+    /// Connectivity, latency, loss and scheduled faults.
+    public struct Network: Sendable {
+        /// Mean online spell in seconds, or `nil` if devices are always online.
+        public var meanOnline: Double?
+        /// Mean offline spell in seconds.
+        public var meanOffline: Double
+        public var latency: Distribution
+        /// Probability that a request or its response is lost (the device then times out).
+        public var loss: Double
+        public var outages: [Outage]
+        public var partitions: [Partition]
+
+        /// The long-run fraction of time a device is online.
+        public var onlineFraction: Double {
+            guard let meanOnline else { return 1 }
+            return meanOnline / (meanOnline + meanOffline)
+        }
+    }
+
+    /// A server outage: every request in [start, end) fails at once (`fail`) or hangs until the
+    /// client's timeout (`timeout`).
+    public struct Outage: Sendable {
+        public var start: Double
+        public var end: Double
+        public var timesOut: Bool
+    }
+
+    /// A regional partition: a fraction of devices (chosen by hashing their id) cannot reach the
+    /// server in [start, end).
+    public struct Partition: Sendable {
+        public var start: Double
+        public var end: Double
+        public var fraction: Double
+    }
+
+    /// When the server feeds events to the allocator and publishes a new snapshot.
+    public enum UpdateCadence: Sendable, Hashable {
+        case immediate
+        case every(seconds: Double)
+        case everyEvents(Int)
+    }
+
+    /// The experiment server.
+    public struct Server: Sendable {
+        public var update: UpdateCadence
+    }
+}
+
+/// A non-negative random quantity such as a delay.
+public enum Distribution: Sendable, Hashable {
+    case constant(Double)
+    case exponential(mean: Double)
+    /// exp(N(ln median, sigma²)).
+    case logNormal(median: Double, sigma: Double)
+    case uniform(min: Double, max: Double)
+
+    /// The distribution's mean.
+    public var mean: Double {
+        switch self {
+        case .constant(let x): x
+        case .exponential(let mean): mean
+        case .logNormal(let median, let sigma): median * exp(sigma * sigma / 2)
+        case .uniform(let a, let b): (a + b) / 2
+        }
+    }
+
+    /// One draw.
+    @inline(__always)
+    public func sample<G: RandomNumberGenerator>(using generator: inout G) -> Double {
+        switch self {
+        case .constant(let x):
+            return x
+        case .exponential(let mean):
+            return generator.nextExponential(mean: mean)
+        case .logNormal(let median, let sigma):
+            // Box–Muller from two uniforms keeps the draw on the caller's own stream.
+            let u1 = generator.nextOpenUniform(), u2 = generator.nextUniform()
+            let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+            return median * exp(sigma * z)
+        case .uniform(let a, let b):
+            return a + (b - a) * generator.nextUniform()
+        }
+    }
+}
+
+import Foundation
+import Randomness
