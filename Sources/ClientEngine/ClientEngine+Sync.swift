@@ -1,0 +1,197 @@
+// MARK: - Requests and responses
+
+extension ClientEngine {
+    /// What the driver should do next: send a request, wake the engine at a time, or nothing.
+    ///
+    /// The driver calls this after every input and loops until it gets ``EngineAction/wake(at:)``
+    /// or ``EngineAction/idle``. It also commits the store's write-behind buffer when due and
+    /// times out requests that waited longer than ``EngineSettings/requestTimeout``.
+    /// Allocation-free unless it returns a request.
+    @inlinable
+    public mutating func nextAction(at now: Double) -> EngineAction {
+        _store.commitIfDue(at: now)
+        let timeout = profile.settings.requestTimeout
+        if fetchInFlight != 0 && now >= fetchSentAt + timeout {
+            fetchInFlight = 0
+            fetchFailed(retryAfter: nil, at: now)
+        }
+        if sendInFlight != 0 && now >= sendSentAt + timeout {
+            sendInFlight = 0
+            inFlightCount = 0
+            sendFailed(retryAfter: nil, at: now)
+        }
+        var wake = _store.commitDeadline
+        if isOnline {
+            if fetchInFlight == 0 {
+                let due = max(fetchDueAt, fetchNotBefore)
+                if now >= due { return .send(startFetch(at: now)) }
+                wake = min(wake, due)
+            }
+            if sendInFlight == 0 && _store.count > 0 {
+                let due = sendDueAt
+                if now >= due { return .send(startSend(at: now)) }
+                wake = min(wake, due)
+            }
+        }
+        if fetchInFlight != 0 { wake = min(wake, fetchSentAt + timeout) }
+        if sendInFlight != 0 { wake = min(wake, sendSentAt + timeout) }
+        return wake < .infinity ? .wake(at: wake) : .idle
+    }
+
+    /// When the queued events should next be sent, ignoring whether a batch is in flight.
+    @inlinable
+    var sendDueAt: Double {
+        let ready: Double
+        if flushRequested || _store.count >= profile.settings.batchSize {
+            ready = -.infinity
+        } else {
+            ready = (_store.oldestCreatedAt ?? .infinity) + profile.settings.flushInterval
+        }
+        return max(ready, sendNotBefore)
+    }
+
+    @usableFromInline
+    mutating func startFetch(at now: Double) -> Request {
+        lastRequestNumber += 1
+        fetchInFlight = lastRequestNumber
+        fetchSentAt = now
+        return Request(id: RequestID(lastRequestNumber), kind: .fetchExperiments)
+    }
+
+    @usableFromInline
+    mutating func startSend(at now: Double) -> Request {
+        // A server must never see an event a crash could still lose.
+        _store.commit(at: now)
+        let batch = _store.oldest(profile.settings.batchSize)
+        lastRequestNumber += 1
+        sendInFlight = lastRequestNumber
+        sendSentAt = now
+        inFlightCount = Int32(batch.count)
+        flushRequested = false
+        return Request(id: RequestID(lastRequestNumber), kind: .sendEvents(batch))
+    }
+
+    /// Applies a response to the request `requestID`.
+    ///
+    /// A response to a request that is not in flight (unknown, already answered, timed out, or
+    /// sent before a ``restart(at:)``) is ignored and counted in ``ignoredResponses``. A response
+    /// of the wrong kind for its request counts as a transient failure.
+    public mutating func handle(_ response: Response, to requestID: RequestID, at now: Double) {
+        let number = requestID.rawValue
+        if number != 0 && number == fetchInFlight {
+            fetchInFlight = 0
+            handleFetchResponse(response, at: now)
+        } else if number != 0 && number == sendInFlight {
+            sendInFlight = 0
+            handleSendResponse(response, at: now)
+            inFlightCount = 0
+        } else {
+            ignoredResponses += 1
+        }
+    }
+
+    /// Whether a refusal with this status is worth retrying: timeouts, throttling and server
+    /// errors are; other client errors are not.
+    static func isTransient(status: Int) -> Bool {
+        !(400..<500).contains(status) || status == 408 || status == 429
+    }
+
+    mutating func handleFetchResponse(_ response: Response, at now: Double) {
+        switch response {
+        case .experimentData(let fresh):
+            install(fresh, at: now)
+        case .payload(let payload):
+            do {
+                install(try ExperimentData(payload: payload), at: now)
+            } catch {
+                malformedPayloads += 1
+                lastError = "malformed experiment data: \(error)"
+                fetchFailed(retryAfter: nil, at: now)
+            }
+        case .rejected(let status, let retryAfter):
+            if Self.isTransient(status: status) {
+                fetchFailed(retryAfter: retryAfter, at: now)
+            } else {
+                // Retrying a refused fetch soon would fail the same way; try again a TTL later.
+                lastError = "experiment data request refused with status \(status)"
+                fetchFailures = 0
+                fetchNotBefore = now + max(profile.settings.dataTTL, retryAfter ?? 0)
+            }
+        case .failed:
+            fetchFailed(retryAfter: nil, at: now)
+        case .acknowledged:
+            lastError = "an event acknowledgement answered an experiment data request"
+            fetchFailed(retryAfter: nil, at: now)
+        }
+    }
+
+    mutating func handleSendResponse(_ response: Response, at now: Double) {
+        switch response {
+        case .acknowledged(let ids):
+            let removed = _store.remove(ids)
+            if removed == 0 && inFlightCount > 0 {
+                // Acknowledging nothing is no progress; retrying at once could spin.
+                sendFailed(retryAfter: nil, at: now)
+            } else {
+                sendFailures = 0
+                sendNotBefore = -.infinity
+            }
+        case .rejected(let status, let retryAfter):
+            if Self.isTransient(status: status) {
+                sendFailed(retryAfter: retryAfter, at: now)
+            } else {
+                let setAside = _store.removeOldest(Int(inFlightCount))
+                eventsRejectedPermanently += setAside.count
+                lastError = "\(setAside.count) events refused permanently with status \(status)"
+                sendFailures = 0
+                sendNotBefore = -.infinity
+            }
+        case .failed:
+            sendFailed(retryAfter: nil, at: now)
+        case .experimentData, .payload:
+            lastError = "experiment data answered an event batch"
+            sendFailed(retryAfter: nil, at: now)
+        }
+    }
+
+    /// Adopts fresh data, carrying over assignments whose experiment and variant still exist.
+    mutating func install(_ fresh: ExperimentData, at now: Double) {
+        if let old = _data, old !== fresh, !assignments.isEmpty {
+            var carried = [UInt32](repeating: 0, count: fresh.count)
+            for (oldIndex, state) in assignments.enumerated() where state != 0 {
+                let experiment = old.experiments[oldIndex]
+                guard let newIndex = fresh.index(of: experiment.id) else { continue }
+                let variantID = experiment.variants[Int(state & Self.variantMask) - 1].id
+                guard let newVariant = fresh.experiments[newIndex].variantIndex(of: variantID) else { continue }
+                carried[newIndex] = UInt32(newVariant + 1) | (state & Self.convertedBit)
+            }
+            assignments = carried
+        }
+        _data = fresh
+        fetchDueAt = now + profile.settings.dataTTL
+        fetchNotBefore = -.infinity
+        fetchFailures = 0
+    }
+
+    @usableFromInline
+    mutating func fetchFailed(retryAfter: Double?, at now: Double) {
+        transientFailures += 1
+        fetchFailures += 1
+        fetchNotBefore = now + retryDelay(failures: fetchFailures, retryAfter: retryAfter)
+    }
+
+    @usableFromInline
+    mutating func sendFailed(retryAfter: Double?, at now: Double) {
+        transientFailures += 1
+        sendFailures += 1
+        sendNotBefore = now + retryDelay(failures: sendFailures, retryAfter: retryAfter)
+    }
+
+    mutating func retryDelay(failures: Int32, retryAfter: Double?) -> Double {
+        let delay = profile.settings.backoff.delay(afterFailures: Int(failures), using: &generator)
+        if profile.settings.honourRetryAfter, let retryAfter, retryAfter.isFinite {
+            return max(delay, retryAfter)
+        }
+        return delay
+    }
+}

@@ -1,0 +1,376 @@
+import Allocators
+import Randomness
+
+/// The on-device experiment SDK of the Myna mobile API, as a synchronous, deterministic state
+/// machine with no I/O.
+///
+/// Inputs are API calls (``viewVariant(_:at:using:)``, ``recordConversion(_:variant:value:at:)``,
+/// ``clearCache(_:at:)``, ...), responses (``handle(_:to:at:)``) and the passage of time, each
+/// given the current time in seconds. Outputs are ``EngineAction``s pulled with
+/// ``nextAction(at:)``: send this request, wake me at *t*, or nothing to do.
+///
+/// ## Offline mode
+/// The engine is in *offline mode* while experiment data has never been retrieved. It then
+/// serves the defaults: views draw from the defaults' weights, queue no event and are not sticky;
+/// metadata comes from the defaults; conversions are no-ops (``ConversionResult/offline``).
+/// A device that has data but no network is *not* in offline mode: it assigns from its cached
+/// data and queues events until the network returns. An experiment missing from the downloaded
+/// data but present in the defaults is served from the defaults in the same way.
+///
+/// ## Cache, stickiness and app updates
+/// The first view of a sticky experiment draws a variant from the cached snapshot and queues one
+/// `.view` event; later views return the same variant and queue nothing. A conversion is
+/// recorded once per sticky view. ``clearCache(_:at:)`` forgets assignments and conversions and
+/// refetches. ``appVersionChanged(to:at:)`` forgets all assignments and refetches, but keeps the
+/// stale downloaded data as the fallback until fresh data arrives, so an offline device keeps
+/// being served the server's experiments rather than dropping to the defaults. New data keeps
+/// assignments whose experiment and variant ids still exist.
+///
+/// Assignments and cached data live in the engine, not the event store; they survive
+/// ``restart(at:)`` as if kept in the app's settings storage.
+///
+/// ## Sync
+/// Events are sent in batches of at most ``EngineSettings/batchSize``, as soon as that many wait
+/// or ``EngineSettings/flushInterval`` after the oldest was created. At most one request of each
+/// kind is in flight; one that gets no response within ``EngineSettings/requestTimeout`` counts
+/// as timed out and a late response to it is ignored, as is any response to an unknown request.
+/// Transient failures back off (see ``BackoffPolicy``); an event leaves the queue only when
+/// acknowledged, or when a server permanently refuses its batch (then it is counted in
+/// ``eventsRejectedPermanently``).
+///
+/// `ClientEngine` is `Sendable` when its store is; it has a single owner and no locks.
+public struct ClientEngine<Store: EventStore> {
+    /// The defaults and settings shared with other devices of the same app.
+    public let profile: EngineProfile
+    @usableFromInline var _data: ExperimentData?
+    /// Per experiment of `data`: 0 when not viewed, else the variant index plus one, with
+    /// ``convertedBit`` set once converted. Empty until the first view, so idle devices hold no
+    /// buffer.
+    @usableFromInline var assignments: [UInt32] = []
+    @usableFromInline var _store: Store
+    @usableFromInline var generator: Xoshiro256
+    /// The device's identity, stamped on its events.
+    public let deviceID: UInt64
+    /// The app version the cache belongs to.
+    public private(set) var appVersion: String
+
+    @usableFromInline var fetchDueAt: Double
+    @usableFromInline var fetchNotBefore = -Double.infinity
+    @usableFromInline var fetchSentAt = 0.0
+    @usableFromInline var fetchInFlight: UInt64 = 0
+    @usableFromInline var sendNotBefore = -Double.infinity
+    @usableFromInline var sendSentAt = 0.0
+    @usableFromInline var sendInFlight: UInt64 = 0
+    @usableFromInline var lastRequestNumber: UInt64 = 0
+    @usableFromInline var fetchFailures: Int32 = 0
+    @usableFromInline var sendFailures: Int32 = 0
+    /// The number of oldest queued events in the batch in flight.
+    @usableFromInline var inFlightCount: Int32 = 0
+    @usableFromInline var flushRequested = false
+    /// Whether the OS reports connectivity; requests are held back while it does not.
+    public private(set) var isOnline = true
+
+    @usableFromInline var _eventsCreated = 0
+    @usableFromInline var _eventsDroppedByOverflow = 0
+    /// Events removed because a server permanently refused their batch.
+    public internal(set) var eventsRejectedPermanently = 0
+    /// Data responses that were not valid experiment data.
+    public internal(set) var malformedPayloads = 0
+    /// Requests that failed transiently (timeouts, unreachable, retryable statuses).
+    public internal(set) var transientFailures = 0
+    /// Responses ignored because their request was unknown, timed out or forgotten.
+    public internal(set) var ignoredResponses = 0
+    /// The most recent malformed payload, permanent refusal or mismatched response, described.
+    public internal(set) var lastError: String?
+
+    @usableFromInline static var variantMask: UInt32 { 0x3FFF_FFFF }
+    @usableFromInline static var convertedBit: UInt32 { 0x8000_0000 }
+
+    /// Creates an engine in offline mode on `defaults`; its first ``nextAction(at:)`` requests the
+    /// experiment data.
+    ///
+    /// - Parameters:
+    ///   - deviceID: The device's identity, stamped on its events.
+    ///   - appVersion: The app's version; see ``appVersionChanged(to:at:)``.
+    ///   - defaults: The experiments the app ships, used in offline mode.
+    ///   - settings: Batching, retry, cache and persistence settings.
+    ///   - store: The event queue; its persistence policy is set from `settings`.
+    ///   - seed: Seeds the engine's own generator (backoff jitter).
+    ///   - now: The current time.
+    public init(deviceID: UInt64, appVersion: String, defaults: ExperimentData, settings: EngineSettings, store: Store, seed: StreamSeed, at now: Double) {
+        self.init(deviceID: deviceID, appVersion: appVersion, profile: EngineProfile(defaults: defaults, settings: settings), store: store, seed: seed, at: now)
+    }
+
+    /// Creates an engine sharing `profile` with other devices; otherwise as
+    /// ``init(deviceID:appVersion:defaults:settings:store:seed:at:)``.
+    public init(deviceID: UInt64, appVersion: String, profile: EngineProfile, store: Store, seed: StreamSeed, at now: Double) {
+        var store = store
+        store.persistence = profile.settings.persistence
+        self.profile = profile
+        self._store = store
+        self.deviceID = deviceID
+        self.appVersion = appVersion
+        self.generator = seed.makeGenerator()
+        self.fetchDueAt = now
+    }
+
+    /// The engine's settings.
+    @inlinable public var settings: EngineSettings { profile.settings }
+    /// Whether experiment data has never been retrieved, so the defaults are served.
+    @inlinable public var isOfflineMode: Bool { data == nil }
+    /// The version of the downloaded data, or `nil` in offline mode.
+    public var dataVersion: Int? { data?.version }
+    /// The data views are served from: the downloaded data, or the defaults in offline mode.
+    /// Experiment indices in the fast-path calls refer to it.
+    @inlinable public var activeData: ExperimentData { data ?? profile.defaults }
+    /// The downloaded experiment data, or `nil` in offline mode.
+    @inlinable public var data: ExperimentData? { _data }
+    /// The durable event queue.
+    @inlinable public var store: Store { _store }
+    /// Events created by views and conversions, including those later dropped or lost.
+    @inlinable public var eventsCreated: Int { _eventsCreated }
+    /// Events dropped because the queue was full.
+    @inlinable public var eventsDroppedByOverflow: Int { _eventsDroppedByOverflow }
+    /// The number of events waiting for acknowledgement.
+    @inlinable public var queueDepth: Int { _store.count }
+    /// Events lost because a crash struck before they were persisted.
+    public var eventsLostInCrashes: Int { _store.eventsLostInCrashes }
+
+    /// The variant this device is assigned in an experiment of the downloaded data, or `nil`
+    /// if it has none (or the engine is in offline mode).
+    public func assignedVariant(experiment index: Int) -> Int? {
+        guard data != nil, index < assignments.count, assignments[index] != 0 else { return nil }
+        return Int(assignments[index] & Self.variantMask) - 1
+    }
+}
+
+extension ClientEngine: Sendable where Store: Sendable {}
+
+// MARK: - Views and conversions
+
+extension ClientEngine {
+    /// Shows a variant of an experiment: the sticky one if assigned, otherwise a weighted draw
+    /// from the cached snapshot, which queues one `.view` event.
+    ///
+    /// - Parameters:
+    ///   - experimentID: The experiment's id.
+    ///   - now: The current time.
+    ///   - generator: The source of the assignment draw.
+    /// - Throws: ``ClientError`` if neither the downloaded data nor the defaults have the experiment.
+    public mutating func viewVariant(_ experimentID: String, at now: Double, using generator: inout some RandomNumberGenerator) throws(ClientError) -> VariantView {
+        if let data, let index = data.index(of: experimentID) {
+            return viewVariant(experiment: index, at: now, using: &generator)
+        }
+        guard let index = profile.defaults.index(of: experimentID) else { throw .unknownExperiment(experimentID) }
+        return VariantView(variant: profile.defaults.experiments[index].snapshot.sample(using: &generator), isFirstView: false, isDefault: true)
+    }
+
+    /// The fast path of ``viewVariant(_:at:using:)`` by experiment index in ``activeData``.
+    ///
+    /// Allocation-free when the variant is already assigned.
+    ///
+    /// - Precondition: `index` is a valid experiment index of ``activeData``.
+    @inlinable
+    public mutating func viewVariant(experiment index: Int, at now: Double, using generator: inout some RandomNumberGenerator) -> VariantView {
+        guard let data else {
+            return VariantView(variant: profile.defaults.experiments[index].snapshot.sample(using: &generator), isFirstView: false, isDefault: true)
+        }
+        if assignments.isEmpty { assignments = [UInt32](repeating: 0, count: data.count) }
+        let state = assignments[index]
+        if state != 0 && data.experiments[index].sticky {
+            return VariantView(variant: Int(state & Self.variantMask) - 1, isFirstView: false, isDefault: false)
+        }
+        let variant = data.experiments[index].snapshot.sample(using: &generator)
+        assignments[index] = UInt32(truncatingIfNeeded: variant + 1)
+        queue(.view, experiment: index, variant: variant, value: 0, at: now)
+        return VariantView(variant: variant, isFirstView: true, isDefault: false)
+    }
+
+    /// Shows a chosen variant regardless of the weights; it becomes the sticky one.
+    ///
+    /// Queues a `.view` event unless the variant was already the sticky one. In offline mode
+    /// (or for an experiment only the defaults have) nothing is queued or remembered.
+    ///
+    /// - Throws: ``ClientError`` if the experiment or the variant is unknown.
+    public mutating func viewVariant(_ experimentID: String, forcing variantID: String, at now: Double) throws(ClientError) -> VariantView {
+        if let data, let index = data.index(of: experimentID) {
+            guard let variant = data.experiments[index].variantIndex(of: variantID) else {
+                throw .unknownVariant(variantID, in: experimentID)
+            }
+            return viewVariant(experiment: index, forcing: variant, at: now)
+        }
+        guard let definition = profile.defaults.experiment(experimentID) else { throw .unknownExperiment(experimentID) }
+        guard let variant = definition.variantIndex(of: variantID) else { throw .unknownVariant(variantID, in: experimentID) }
+        return VariantView(variant: variant, isFirstView: false, isDefault: true)
+    }
+
+    /// The fast path of ``viewVariant(_:forcing:at:)`` by indices into ``activeData``.
+    ///
+    /// - Precondition: the indices are valid in ``activeData``.
+    public mutating func viewVariant(experiment index: Int, forcing variant: Int, at now: Double) -> VariantView {
+        guard let data else { return VariantView(variant: variant, isFirstView: false, isDefault: true) }
+        precondition(variant >= 0 && variant < data.experiments[index].variants.count, "variant \(variant) out of range")
+        if assignments.isEmpty { assignments = [UInt32](repeating: 0, count: data.count) }
+        let wanted = UInt32(variant + 1)
+        if assignments[index] & Self.variantMask == wanted && data.experiments[index].sticky {
+            return VariantView(variant: variant, isFirstView: false, isDefault: false)
+        }
+        assignments[index] = wanted
+        queue(.view, experiment: index, variant: variant, value: 0, at: now)
+        return VariantView(variant: variant, isFirstView: true, isDefault: false)
+    }
+
+    /// Records a conversion for the viewed variant (or `variant`, regardless of which was viewed).
+    ///
+    /// Queues one `.conversion` event per view: a second conversion of the same sticky view is a
+    /// ``ConversionResult/duplicate``. Without a view it is ``ConversionResult/noView`` and in
+    /// offline mode ``ConversionResult/offline``; neither queues anything.
+    ///
+    /// - Throws: ``ClientError`` if the experiment or the variant is unknown.
+    public mutating func recordConversion(_ experimentID: String, variant variantID: String? = nil, value: Double = 1, at now: Double) throws(ClientError) -> ConversionResult {
+        if let data, let index = data.index(of: experimentID) {
+            var variant: Int?
+            if let variantID {
+                guard let found = data.experiments[index].variantIndex(of: variantID) else {
+                    throw .unknownVariant(variantID, in: experimentID)
+                }
+                variant = found
+            }
+            return recordConversion(experiment: index, variant: variant, value: value, at: now)
+        }
+        guard let definition = profile.defaults.experiment(experimentID) else { throw .unknownExperiment(experimentID) }
+        if let variantID, definition.variantIndex(of: variantID) == nil { throw .unknownVariant(variantID, in: experimentID) }
+        return .offline
+    }
+
+    /// The fast path of ``recordConversion(_:variant:value:at:)`` by indices into ``activeData``.
+    ///
+    /// - Precondition: the indices are valid in ``activeData``.
+    @inlinable
+    public mutating func recordConversion(experiment index: Int, variant: Int? = nil, value: Double = 1, at now: Double) -> ConversionResult {
+        guard data != nil else { return .offline }
+        guard !assignments.isEmpty else { return .noView }
+        let state = assignments[index]
+        if state == 0 { return .noView }
+        if state & Self.convertedBit != 0 { return .duplicate }
+        assignments[index] = state | Self.convertedBit
+        queue(.conversion, experiment: index, variant: variant ?? Int(state & Self.variantMask) - 1, value: value, at: now)
+        return .recorded
+    }
+
+    /// Numbers a new event and adds it to the queue, applying the overflow policy.
+    @inlinable
+    mutating func queue(_ kind: EventKind, experiment: Int, variant: Int, value: Double, at now: Double) {
+        let sequence = _store.nextSequenceNumber()
+        _eventsCreated += 1
+        let event = Event(
+            id: EventID(device: deviceID, sequence: sequence), kind: kind,
+            experiment: Int32(truncatingIfNeeded: experiment), variant: Int32(truncatingIfNeeded: variant),
+            value: value, createdAt: now)
+        if _store.count >= profile.settings.queueCapacity {
+            _eventsDroppedByOverflow += 1
+            switch profile.settings.overflowPolicy {
+            case .dropNewest:
+                return
+            case .dropOldest:
+                // Events in flight are the oldest; dropping one could not be undone if the server
+                // has already ingested it, so the oldest idle event goes instead.
+                let firstIdle = Int(inFlightCount)
+                guard _store.count > firstIdle else { return }
+                _ = _store.remove(atOffset: firstIdle)
+            }
+        }
+        _store.append(event, at: now)
+    }
+}
+
+// MARK: - Metadata and cache
+
+extension ClientEngine {
+    /// An experiment's metadata: from the downloaded data, or the defaults in offline mode (or
+    /// if the downloaded data lacks the experiment).
+    ///
+    /// - Throws: ``ClientError`` if neither has the experiment.
+    public func experimentMetadata(_ experimentID: String) throws(ClientError) -> JSONValue {
+        try definition(experimentID).metadata
+    }
+
+    /// A variant's metadata, from the same source as ``experimentMetadata(_:)``.
+    ///
+    /// - Throws: ``ClientError`` if the experiment or the variant is unknown.
+    public func variantMetadata(_ experimentID: String, _ variantID: String) throws(ClientError) -> JSONValue {
+        let definition = try definition(experimentID)
+        guard let index = definition.variantIndex(of: variantID) else { throw .unknownVariant(variantID, in: experimentID) }
+        return definition.variants[index].metadata
+    }
+
+    func definition(_ experimentID: String) throws(ClientError) -> ExperimentDefinition {
+        if let found = data?.experiment(experimentID) { return found }
+        if let found = profile.defaults.experiment(experimentID) { return found }
+        throw .unknownExperiment(experimentID)
+    }
+
+    /// Forgets cached views and conversions, of one experiment or of all, and asks for fresh
+    /// experiment data (respecting any backoff in progress).
+    ///
+    /// - Throws: ``ClientError`` if `experimentID` is neither downloaded nor in the defaults.
+    public mutating func clearCache(_ experimentID: String? = nil, at now: Double) throws(ClientError) {
+        if let experimentID {
+            if let data, let index = data.index(of: experimentID) {
+                if !assignments.isEmpty { assignments[index] = 0 }
+            } else if profile.defaults.index(of: experimentID) == nil {
+                throw .unknownExperiment(experimentID)
+            }
+        } else {
+            assignments = []
+        }
+        fetchDueAt = min(fetchDueAt, now)
+    }
+
+    /// Reacts to an app update: a different version forgets every assignment and conversion and
+    /// asks for fresh data. Until it arrives the stale downloaded data remains the fallback (the
+    /// engine does not return to offline mode). The same version is a no-op.
+    public mutating func appVersionChanged(to version: String, at now: Double) {
+        guard version != appVersion else { return }
+        appVersion = version
+        assignments = []
+        fetchDueAt = min(fetchDueAt, now)
+    }
+
+    /// Reacts to the OS reachability signal.
+    ///
+    /// Going offline holds back new requests (those in flight still complete or time out).
+    /// Going online makes a waiting flush due at once (skipping the flush interval) and, in
+    /// offline mode, the data fetch too; a backoff wait still applies unless
+    /// ``EngineSettings/resetBackoffOnReconnect`` is set.
+    public mutating func connectivityChanged(isOnline online: Bool, at now: Double) {
+        let wasOnline = isOnline
+        isOnline = online
+        guard online && !wasOnline else { return }
+        if _store.count > 0 { flushRequested = true }
+        if data == nil { fetchDueAt = min(fetchDueAt, now) }
+        if profile.settings.resetBackoffOnReconnect {
+            fetchNotBefore = -.infinity
+            sendNotBefore = -.infinity
+            fetchFailures = 0
+            sendFailures = 0
+        }
+    }
+
+    /// The app was killed and relaunched: requests in flight are forgotten (their responses will
+    /// be ignored), backoff restarts, the queue is reloaded from the store (losing what it had
+    /// not persisted, which the store counts) and sequence numbers continue from the store.
+    /// Cached data and assignments are kept. In offline mode the data fetch is due at once.
+    public mutating func restart(at now: Double) {
+        _store.reopen()
+        fetchInFlight = 0
+        sendInFlight = 0
+        inFlightCount = 0
+        fetchFailures = 0
+        sendFailures = 0
+        fetchNotBefore = -.infinity
+        sendNotBefore = -.infinity
+        flushRequested = false
+        if data == nil { fetchDueAt = min(fetchDueAt, now) }
+    }
+}

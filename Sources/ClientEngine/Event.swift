@@ -1,0 +1,70 @@
+/// The identity of an event: the device that created it and that device's sequence number.
+///
+/// Sequence numbers are unique per device and never reused, even across crashes (the event
+/// store persists how far numbering has gone), so a server deduplicates by `EventID`.
+///
+/// `EventID` is `Sendable`: it is a plain value.
+public struct EventID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The device that created the event.
+    public var device: UInt64
+    /// The event's number on that device.
+    public var sequence: UInt32
+
+    /// Creates an event identity.
+    public init(device: UInt64, sequence: UInt32) {
+        self.device = device
+        self.sequence = sequence
+    }
+
+    public static func < (lhs: EventID, rhs: EventID) -> Bool {
+        (lhs.device, lhs.sequence) < (rhs.device, rhs.sequence)
+    }
+
+    public var description: String { "\(device)#\(sequence)" }
+}
+
+/// What an event reports.
+///
+/// `EventKind` is `Sendable`: it is a plain value.
+public enum EventKind: UInt8, Sendable, Hashable, CaseIterable {
+    /// A device showed a variant for the first time (or, for a non-sticky experiment, again).
+    case view = 0
+    /// A device converted on the variant it was shown.
+    case conversion = 1
+    /// A named goal was reached (used by other SDK styles).
+    case goal = 2
+    /// A device entered an experiment without a view (used by other SDK styles).
+    case participation = 3
+}
+
+/// One queued analytics event: a view or a conversion, waiting to be acknowledged by a server.
+///
+/// Kept to 40 bytes so that a million devices' queues stay small; experiment and variant are
+/// indices into the ``ExperimentData`` that was active when the event was created (servers keep
+/// experiment and variant order stable across data versions, appending new ones).
+///
+/// `Event` is `Sendable`: it is a plain value.
+public struct Event: Sendable, Hashable {
+    /// The event's unique identity.
+    public var id: EventID
+    /// What happened.
+    public var kind: EventKind
+    /// The experiment's index in the active ``ExperimentData``.
+    public var experiment: Int32
+    /// The variant's index within the experiment.
+    public var variant: Int32
+    /// The conversion value (1 for a plain conversion, 0 for a view).
+    public var value: Double
+    /// When the event was created, in seconds of (virtual) time.
+    public var createdAt: Double
+
+    /// Creates an event.
+    public init(id: EventID, kind: EventKind, experiment: Int32, variant: Int32, value: Double, createdAt: Double) {
+        self.id = id
+        self.kind = kind
+        self.experiment = experiment
+        self.variant = variant
+        self.value = value
+        self.createdAt = createdAt
+    }
+}

@@ -1,0 +1,182 @@
+/// The durable queue of events a device has created and a server has not yet acknowledged.
+///
+/// Events are kept in creation order. The engine appends, reads the oldest events to send,
+/// and removes events by id when acknowledged (or at an offset when the queue overflows). A store
+/// also numbers events, so that sequence numbers survive a crash and are never reused.
+///
+/// ## Persistence and crashes
+/// Under ``PersistencePolicy/groupCommit(maxEvents:maxDelay:)`` appends wait in a write-behind
+/// buffer; the persisted events are always a prefix of the queue (``persistedCount`` of them).
+/// Every removal first commits the buffer, and the engine commits before sending a batch, so an
+/// event a server has seen is always persisted and a removal is never undone by a crash.
+/// ``reopen()`` models the process dying and the store being opened again: the unpersisted tail
+/// is lost and added to ``eventsLostInCrashes``, never silently.
+///
+/// Sticky assignments and cached experiment data are not kept here: the engine keeps them and
+/// treats them as persisted (as an app's key-value settings store would be).
+public protocol EventStore {
+    /// When appends become durable. The engine sets this from its settings at creation.
+    var persistence: PersistencePolicy { get set }
+    /// The number of queued events.
+    var count: Int { get }
+    /// How many of the oldest queued events are durable.
+    var persistedCount: Int { get }
+    /// When the oldest queued event was created, or `nil` if the queue is empty.
+    var oldestCreatedAt: Double? { get }
+    /// When buffered appends must be committed, or `.infinity` when none wait.
+    var commitDeadline: Double { get }
+    /// Events lost because they were not yet persisted when the process died.
+    var eventsLostInCrashes: Int { get }
+
+    /// Issues the next sequence number. Numbers issued before a crash are never issued again,
+    /// although some may be skipped.
+    mutating func nextSequenceNumber() -> UInt32
+    /// Adds an event at the end of the queue, committing if the policy says so.
+    mutating func append(_ event: Event, at now: Double)
+    /// The oldest `n` events (fewer if the queue is shorter), without removing them.
+    ///
+    /// - Complexity: O(`n`).
+    func oldest(_ n: Int) -> [Event]
+    /// Removes the queued events with these ids; ids not queued are ignored.
+    ///
+    /// - Returns: how many events were removed.
+    mutating func remove(_ ids: [EventID]) -> Int
+    /// Removes and returns the oldest `n` events.
+    mutating func removeOldest(_ n: Int) -> [Event]
+    /// Removes and returns the event at `offset` from the oldest.
+    mutating func remove(atOffset offset: Int) -> Event
+    /// Makes every queued event durable.
+    mutating func commit(at now: Double)
+    /// Commits if ``commitDeadline`` has passed.
+    mutating func commitIfDue(at now: Double)
+    /// Models the process dying and the store being reopened: unpersisted events are lost and
+    /// counted, and the queue is whatever was persisted.
+    mutating func reopen()
+}
+
+extension EventStore {
+    public mutating func commitIfDue(at now: Double) {
+        if now >= commitDeadline { commit(at: now) }
+    }
+}
+
+/// A growable ring buffer of events: O(1) append and removal at the front, and storage that
+/// is released when the queue drains so idle devices hold no large buffers.
+struct EventRing: Sendable {
+    private var storage: [Event] = []
+    private var head = 0
+    private(set) var count = 0
+
+    /// Buffers up to this capacity are kept when the queue empties, so a device cycling a few
+    /// events does not reallocate; larger ones are released.
+    private static let retainedCapacity = 32
+    private static let filler = Event(id: EventID(device: 0, sequence: 0), kind: .view, experiment: 0, variant: 0, value: 0, createdAt: 0)
+
+    var isEmpty: Bool { count == 0 }
+
+    @inline(__always)
+    private func slot(_ offset: Int) -> Int {
+        let position = head + offset
+        return position >= storage.count ? position - storage.count : position
+    }
+
+    subscript(offset: Int) -> Event {
+        get { storage[slot(offset)] }
+    }
+
+    mutating func append(_ event: Event) {
+        if count == storage.count { grow() }
+        storage[slot(count)] = event
+        count += 1
+    }
+
+    private mutating func grow() {
+        let capacity = max(8, storage.count * 2)
+        var fresh = [Event](repeating: Self.filler, count: capacity)
+        for offset in 0..<count { fresh[offset] = self[offset] }
+        storage = fresh
+        head = 0
+    }
+
+    func prefix(_ n: Int) -> [Event] {
+        let taken = min(n, count)
+        var result: [Event] = []
+        result.reserveCapacity(taken)
+        for offset in 0..<taken { result.append(self[offset]) }
+        return result
+    }
+
+    mutating func removeFirst(_ n: Int) {
+        let taken = min(n, count)
+        head = slot(taken)
+        count -= taken
+        releaseIfDrained()
+    }
+
+    mutating func removeLast(_ n: Int) {
+        count -= min(n, count)
+        releaseIfDrained()
+    }
+
+    /// Removes the event at `offset`, shifting the older ones up by one.
+    mutating func remove(at offset: Int) -> Event {
+        precondition(offset >= 0 && offset < count, "offset \(offset) out of range 0..<\(count)")
+        let removed = self[offset]
+        var position = offset
+        while position > 0 {
+            storage[slot(position)] = storage[slot(position - 1)]
+            position -= 1
+        }
+        removeFirst(1)
+        return removed
+    }
+
+    /// Removes the events whose ids are in `ids`, keeping order.
+    ///
+    /// Acknowledged events are the oldest, so the scan stops once every id is found.
+    ///
+    /// - Returns: the number removed and how many of them were among the first `boundary` events.
+    /// - Complexity: O(*p* · *m*) for *m* ids found within the first *p* events.
+    mutating func remove(_ ids: [EventID], boundary: Int) -> (removed: Int, belowBoundary: Int) {
+        guard !ids.isEmpty, count > 0 else { return (0, 0) }
+        var last = -1
+        var found = 0
+        var offset = 0
+        while offset < count && found < ids.count {
+            if ids.contains(self[offset].id) {
+                found += 1
+                last = offset
+            }
+            offset += 1
+        }
+        guard found > 0 else { return (0, 0) }
+        // Pack the survivors among the first `last + 1` towards `last`, then advance the head.
+        var write = last
+        var removed = 0
+        var belowBoundary = 0
+        var read = last
+        while read >= 0 {
+            let event = storage[slot(read)]
+            if ids.contains(event.id) {
+                removed += 1
+                if read < boundary { belowBoundary += 1 }
+            } else {
+                storage[slot(write)] = event
+                write -= 1
+            }
+            read -= 1
+        }
+        removeFirst(removed)
+        return (removed, belowBoundary)
+    }
+
+    private mutating func releaseIfDrained() {
+        if count == 0 {
+            head = 0
+            if storage.count > Self.retainedCapacity { storage = [] }
+        }
+    }
+
+    /// The heap bytes held by the buffer (0 when none is allocated).
+    var heapBytes: Int { storage.capacity * MemoryLayout<Event>.stride }
+}

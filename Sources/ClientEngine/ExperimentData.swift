@@ -1,0 +1,225 @@
+import Allocators
+
+/// The experiments a device knows about: downloaded from a server, or the defaults an app ships.
+///
+/// One instance is shared by reference by every device holding it, so a million devices cost
+/// one copy. It is immutable after creation.
+///
+/// ## Payload format
+/// ``init(payload:)`` reads this JSON (members not listed are ignored):
+/// ```json
+/// {
+///   "version": 7,
+///   "experiments": [
+///     {
+///       "id": "checkout-button",
+///       "sticky": true,
+///       "metadata": { "screen": "checkout" },
+///       "variants": [
+///         { "id": "green", "weight": 0.7, "metadata": { "color": "#0a0" } },
+///         { "id": "blue",  "weight": 0.3, "metadata": { "color": "#00a" } }
+///       ]
+///     }
+///   ]
+/// }
+/// ```
+/// - `version`: a non-negative whole number.
+/// - `experiments`: an array (possibly empty) of experiments with distinct non-empty `id`s.
+/// - `sticky`: optional Boolean, default `true` (a device keeps its first variant).
+/// - `metadata`: optional, any JSON, default `null`; for experiments and for variants.
+/// - `variants`: a non-empty array of variants with distinct non-empty `id`s.
+/// - `weight`: optional non-negative number: the probability of assignment, normalised. Either
+///   every variant of an experiment has one or none has, in which case they are equal. They
+///   must not all be zero.
+///
+/// `ExperimentData` is `Sendable`: it is an immutable final class whose stored properties are
+/// `let` and `Sendable`.
+public final class ExperimentData: Sendable {
+    /// The server's version of this data; larger is newer.
+    public let version: Int
+    /// The experiments, in the order their indices refer to.
+    public let experiments: [ExperimentDefinition]
+    private let indexByID: [String: Int]
+
+    /// Creates data from definitions.
+    ///
+    /// - Precondition: experiment ids are distinct (a programmer error otherwise; payloads are
+    ///   checked with a thrown error instead).
+    /// - Complexity: O(*n*) for *n* experiments.
+    public init(version: Int, experiments: [ExperimentDefinition]) {
+        var index: [String: Int] = [:]
+        index.reserveCapacity(experiments.count)
+        for (position, experiment) in experiments.enumerated() {
+            let previous = index.updateValue(position, forKey: experiment.id)
+            precondition(previous == nil, "duplicate experiment id \"\(experiment.id)\"")
+        }
+        self.version = version
+        self.experiments = experiments
+        self.indexByID = index
+    }
+
+    /// Parses a server payload in the format described above.
+    ///
+    /// - Throws: ``PayloadError`` naming the first offending JSON path and what was expected.
+    /// - Complexity: O(size of the payload).
+    public convenience init(payload: JSONValue) throws(PayloadError) {
+        guard case .object(let root) = payload else {
+            throw PayloadError(path: "", expected: "an object with \"version\" and \"experiments\"")
+        }
+        guard let versionValue = root["version"], let version = versionValue.intValue, version >= 0 else {
+            throw PayloadError(path: "version", expected: "a non-negative whole number")
+        }
+        guard case .array(let list)? = root["experiments"] else {
+            throw PayloadError(path: "experiments", expected: "an array")
+        }
+        var definitions: [ExperimentDefinition] = []
+        definitions.reserveCapacity(list.count)
+        var seen: Set<String> = []
+        for (position, element) in list.enumerated() {
+            let path = "experiments[\(position)]"
+            let definition = try ExperimentDefinition(payload: element, path: path)
+            guard seen.insert(definition.id).inserted else {
+                throw PayloadError(path: "\(path).id", expected: "an id not used by an earlier experiment (\"\(definition.id)\" is repeated)")
+            }
+            definitions.append(definition)
+        }
+        self.init(version: version, experiments: definitions)
+    }
+
+    /// The number of experiments.
+    public var count: Int { experiments.count }
+
+    /// The index of the experiment with this id, or `nil`.
+    @inline(__always)
+    public func index(of experimentID: String) -> Int? {
+        indexByID[experimentID]
+    }
+
+    /// The experiment with this id, or `nil`.
+    public func experiment(_ experimentID: String) -> ExperimentDefinition? {
+        indexByID[experimentID].map { experiments[$0] }
+    }
+}
+
+/// One experiment: its variants, metadata and the weights devices draw from.
+///
+/// `ExperimentDefinition` is `Sendable`: it is an immutable value.
+public struct ExperimentDefinition: Sendable, Hashable {
+    /// The experiment's id, unique within its ``ExperimentData``.
+    public let id: String
+    /// The variants, in index order.
+    public let variants: [VariantDefinition]
+    /// Free-form metadata configured on the dashboard.
+    public let metadata: JSONValue
+    /// The weights devices sample a variant from.
+    public let snapshot: PolicySnapshot
+    /// Whether a device keeps its first variant (and reports a view only once).
+    public let sticky: Bool
+
+    /// Creates an experiment.
+    ///
+    /// - Precondition: `variants` is non-empty with distinct ids, and `snapshot` has one weight
+    ///   per variant.
+    public init(id: String, variants: [VariantDefinition], metadata: JSONValue = .null, snapshot: PolicySnapshot, sticky: Bool = true) {
+        precondition(!variants.isEmpty, "experiment \"\(id)\" has no variants")
+        precondition(snapshot.variantCount == variants.count, "experiment \"\(id)\": snapshot has \(snapshot.variantCount) weights for \(variants.count) variants")
+        precondition(Set(variants.map(\.id)).count == variants.count, "experiment \"\(id)\" repeats a variant id")
+        self.id = id
+        self.variants = variants
+        self.metadata = metadata
+        self.snapshot = snapshot
+        self.sticky = sticky
+    }
+
+    /// Creates an experiment whose variants are assigned with equal probability.
+    ///
+    /// - Precondition: as for ``init(id:variants:metadata:snapshot:sticky:)``.
+    public init(id: String, variants: [VariantDefinition], metadata: JSONValue = .null, sticky: Bool = true) {
+        precondition(!variants.isEmpty, "experiment \"\(id)\" has no variants")
+        // Cannot throw: equal positive weights.
+        let snapshot = try! PolicySnapshot(weights: [Double](repeating: 1, count: variants.count))
+        self.init(id: id, variants: variants, metadata: metadata, snapshot: snapshot, sticky: sticky)
+    }
+
+    /// The index of the variant with this id, or `nil`.
+    ///
+    /// - Complexity: O(*k*) for *k* variants.
+    public func variantIndex(of variantID: String) -> Int? {
+        variants.firstIndex { $0.id == variantID }
+    }
+
+    init(payload: JSONValue, path: String) throws(PayloadError) {
+        guard case .object(let members) = payload else {
+            throw PayloadError(path: path, expected: "an object")
+        }
+        guard case .string(let id)? = members["id"], !id.isEmpty else {
+            throw PayloadError(path: "\(path).id", expected: "a non-empty string")
+        }
+        var sticky = true
+        if let value = members["sticky"] {
+            guard case .bool(let flag) = value else {
+                throw PayloadError(path: "\(path).sticky", expected: "a Boolean")
+            }
+            sticky = flag
+        }
+        guard case .array(let list)? = members["variants"], !list.isEmpty else {
+            throw PayloadError(path: "\(path).variants", expected: "a non-empty array")
+        }
+        var variants: [VariantDefinition] = []
+        var weights: [Double] = []
+        var seen: Set<String> = []
+        for (position, element) in list.enumerated() {
+            let variantPath = "\(path).variants[\(position)]"
+            guard case .object(let fields) = element else {
+                throw PayloadError(path: variantPath, expected: "an object")
+            }
+            guard case .string(let variantID)? = fields["id"], !variantID.isEmpty else {
+                throw PayloadError(path: "\(variantPath).id", expected: "a non-empty string")
+            }
+            guard seen.insert(variantID).inserted else {
+                throw PayloadError(path: "\(variantPath).id", expected: "an id not used by an earlier variant (\"\(variantID)\" is repeated)")
+            }
+            switch fields["weight"] {
+            case nil:
+                guard weights.isEmpty else {
+                    throw PayloadError(path: "\(variantPath).weight", expected: "a number, since earlier variants have weights")
+                }
+            case .number(let weight)?:
+                guard weight >= 0, weight.isFinite else {
+                    throw PayloadError(path: "\(variantPath).weight", expected: "a finite non-negative number")
+                }
+                guard weights.count == position else {
+                    throw PayloadError(path: "\(variantPath).weight", expected: "no weight, since earlier variants have none")
+                }
+                weights.append(weight)
+            default:
+                throw PayloadError(path: "\(variantPath).weight", expected: "a finite non-negative number")
+            }
+            variants.append(VariantDefinition(id: variantID, metadata: fields["metadata"] ?? .null))
+        }
+        if weights.isEmpty { weights = [Double](repeating: 1, count: variants.count) }
+        let snapshot: PolicySnapshot
+        do {
+            snapshot = try PolicySnapshot(weights: weights)
+        } catch {
+            throw PayloadError(path: "\(path).variants", expected: "weights that are not all zero")
+        }
+        self.init(id: id, variants: variants, metadata: members["metadata"] ?? .null, snapshot: snapshot, sticky: sticky)
+    }
+}
+
+/// One variant of an experiment.
+///
+/// `VariantDefinition` is `Sendable`: it is an immutable value.
+public struct VariantDefinition: Sendable, Hashable {
+    /// The variant's id, unique within its experiment.
+    public let id: String
+    /// Free-form metadata configured on the dashboard.
+    public let metadata: JSONValue
+
+    /// Creates a variant.
+    public init(id: String, metadata: JSONValue = .null) {
+        self.id = id
+        self.metadata = metadata
+    }
+}
