@@ -1,15 +1,160 @@
+import Allocators
 import ArgumentParser
+import Foundation
+import Simulation
 
-/// `aviary run`: the main job.
+/// `aviary run [SCENARIO]`: the main job.
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run the built-in allocator comparison and write CSV reports."
+        abstract: "Simulate a fleet of devices and compare allocators; writes summary.csv, timeseries.csv and comparison.csv.",
+        discussion: "With no scenario file, runs the built-in default (Scenarios/default.yaml)."
     )
 
-    @OptionGroup var bandit: BanditOptions
+    @Argument(help: "A scenario file (YAML or JSON). Omit for the built-in default.")
+    var scenario: String?
+
+    @OptionGroup var overrides: ScenarioOverrides
+
+    @Option(name: .long, help: "Replicates run in parallel (results are identical for any value).")
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(name: .shortAndLong, help: "Output folder (default: aviary-out/<scenario name>).")
+    var output: String?
+
+    @Flag(name: .long, help: "No progress bar on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
+    }
 
     func run() throws {
-        try bandit.makeCommand().run()
+        let scenario = try overrides.apply(to: loadScenario(scenario))
+        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(scenario.name)", isDirectory: true)
+        let progress = ProgressBar(enabled: !quiet && isatty(2) == 1, devices: scenario.population.devices)
+        let start = Date()
+        let runs = FleetSimulation(scenario: scenario).run(jobs: jobs) { progress.update($0) }
+        progress.finish()
+        let files: [URL]
+        do {
+            files = try FleetReport.write(scenario, runs, to: folder)
+        } catch {
+            throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
+        }
+        print(SummaryTable.render(scenario: scenario, runs: runs, wallSeconds: Date().timeIntervalSince(start)))
+        print("")
+        for file in files { print("Wrote \(file.path)") }
     }
+}
+
+/// Flags that override a scenario's values.
+struct ScenarioOverrides: ParsableArguments {
+    @Option(name: .long, help: "Master seed.")
+    var seed: UInt64?
+
+    @Option(name: .long, help: "Replicates per allocator.")
+    var replicates: Int?
+
+    @Option(name: .long, help: "Number of devices.")
+    var devices: Int?
+
+    @Option(name: .long, help: "Simulated duration, e.g. 7d, 36h.")
+    var horizon: String?
+
+    @Option(name: .customLong("allocator"), help: ArgumentHelp(
+        "Replaces the scenario's allocators; repeatable, the first is the baseline. E.g. uniform, 'thompson(floor=0.01)'.",
+        valueName: "spec"))
+    var allocators: [String] = []
+
+    func validate() throws {
+        if let replicates, replicates < 1 { throw ValidationError("--replicates is \(replicates); it must be at least 1") }
+        if let devices, devices < 1 { throw ValidationError("--devices is \(devices); it must be at least 1") }
+    }
+
+    func apply(to base: Scenario) throws -> Scenario {
+        var scenario = base
+        if let seed { scenario.seed = seed }
+        if let replicates { scenario.replicates = replicates }
+        if let devices { scenario.population.devices = devices }
+        if let horizon {
+            guard let seconds = Scenario.parseDuration(horizon), seconds >= 1 else {
+                throw CommandFailure("--horizon: '\(horizon)' is not a duration; expected e.g. 90m, 36h, 7d")
+            }
+            scenario.horizon = seconds
+            scenario.timestep = min(scenario.timestep, seconds)
+        }
+        if !allocators.isEmpty {
+            var labels = Set<String>()
+            scenario.allocators = try allocators.map { text in
+                let spec: AllocatorSpec
+                do {
+                    spec = try AllocatorSpec(parsing: text)
+                    for experiment in scenario.experiments {
+                        _ = try spec.makeAllocator(variantCount: experiment.rates.count, seed: .init(0))
+                    }
+                } catch let error as AllocatorError {
+                    throw CommandFailure("--allocator: \(error.message)")
+                }
+                guard labels.insert(spec.description).inserted else { throw CommandFailure("--allocator: '\(text)' is given twice") }
+                return Scenario.NamedAllocator(label: spec.description, spec: spec)
+            }
+        }
+        return scenario
+    }
+}
+
+func loadScenario(_ path: String?) throws -> Scenario {
+    guard let path else { return Scenario.builtInDefault }
+    do {
+        return try Scenario(contentsOf: URL(fileURLWithPath: path))
+    } catch {
+        throw CommandFailure(error.description)
+    }
+}
+
+/// `aviary validate SCENARIO`.
+struct ValidateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "validate", abstract: "Check a scenario file without running it.")
+
+    @Argument(help: "The scenario file.")
+    var scenario: String
+
+    func run() throws {
+        let s = try loadScenario(scenario)
+        let allocators = s.allocators.map(\.label).joined(separator: ", ")
+        print("\(scenario): OK — \(s.name): \(s.population.devices) devices, \(s.experiments.count) experiment(s), \(s.allocators.count) allocator(s) (\(allocators)), \(s.replicates) replicate(s), horizon \(formatDuration(s.horizon))")
+    }
+}
+
+/// `aviary scenarios`.
+struct ScenariosCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "scenarios", abstract: "List the shipped scenarios with one line each.")
+
+    @Option(name: .long, help: "The folder of scenarios.")
+    var directory: String = "Scenarios"
+
+    func run() throws {
+        let folder = URL(fileURLWithPath: directory, isDirectory: true)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else {
+            throw CommandFailure("\(directory): no such folder; run from the Aviary checkout or pass --directory")
+        }
+        var table = TextTable(["file", "name", "description"])
+        for name in names.sorted() where name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
+            let path = folder.appendingPathComponent(name).path
+            do {
+                let s = try Scenario(contentsOf: URL(fileURLWithPath: path))
+                table.append([path, s.name, s.description])
+            } catch {
+                table.append([path, "INVALID", error.description])
+            }
+        }
+        print(table.rendered)
+    }
+}
+
+func formatDuration(_ seconds: Double) -> String {
+    if seconds >= 86_400, seconds.truncatingRemainder(dividingBy: 86_400) == 0 { return "\(Int(seconds / 86_400))d" }
+    if seconds >= 3600, seconds.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(seconds / 3600))h" }
+    return "\(fixed(seconds, 0))s"
 }

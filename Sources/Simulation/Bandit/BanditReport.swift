@@ -22,33 +22,15 @@ public enum BanditReport {
     /// difference from the baseline (the first allocator) with its own interval:
     /// `bandit-comparison.csv`.
     public static func comparison(_ outcomes: [BanditComparison.Outcome]) -> CSVTable {
-        var table = CSVTable(columns: [
-            "allocator", "baseline", "metric", "replicates", "mean", "ci95_low", "ci95_high",
-            "difference_from_baseline", "difference_ci95_low", "difference_ci95_high",
-        ])
-        let metrics: [(String, (BanditComparison.Outcome) -> Double)] = [
-            ("expected_regret", \.expectedRegret),
-            ("realized_regret", \.realizedRegret),
-            ("conversion_rate", { Double($0.conversions) / Double($0.views) }),
-            ("best_variant_share", \.bestVariantShare),
-        ]
-        let order = outcomes.map(\.allocator).uniqued()
-        guard let baseline = order.first else { return table }
-        let byAllocator = Dictionary(grouping: outcomes, by: \.allocator)
-        let baselineRuns = byAllocator[baseline]!.sorted { $0.replicate < $1.replicate }
-        for allocator in order {
-            let runs = byAllocator[allocator]!.sorted { $0.replicate < $1.replicate }
-            for (metric, value) in metrics {
-                let summary = MeanInterval(runs.map(value))
-                let difference = MeanInterval(zip(runs, baselineRuns).map { value($0) - value($1) })
-                table.append([
-                    .text(allocator), .text(baseline), .text(metric), .integer(runs.count),
-                    .number(summary.mean), .number(summary.lower), .number(summary.upper),
-                    .number(difference.mean), .number(difference.lower), .number(difference.upper),
+        ComparisonTable.make(
+            scenario: nil,
+            metrics: ["expected_regret", "realized_regret", "conversion_rate", "best_variant_share"],
+            observations: outcomes.map {
+                .init(allocator: $0.allocator, replicate: $0.replicate, values: [
+                    $0.expectedRegret, $0.realizedRegret, Double($0.conversions) / Double($0.views), $0.bestVariantShare,
                 ])
             }
-        }
-        return table
+        )
     }
 }
 

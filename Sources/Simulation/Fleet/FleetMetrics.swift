@@ -79,18 +79,8 @@ public struct FleetMetrics: Sendable {
         if variant == best { bestViews += 1 }
     }
 
-    mutating func sample<A>(at now: Double, fleet: FleetReplicate<A>) {
-        var online = 1.0
-        if fleet.scenario.network.meanOnline != nil {
-            var count = 0
-            var fleet = fleet
-            for d in fleet.devices.indices {
-                fleet.advanceTimeline(d, to: now)
-                if fleet.devices[d].online { count += 1 }
-            }
-            online = Double(count) / Double(max(1, fleet.devices.count))
-        }
-        samples.append(Sample(time: now, views: views, conversions: conversionsByVariant, regret: regretByVariant, queueDepth: queueDepth, onlineFraction: online))
+    mutating func sample(at now: Double, onlineFraction: Double) {
+        samples.append(Sample(time: now, views: views, conversions: conversionsByVariant, regret: regretByVariant, queueDepth: queueDepth, onlineFraction: onlineFraction))
     }
 
     mutating func finish<A>(fleet: FleetReplicate<A>) {

@@ -26,6 +26,8 @@ struct FleetReplicate<A: Allocator> {
     let upgrades: [Scenario.AppUpgrade]
     let partitionSalt: UInt64
     let sessionMean: Double
+    /// Called at every sample time with the virtual time and the sessions so far.
+    var onSample: ((Double, Int) -> Void)?
 
     /// What happens at a point in virtual time.
     struct Occurrence {
@@ -138,7 +140,8 @@ struct FleetReplicate<A: Allocator> {
                 let next = server.nextUpdate(after: now) ?? (now + 60)
                 queue.schedule(occurrence, at: max(next, now + 1))
             case .sample:
-                metrics.sample(at: now, fleet: self)
+                metrics.sample(at: now, onlineFraction: onlineFraction(at: now))
+                onSample?(now, metrics.sessions)
                 if now < horizon {
                     queue.schedule(occurrence, at: min(now + scenario.timestep, horizon))
                 }
@@ -378,6 +381,19 @@ struct FleetReplicate<A: Allocator> {
     }
 
     // MARK: - Network
+
+    /// The fraction of devices online at `now`.
+    ///
+    /// - Complexity: O(devices).
+    mutating func onlineFraction(at now: Double) -> Double {
+        guard scenario.network.meanOnline != nil, !devices.isEmpty else { return 1 }
+        var count = 0
+        for d in devices.indices {
+            advanceTimeline(d, to: now)
+            if devices[d].online { count += 1 }
+        }
+        return Double(count) / Double(devices.count)
+    }
 
     func reachable(_ d: Int, at now: Double) -> Bool {
         guard devices[d].online else { return false }

@@ -69,6 +69,12 @@ public struct Scenario: Sendable {
     public struct NamedAllocator: Sendable {
         public var label: String
         public var spec: AllocatorSpec
+
+        /// Creates a labelled allocator.
+        public init(label: String, spec: AllocatorSpec) {
+            self.label = label
+            self.spec = spec
+        }
     }
 
     /// How devices talk to the experiment server.

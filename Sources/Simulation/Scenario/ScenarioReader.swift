@@ -122,6 +122,11 @@ struct ScenarioReader {
     }
 }
 
+extension Scenario {
+    /// Seconds in a duration such as `90s`, `15m`, `6h`, `7d` or `2d6h` (or a plain number of seconds), or `nil`.
+    public static func parseDuration(_ text: String) -> Double? { Simulation.parseDuration(text) }
+}
+
 /// Seconds in a duration string, or `nil` if it does not parse.
 func parseDuration(_ text: String) -> Double? {
     let trimmed = text.trimmingCharacters(in: .whitespaces)

@@ -1,0 +1,34 @@
+import Simulation
+
+/// The readable summary `aviary run` prints: one line per allocator, means over replicates with
+/// 95 % intervals, and the paired difference from the baseline.
+enum SummaryTable {
+    static func render(scenario: Scenario, runs: [FleetSimulation.Run], wallSeconds: Double) -> String {
+        let order = scenario.allocators.map(\.label)
+        let grouped = Dictionary(grouping: runs, by: \.allocator).mapValues { $0.sorted { $0.replicate < $1.replicate } }
+        let baseline = grouped[order[0]]!
+        var table = TextTable(["allocator", "conv. rate", "expected regret (95% CI)", "vs \(order[0])", "best share", "queue p95 s", "events lost", "pending"])
+        for label in order {
+            let runs = grouped[label]!
+            let rate = MeanInterval(runs.map { Double($0.metrics.conversions) / Double(max(1, $0.metrics.totalViews)) })
+            let regret = MeanInterval(runs.map(\.metrics.expectedRegret))
+            let difference = MeanInterval(zip(runs, baseline).map { $0.metrics.expectedRegret - $1.metrics.expectedRegret })
+            let share = MeanInterval(runs.map { Double($0.metrics.bestViews) / Double(max(1, $0.metrics.totalViews)) })
+            let p95 = runs.map { $0.metrics.queueLatency.totalCount == 0 ? 0 : Double($0.metrics.queueLatency.valueAtPercentile(95)) / 1000 }
+            table.append([
+                label, fixed(rate.mean * 100, 3) + " %",
+                "\(fixed(regret.mean, 1)) ± \(fixed(regret.halfWidth, 1))",
+                label == order[0] ? "baseline" : "\(fixed(difference.mean, 1)) ± \(fixed(difference.halfWidth, 1))",
+                fixed(share.mean * 100, 1) + " %", fixed(p95.reduce(0, +) / Double(p95.count), 1),
+                String(runs.map(\.metrics.eventsDropped).reduce(0, +)), String(runs.map(\.metrics.eventsPending).reduce(0, +)),
+            ])
+        }
+        let sessions = runs.map(\.metrics.sessions).reduce(0, +)
+        let header = """
+        \(scenario.name): \(scenario.population.devices) devices, \(formatDuration(scenario.horizon)), \(scenario.replicates) replicate(s) × \(order.count) allocator(s), seed \(scenario.seed)
+        \(sessions) sessions simulated in \(fixed(wallSeconds, 1)) s (\(fixed(Double(sessions) / max(wallSeconds, 1e-9) / 1e6, 2)) M sessions/s)
+
+        """
+        return header + table.rendered
+    }
+}

@@ -1,0 +1,156 @@
+import Allocators
+import ClientEngine
+import Dispatch
+import Randomness
+
+/// Runs a scenario: every allocator on every replicate, each a fleet of devices in virtual time.
+///
+/// Replicates run in parallel on `jobs` threads; results do not depend on `jobs`, because each
+/// (allocator, replicate) pair derives all its streams from the master seed and its own indices,
+/// and results are returned in (allocator, replicate) order.
+///
+/// `Sendable`: an immutable description.
+public struct FleetSimulation: Sendable {
+    /// The scenario run.
+    public let scenario: Scenario
+
+    /// Creates a simulation of `scenario`.
+    public init(scenario: Scenario) {
+        self.scenario = scenario
+    }
+
+    /// One allocator's replicate.
+    public struct Run: Sendable {
+        /// The allocator's label.
+        public var allocator: String
+        public var replicate: Int
+        /// The replicate's derived seed.
+        public var seed: UInt64
+        public var metrics: FleetMetrics
+        /// Wall-clock seconds the replicate took (the only non-deterministic figure).
+        public var wallSeconds: Double
+    }
+
+    /// Progress of a whole run, reported as replicates advance through virtual time.
+    public struct Progress: Sendable {
+        /// Replicate-seconds of virtual time done, over all tasks.
+        public var simulatedSeconds: Double
+        /// Replicate-seconds of virtual time in all tasks.
+        public var totalSeconds: Double
+        /// Sessions simulated so far.
+        public var sessions: Int
+        public var tasksDone: Int
+        public var tasks: Int
+    }
+
+    /// The engine profile every device of a replicate shares: defaults (in offline mode a device
+    /// shows each experiment's first variant, its control) and client settings.
+    public var profile: EngineProfile {
+        let client = scenario.client
+        let jitter: Jitter = switch client.backoff.jitter {
+        case .none: .none
+        case .full: .full
+        case .equal: .equal
+        }
+        let backoff: BackoffPolicy = switch client.backoff.policy {
+        case .none: .none
+        case .fixed: .fixed(client.backoff.base)
+        case .exponential: .exponential(base: client.backoff.base, multiplier: client.backoff.multiplier, cap: client.backoff.cap, jitter: jitter)
+        }
+        let settings = EngineSettings(
+            batchSize: client.batchSize, flushInterval: client.flushInterval, backoff: backoff,
+            honourRetryAfter: client.honourRetryAfter, queueCapacity: client.queueCapacity,
+            overflowPolicy: client.overflowDropsOldest ? .dropOldest : .dropNewest, dataTTL: client.dataTTL,
+            requestTimeout: client.requestTimeout,
+            persistence: client.persistEvery <= 1 ? .everyAppend : .groupCommit(maxEvents: client.persistEvery, maxDelay: 5)
+        )
+        let experiments = scenario.experiments.map { experiment in
+            ExperimentDefinition(
+                id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) },
+                snapshot: .pinned(0, of: experiment.variantIDs.count), sticky: experiment.sticky
+            )
+        }
+        return EngineProfile(defaults: ExperimentData(version: 0, experiments: experiments), settings: settings)
+    }
+
+    /// Runs every allocator on every replicate.
+    ///
+    /// - Parameters:
+    ///   - jobs: Worker threads (≥ 1).
+    ///   - progress: Called from worker threads as virtual time advances.
+    public func run(jobs: Int = 1, progress: (@Sendable (Progress) -> Void)? = nil) -> [Run] {
+        let tasks = scenario.allocators.indices.flatMap { a in (0..<scenario.replicates).map { (a, $0) } }
+        let results = ResultSlots<Run>(count: tasks.count)
+        let tracker = ProgressTracker(tasks: tasks.count, horizon: scenario.horizon, report: progress)
+        let profile = self.profile
+        let workers = max(1, min(jobs, tasks.count))
+        let simulation = self
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            var index = worker
+            while index < tasks.count {
+                let (allocator, replicate) = tasks[index]
+                results[index] = simulation.runOne(allocator: allocator, replicate: replicate, profile: profile, task: index, tracker: tracker)
+                tracker.finish(task: index)
+                index += workers
+            }
+        }
+        return results.values
+    }
+
+    func runOne(allocator index: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Run {
+        let spec = scenario.allocators[index].spec
+        let seed = StreamSeed(scenario.seed).derive(replicate).derive("allocator").derive(index)
+        // Validated when the scenario was read.
+        let allocators = scenario.experiments.indices.map { e in
+            try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
+        }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let metrics = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: StreamSeed(scenario.seed).derive(replicate).value, metrics: metrics, wallSeconds: wall)
+    }
+
+    /// Opens the allocator existential once, so the whole replicate runs specialised code.
+    private func runFleet<A: Allocator>(_ first: A, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
+        let typed = all.map { $0 as! A }
+        var fleet = FleetReplicate<A>(scenario: scenario, replicate: replicate, allocatorIndex: allocatorIndex, allocators: typed, profile: profile)
+        fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
+        return fleet.run()
+    }
+}
+
+/// Collects progress from worker threads.
+///
+/// `@unchecked Sendable` is safe because every access to the mutable state holds `lock`.
+final class ProgressTracker: @unchecked Sendable {
+    private let lock = NSLock()
+    private var times: [Double]
+    private var sessions: [Int]
+    private var done = 0
+    private let horizon: Double
+    private let report: (@Sendable (FleetSimulation.Progress) -> Void)?
+
+    init(tasks: Int, horizon: Double, report: (@Sendable (FleetSimulation.Progress) -> Void)?) {
+        times = Array(repeating: 0, count: tasks)
+        sessions = Array(repeating: 0, count: tasks)
+        self.horizon = horizon
+        self.report = report
+    }
+
+    func update(task: Int, time: Double, sessions count: Int) {
+        guard let report else { return }
+        let progress: FleetSimulation.Progress = lock.withLock {
+            times[task] = time
+            sessions[task] = count
+            return FleetSimulation.Progress(simulatedSeconds: times.reduce(0, +), totalSeconds: horizon * Double(times.count), sessions: sessions.reduce(0, +), tasksDone: done, tasks: times.count)
+        }
+        report(progress)
+    }
+
+    func finish(task: Int) {
+        lock.withLock { done += 1 }
+        update(task: task, time: horizon, sessions: sessions[task])
+    }
+}
+
+import Foundation

@@ -1,0 +1,110 @@
+import Foundation
+
+/// The CSV reports of a fleet simulation. Column meanings are documented in the README.
+public enum FleetReport {
+    /// The columns of `summary.csv`; the last two are wall-clock figures, the only ones that
+    /// differ between two runs of the same scenario and seed.
+    public static let summaryColumns = [
+        "scenario", "allocator", "replicate", "seed", "devices", "sessions", "views", "conversions", "conversion_rate",
+        "expected_regret", "realized_regret", "best_variant_share", "default_views", "conversions_recorded",
+        "events_created", "events_acked", "events_pending", "events_dropped", "duplicates_ignored",
+        "requests", "timeouts", "crashes",
+        "queue_latency_p50_s", "queue_latency_p95_s", "queue_latency_p99_s", "queue_latency_max_s",
+        "assignments_per_second", "wall_seconds",
+    ]
+
+    /// One row per scenario × allocator × replicate.
+    public static func summary(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+        var table = CSVTable(columns: summaryColumns)
+        for run in runs {
+            let m = run.metrics
+            let views = m.totalViews
+            table.append([
+                .text(scenario.name), .text(run.allocator), .integer(run.replicate), .text(String(run.seed)),
+                .integer(scenario.population.devices), .integer(m.sessions), .integer(views), .integer(m.conversions),
+                .number(views == 0 ? .nan : Double(m.conversions) / Double(views)),
+                .number(m.expectedRegret), .number(m.realizedRegret), .number(views == 0 ? .nan : Double(m.bestViews) / Double(views)),
+                .integer(m.defaultViews), .integer(m.conversionsRecorded),
+                .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .integer(m.duplicatesIgnored),
+                .integer(m.requests), .integer(m.timeouts), .integer(m.crashes),
+                .decimal(latency(m, 50), places: 3), .decimal(latency(m, 95), places: 3), .decimal(latency(m, 99), places: 3),
+                .decimal(m.queueLatency.totalCount == 0 ? .nan : Double(m.queueLatency.max) / 1000, places: 3),
+                .decimal(run.wallSeconds > 0 ? Double(views) / run.wallSeconds : .nan, places: 0), .decimal(run.wallSeconds, places: 3),
+            ])
+        }
+        return table
+    }
+
+    static func latency(_ m: FleetMetrics, _ percentile: Double) -> Double {
+        m.queueLatency.totalCount == 0 ? .nan : Double(m.queueLatency.valueAtPercentile(percentile)) / 1000
+    }
+
+    /// One row per scenario × allocator × replicate × sample time × experiment × variant.
+    public static func timeseries(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+        var table = CSVTable(columns: [
+            "scenario", "allocator", "replicate", "time_hours", "experiment", "variant",
+            "cumulative_views", "cumulative_conversions", "cumulative_expected_regret", "variant_share", "step_share",
+            "queue_depth", "online_fraction",
+        ])
+        for run in runs {
+            var previous: FleetMetrics.Sample?
+            for sample in run.metrics.samples {
+                for (e, experiment) in scenario.experiments.enumerated() {
+                    let total = sample.views[e].reduce(0, +)
+                    let stepTotal = total - (previous?.views[e].reduce(0, +) ?? 0)
+                    for (v, variant) in experiment.variantIDs.enumerated() {
+                        let step = sample.views[e][v] - (previous?.views[e][v] ?? 0)
+                        table.append([
+                            .text(scenario.name), .text(run.allocator), .integer(run.replicate), .decimal(sample.time / 3600, places: 4),
+                            .text(experiment.id), .text(variant),
+                            .integer(sample.views[e][v]), .integer(sample.conversions[e][v]), .number(sample.regret[e][v]),
+                            .number(total == 0 ? .nan : Double(sample.views[e][v]) / Double(total)),
+                            .number(stepTotal == 0 ? .nan : Double(step) / Double(stepTotal)),
+                            .integer(sample.queueDepth), .number(sample.onlineFraction),
+                        ])
+                    }
+                }
+                previous = sample
+            }
+        }
+        return table
+    }
+
+    /// The headline metrics compared with the baseline allocator (the scenario's first).
+    public static let comparisonMetrics = [
+        "conversion_rate", "expected_regret", "realized_regret", "best_variant_share", "default_views",
+        "events_dropped", "events_pending", "queue_latency_p50_s", "queue_latency_p95_s",
+    ]
+
+    /// Per allocator and metric, the mean with its 95 % interval and the paired difference from
+    /// the baseline with its own interval.
+    public static func comparison(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+        ComparisonTable.make(scenario: scenario.name, metrics: comparisonMetrics, observations: runs.map { run in
+            let m = run.metrics
+            let views = Double(m.totalViews)
+            return .init(allocator: run.allocator, replicate: run.replicate, values: [
+                views == 0 ? .nan : Double(m.conversions) / views, m.expectedRegret, m.realizedRegret,
+                views == 0 ? .nan : Double(m.bestViews) / views, Double(m.defaultViews),
+                Double(m.eventsDropped), Double(m.eventsPending), latency(m, 50), latency(m, 95),
+            ])
+        })
+    }
+
+    /// Writes `summary.csv`, `timeseries.csv` and `comparison.csv` to `folder`, creating it.
+    ///
+    /// - Returns: The files written.
+    /// - Throws: The file system's error.
+    public static func write(_ scenario: Scenario, _ runs: [FleetSimulation.Run], to folder: URL) throws -> [URL] {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let files = [
+            ("summary.csv", summary(scenario, runs)),
+            ("timeseries.csv", timeseries(scenario, runs)),
+            ("comparison.csv", comparison(scenario, runs)),
+        ]
+        return try files.map { name, table in
+            let url = folder.appendingPathComponent(name)
+            try table.write(to: url)
+            return url
+        }
+    }
+}
