@@ -15,8 +15,8 @@
 ///
 /// `RemoteValuesService` is `Sendable` when its keeper is.
 public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
-    /// The source of raw strings.
-    public private(set) var keeper: Keeper
+    /// The source of raw strings; writable so a simulation can change what its backend serves.
+    public var keeper: Keeper
     /// How the last fetch ended, or `nil` before the first.
     public private(set) var lastFetch: RemoteFetchStatus?
 
