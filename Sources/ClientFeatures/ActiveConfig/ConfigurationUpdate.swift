@@ -1,31 +1,5 @@
 import ClientEngine
 
-/// Identifies a listener registered with ``ActiveConfig/registerListener(forSectionName:)``.
-///
-/// `ListenerID` is `Sendable`: it is a plain value.
-public struct ListenerID: Hashable, Comparable, Sendable, CustomStringConvertible {
-    /// The sequence number of the registration.
-    public let rawValue: Int
-
-    /// Orders listeners by registration.
-    public static func < (lhs: ListenerID, rhs: ListenerID) -> Bool { lhs.rawValue < rhs.rawValue }
-
-    /// `listener-` followed by the sequence number.
-    public var description: String { "listener-\(rawValue)" }
-}
-
-/// A request, for the app to perform, to download the latest configuration.
-///
-/// `ConfigDownloadRequest` is `Sendable`: it is a plain value.
-public struct ConfigDownloadRequest: Hashable, Sendable {
-    /// Requests are numbered from 0 in the order they were made.
-    public let sequence: Int
-    /// The user to download for, or `nil` for the shared configuration.
-    public let userID: String?
-    /// When the request was made, in seconds.
-    public let requestedAt: Double
-}
-
 /// How one section differs between two configurations.
 ///
 /// `SectionChange` is `Sendable`: it is a plain value.
