@@ -1,0 +1,81 @@
+import ClientEngine
+
+/// One complete configuration: its meta and every section, as parsed from the exchange format.
+///
+/// The exchange format is
+/// ```json
+/// { "meta": { "format_version_string": "1.0", "creation_time": "2012-08-20T19:36Z", ... },
+///   "config_sections": { "AppFeatures": { "settings": { "SomeFeatureEnabled": { "value": true } } } } }
+/// ```
+/// A setting's `value` may be a string, number, Boolean, array or object; `null` is rejected.
+///
+/// `ConfigurationState` is `Sendable`: it is an immutable value.
+public struct ConfigurationState: Hashable, Sendable {
+    /// The configuration's meta dictionary.
+    public let meta: ConfigurationMeta
+    /// Every section, keyed by name.
+    public let sections: [String: ConfigSection]
+
+    /// Creates a configuration from already-built parts (e.g. a bootstrapped default).
+    ///
+    /// - Parameters:
+    ///   - meta: The meta dictionary.
+    ///   - sections: The sections; each is keyed by its own ``ConfigSection/name``.
+    public init(meta: ConfigurationMeta, sections: [ConfigSection]) {
+        self.meta = meta
+        self.sections = Dictionary(sections.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// Parses a configuration in the exchange format.
+    ///
+    /// - Parameter payload: The decoded JSON dictionary.
+    /// - Throws: ``ActiveConfigError`` naming the first path that does not follow the format.
+    /// - Complexity: O(*n*) in the number of settings.
+    public init(parsing payload: JSONValue) throws(ActiveConfigError) {
+        guard let root = payload.objectValue else {
+            throw ActiveConfigError(path: "(root)", expected: "an object", value: payload)
+        }
+        meta = try ConfigurationMeta(parsing: root["meta"], path: "meta")
+        guard let sectionMembers = root["config_sections"]?.objectValue else {
+            throw ActiveConfigError(path: "config_sections", expected: "an object", value: root["config_sections"])
+        }
+        var sections: [String: ConfigSection] = [:]
+        // Sorted so that, of several problems, the same one is always reported.
+        for name in sectionMembers.keys.sorted() {
+            let sectionPath = "config_sections.\(name)"
+            guard let section = sectionMembers[name]?.objectValue else {
+                throw ActiveConfigError(path: sectionPath, expected: "an object", value: sectionMembers[name])
+            }
+            guard let settingMembers = section["settings"]?.objectValue else {
+                throw ActiveConfigError(path: "\(sectionPath).settings", expected: "an object", value: section["settings"])
+            }
+            var settings: [String: JSONValue] = [:]
+            for key in settingMembers.keys.sorted() {
+                let settingPath = "\(sectionPath).settings.\(key)"
+                guard let setting = settingMembers[key]?.objectValue else {
+                    throw ActiveConfigError(path: settingPath, expected: "an object", value: settingMembers[key])
+                }
+                guard let value = setting["value"], value != .null else {
+                    throw ActiveConfigError(
+                        path: "\(settingPath).value",
+                        expected: "a string, number, Boolean, array or object",
+                        value: setting["value"]
+                    )
+                }
+                settings[key] = value
+            }
+            sections[name] = ConfigSection(name: name, settings: settings)
+        }
+        self.sections = sections
+    }
+
+    /// The configuration back in the exchange format; parsing it gives an equal value.
+    ///
+    /// - Complexity: O(*n*) in the number of settings.
+    public var exchangeFormat: JSONValue {
+        let sectionValues = sections.mapValues { section -> JSONValue in
+            .object(["settings": .object(section.settings.mapValues { .object(["value": $0]) })])
+        }
+        return .object(["meta": .object(meta.dictionary), "config_sections": .object(sectionValues)])
+    }
+}

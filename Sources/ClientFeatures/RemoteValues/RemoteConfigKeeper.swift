@@ -1,0 +1,66 @@
+/// A source of raw remote strings, such as a remote-config SDK's local cache.
+///
+/// Fetching is an explicit step: until ``fetch(at:)`` succeeds, ``rawValue(forKey:)`` answers
+/// from whatever was activated before (nothing, on first launch).
+public protocol RemoteConfigKeeper {
+    /// Fetches and activates the latest remote values.
+    ///
+    /// - Parameter now: The time of the fetch, in seconds.
+    /// - Returns: Whether the fetch succeeded.
+    mutating func fetch(at now: Double) -> RemoteFetchStatus
+
+    /// The active raw string stored under `key`, or `nil` if the key is absent.
+    func rawValue(forKey key: String) -> String?
+}
+
+/// How a fetch of remote values ended.
+///
+/// `RemoteFetchStatus` is `Sendable`: it is a plain value.
+public enum RemoteFetchStatus: Hashable, Sendable {
+    /// New values are active.
+    case success(fetchedAt: Double)
+    /// The previous values stay active.
+    case failure(reason: String)
+}
+
+/// A ``RemoteConfigKeeper`` held in memory, standing in for a remote-config backend.
+///
+/// ``published`` is what the backend would serve; ``fetch(at:)`` copies it to the active values
+/// unless ``failureReason`` is set, in which case the fetch fails and the active values stay.
+///
+/// `InMemoryRemoteConfigKeeper` is `Sendable`: it is a plain value.
+public struct InMemoryRemoteConfigKeeper: RemoteConfigKeeper, Hashable, Sendable {
+    /// The values the backend currently serves.
+    public var published: [String: String]
+    /// When non-`nil`, fetches fail with this reason.
+    public var failureReason: String?
+    /// The values in use.
+    public private(set) var active: [String: String]
+    /// The time of the last successful fetch.
+    public private(set) var lastFetchTime: Double?
+
+    /// Creates a keeper.
+    ///
+    /// - Parameters:
+    ///   - published: The values the backend serves.
+    ///   - active: The values in use before any fetch (e.g. cached from a previous launch).
+    public init(published: [String: String] = [:], active: [String: String] = [:]) {
+        self.published = published
+        self.active = active
+    }
+
+    /// Activates ``published``, or fails with ``failureReason``.
+    public mutating func fetch(at now: Double) -> RemoteFetchStatus {
+        if let failureReason {
+            return .failure(reason: failureReason)
+        }
+        active = published
+        lastFetchTime = now
+        return .success(fetchedAt: now)
+    }
+
+    /// The active string under `key`.
+    public func rawValue(forKey key: String) -> String? {
+        active[key]
+    }
+}

@@ -1,0 +1,54 @@
+/// A value the app reads from remote configuration, with an in-app default.
+///
+/// Values travel as strings. The refinements ``StringInitializableRemoteValue``,
+/// ``BoolEnumRemoteValue``, ``BaselineStringRemoteValue`` and ``BaselineBoolRemoteValue``
+/// implement the string conversion, so a conforming enum or struct usually writes nothing but
+/// its cases (and, optionally, its `default`).
+///
+/// Conforming types must be `Sendable`.
+public protocol RemoteValue: Sendable {
+    /// The in-app default (baseline), used whenever the remote value is missing or malformed.
+    static var `default`: Self { get }
+
+    /// Creates the value from its remote string, or `nil` if the string names no value.
+    ///
+    /// - Parameter remoteString: The raw string stored under the key.
+    init?(remoteString: String)
+
+    /// The string that ``init(remoteString:)`` turns back into this value.
+    var remoteString: String { get }
+}
+
+/// A key of remote configuration and the type of the value stored under it.
+///
+/// An enum over `String` raw values is the usual shape:
+/// ```swift
+/// enum Key: String, CaseIterable, RemoteKey {
+///     case paywallType = "paywall_type"
+///     var name: String { rawValue }
+///     var valueType: any RemoteValue.Type { PaywallType.self }
+/// }
+/// ```
+///
+/// Conforming types must be `Sendable`.
+public protocol RemoteKey: Sendable {
+    /// The key's name in the remote configuration.
+    var name: String { get }
+    /// The type its value decodes to.
+    var valueType: any RemoteValue.Type { get }
+}
+
+/// A remote value that reports the experimental group it places the user in.
+///
+/// When ``RemoteValuesService/values(for:)`` resolves a valid remote value of a conforming type,
+/// it records ``RemoteValueTracking/experimentalGroup(key:group:)`` so analytics can split
+/// results by group.
+public protocol ExperimentalGroupTrackable {
+    /// The group's name as analytics should see it.
+    var experimentalGroup: String { get }
+}
+
+extension ExperimentalGroupTrackable where Self: RemoteValue {
+    /// The value's remote string, e.g. `b_baseline`.
+    public var experimentalGroup: String { remoteString }
+}

@@ -1,0 +1,135 @@
+/// Resolves remote keys to typed values over a ``RemoteConfigKeeper``, after the Experiments
+/// framework's `RemoteConfigService`.
+///
+/// The flow is explicit and synchronous:
+/// 1. ``fetch(at:)`` asks the keeper for the latest values.
+/// 2. ``values(for:)`` resolves every key once, records the tracking events (missing keys,
+///    incorrect values, experimental groups) and fixes the values for the rest of the session.
+/// 3. ``remoteValue(for:as:)`` reads a value.
+///
+/// A later fetch does not change values already resolved; they change on the next
+/// ``values(for:)``, so a screen never flips variant halfway through a session.
+///
+/// A debug override set with ``setDebugValue(_:for:)`` wins over the remote value and skips the
+/// remote lookup (and its tracking) for that key.
+///
+/// `RemoteValuesService` is `Sendable` when its keeper is.
+public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
+    /// The source of raw strings; writable so a simulation can change what its backend serves.
+    public var keeper: Keeper
+    /// How the last fetch ended, or `nil` before the first.
+    public private(set) var lastFetch: RemoteFetchStatus?
+
+    private var resolved: [String: any RemoteValue] = [:]
+    private var debugValues: [String: any RemoteValue] = [:]
+
+    /// Creates a service over `keeper`.
+    public init(keeper: Keeper) {
+        self.keeper = keeper
+    }
+
+    /// Fetches the latest remote values through the keeper.
+    ///
+    /// - Parameter now: The time of the fetch, in seconds.
+    public mutating func fetch(at now: Double) -> RemoteFetchStatus {
+        let status = keeper.fetch(at: now)
+        lastFetch = status
+        return status
+    }
+
+    /// Resolves every key and records the tracking events.
+    ///
+    /// For each key in order: a debug override wins; otherwise an absent key records
+    /// ``RemoteValueTracking/keyNotFound(key:)`` and a malformed string
+    /// ``RemoteValueTracking/incorrectValue(key:rawValue:)``, both falling back to the type's
+    /// default; a valid value of an ``ExperimentalGroupTrackable`` type records
+    /// ``RemoteValueTracking/experimentalGroup(key:group:)``. After all keys come one
+    /// ``RemoteValueTracking/keysNotFound(_:)`` and one ``RemoteValueTracking/incorrectValues(_:)``,
+    /// each only when non-empty.
+    ///
+    /// - Parameter keys: The keys to resolve, e.g. `Key.allCases`.
+    /// - Complexity: O(*n*) in the number of keys.
+    public mutating func values(for keys: [any RemoteKey]) -> RemoteValuesResolution {
+        var values: [String: any RemoteValue] = [:]
+        var sources: [String: RemoteValueSource] = [:]
+        var events: [RemoteValueTracking] = []
+        var missing: [String] = []
+        var incorrect: [String] = []
+        for key in keys {
+            let (value, source) = resolve(key)
+            values[key.name] = value
+            sources[key.name] = source
+            switch source {
+            case .defaultForMissingKey:
+                events.append(.keyNotFound(key: key.name))
+                missing.append(key.name)
+            case .defaultForIncorrectValue:
+                events.append(.incorrectValue(key: key.name, rawValue: keeper.rawValue(forKey: key.name) ?? ""))
+                incorrect.append(key.name)
+            case .remote:
+                if let trackable = value as? any ExperimentalGroupTrackable {
+                    events.append(.experimentalGroup(key: key.name, group: trackable.experimentalGroup))
+                }
+            case .debug:
+                break
+            }
+        }
+        if !missing.isEmpty { events.append(.keysNotFound(missing)) }
+        if !incorrect.isEmpty { events.append(.incorrectValues(incorrect)) }
+        resolved.merge(values) { _, new in new }
+        return RemoteValuesResolution(values: values, sources: sources, events: events)
+    }
+
+    /// The value of `key`.
+    ///
+    /// The debug override if set; else the value fixed by the last ``values(for:)``; else the
+    /// keeper's current value resolved without tracking; else the default.
+    ///
+    /// - Parameters:
+    ///   - key: The key to read.
+    ///   - type: The key's ``RemoteKey/valueType``; asking for another type is a programmer error.
+    public func remoteValue<Value: RemoteValue>(for key: any RemoteKey, as type: Value.Type = Value.self) -> Value {
+        precondition(
+            key.valueType == Value.self,
+            "key \(key.name) holds \(key.valueType), not \(Value.self)"
+        )
+        if let debug = debugValues[key.name] as? Value { return debug }
+        if let fixed = resolved[key.name] as? Value { return fixed }
+        return resolve(key).value as? Value ?? Value.default
+    }
+
+    /// The debug override of `key`, or `nil` if there is none.
+    public func debugValue(for key: any RemoteKey) -> (any RemoteValue)? {
+        debugValues[key.name]
+    }
+
+    /// Sets or, with `nil`, clears the debug override of `key`.
+    ///
+    /// - Parameters:
+    ///   - value: The override; its type must be the key's ``RemoteKey/valueType``.
+    ///   - key: The key to override.
+    public mutating func setDebugValue(_ value: (any RemoteValue)?, for key: any RemoteKey) {
+        if let value {
+            precondition(
+                type(of: value) == key.valueType,
+                "debug value for \(key.name) must be \(key.valueType), not \(type(of: value))"
+            )
+        }
+        debugValues[key.name] = value
+    }
+
+    private func resolve(_ key: any RemoteKey) -> (value: any RemoteValue, source: RemoteValueSource) {
+        if let debug = debugValues[key.name] {
+            return (debug, .debug)
+        }
+        guard let raw = keeper.rawValue(forKey: key.name) else {
+            return (key.valueType.default, .defaultForMissingKey)
+        }
+        guard let value = key.valueType.init(remoteString: raw) else {
+            return (key.valueType.default, .defaultForIncorrectValue)
+        }
+        return (value, .remote)
+    }
+}
+
+extension RemoteValuesService: Sendable where Keeper: Sendable {}
