@@ -26,6 +26,16 @@ struct BucketingHashTests {
         #expect(Bucketing.fnv32a("foobar") == 0xBF9C_F968)
     }
 
+    @Test func nonASCIITextIsHashedByUTF16CodeUnitAsTheReferenceSDKDoes() {
+        // JavaScript strings are UTF-16: "é" is the single unit 0xE9 (UTF-8 would give two bytes,
+        // 0xC3 0xA9), and "😀" is the surrogate pair 0xD83D 0xDE00, each XOR-ed in whole.
+        let prime: UInt32 = 0x0100_0193
+        let basis: UInt32 = 0x811C_9DC5
+        #expect(Bucketing.fnv32a("\u{E9}") == (basis ^ 0xE9) &* prime)
+        #expect(Bucketing.fnv32a("\u{1F600}") == (((basis ^ 0xD83D) &* prime) ^ 0xDE00) &* prime)
+        #expect(Bucketing.fnv32a("\u{E9}") != (((basis ^ 0xC3) &* prime) ^ 0xA9) &* prime)
+    }
+
     @Test func hashStaysInUnitIntervalForBothVersions() {
         for version in HashVersion.allCases {
             for id in 0..<2_000 {

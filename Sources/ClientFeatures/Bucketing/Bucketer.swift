@@ -60,6 +60,10 @@ public struct Bucketer: Hashable, Sendable {
 
     /// The user's hash position in [0, 1).
     ///
+    /// The position can stand in for a uniform draw where an engine samples a published policy,
+    /// `snapshot.variant(forUniform: bucketer.bucket(for: id))`, making the sample sticky per
+    /// user with no stored state; version 1 has 1 000 levels and version 2 has 10 000.
+    ///
     /// - Complexity: O(*n*) in the lengths of the id and the seed.
     public func bucket(for userId: String) -> Double {
         Bucketing.hash(seed: seed, value: userId, version: hashVersion)

@@ -114,8 +114,8 @@ public struct DecisionClient: Sendable {
     ///   answered, otherwise a callback with its id follows.
     /// - Throws: ``DecisionError`` for a bad agent or point code or a malformed choice list.
     public mutating func decision(agent: String, choices: String, point: String? = nil, at now: Double) throws(DecisionError) -> DecisionTicket {
-        try Code.validate(agent, as: "agent")
-        if let point { try Code.validate(point, as: "point") }
+        try DecisionCode.validate(agent, as: "agent")
+        if let point { try DecisionCode.validate(point, as: "point") }
         return decide(agent: agent, point: point, choices: try DecisionChoices(parsing: choices), at: now)
     }
 
@@ -129,8 +129,8 @@ public struct DecisionClient: Sendable {
     /// - Returns: A ticket, as ``decision(agent:choices:point:at:)`` describes.
     /// - Throws: ``DecisionError`` for a bad agent or point code or a malformed choice list.
     public mutating func decisions(agent: String, choices: String, point: String? = nil, at now: Double) throws(DecisionError) -> DecisionTicket {
-        try Code.validate(agent, as: "agent")
-        if let point { try Code.validate(point, as: "point") }
+        try DecisionCode.validate(agent, as: "agent")
+        if let point { try DecisionCode.validate(point, as: "point") }
         return decide(agent: agent, point: point, choices: try DecisionChoices(parsing: choices, multiple: true), at: now)
     }
 
@@ -145,8 +145,8 @@ public struct DecisionClient: Sendable {
     ///   agent made no decision in this session.
     /// - Throws: ``DecisionError`` for a bad agent or goal code or a reward that is not finite.
     public mutating func goal(agent: String, goalCode: String? = nil, value: Double? = nil, at now: Double) throws(DecisionError) -> GoalOutcome {
-        try Code.validate(agent, as: "agent")
-        if let goalCode { try Code.validate(goalCode, as: "goal") }
+        try DecisionCode.validate(agent, as: "agent")
+        if let goalCode { try DecisionCode.validate(goalCode, as: "goal") }
         if let value, !value.isFinite {
             throw DecisionError("goal reward for agent \"\(agent)\" is \(value); it must be a finite number")
         }
@@ -163,7 +163,7 @@ public struct DecisionClient: Sendable {
     ///   callback that follows.
     /// - Throws: ``DecisionError`` for a bad agent code.
     public mutating func expireSession(agent: String, at now: Double) throws(DecisionError) -> Int {
-        try Code.validate(agent, as: "agent")
+        try DecisionCode.validate(agent, as: "agent")
         sticky = sticky.filter { $0.key.agent != agent }
         decidedAgents.remove(agent)
         epochs[agent, default: 0] += 1
