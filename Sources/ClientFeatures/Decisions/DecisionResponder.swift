@@ -50,7 +50,7 @@ public struct DecisionResponder<A: Allocator> {
 
     /// Answers one request.
     ///
-    /// - Complexity: O(*k*) for a decision among *k* combinations, plus the allocator's cost;
+    /// - Complexity: O(*d*) for a decision with *d* named decisions, plus the allocator's cost;
     ///   O(*p* log *p*) for a goal in a session decided at *p* points.
     public mutating func respond(to request: DecisionRequest) -> DecisionResponse {
         let key = SessionKey(session: request.sessionID, agent: request.agent)
