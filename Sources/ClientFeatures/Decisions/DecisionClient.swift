@@ -1,0 +1,328 @@
+import Randomness
+
+/// The on-device client of a Conductrics-style decision service, as a sans-I/O state machine.
+///
+/// The app asks for decisions, sends goals and expires sessions; the client answers with tickets
+/// and queues requests. A driver (a real-time loop in an app, the simulator's kernel in virtual
+/// time) moves the requests and the clock:
+///
+/// 1. `advance(to: now)` fires the timeouts due by `now` and returns their callbacks;
+/// 2. `nextAction(at: now)` returns `.send(request)` until no request waits, then
+///    `.wake(at:)` with the next timeout, or `.idle`;
+/// 3. `handle(response:to:at:)` takes the service's answer to a sent request and returns the
+///    callbacks it settles.
+///
+/// Behaviour follows the service's iOS wrapper:
+/// - A decision that fails, is answered badly, or is not answered within the timeout (5 s by
+///   default, counted from the call) gets the fallback: the first choice of each decision, with
+///   an error description. An answer arriving after its timeout fired is ignored.
+/// - Decisions are sticky per agent and point within a session: once the service has chosen, a
+///   repeated decision with choices that include the earlier codes is answered at once from the
+///   cache, with no request; while the first request is out, a repeat with the same choices
+///   joins it instead of sending another. Fallbacks are not cached, so the next call asks again.
+/// - A goal for an agent without a decision in this session is ignored with no request.
+/// - `expireSession(agent:at:)` forgets the agent's sticky codes and decisions and tells the
+///   service; answers to requests made before the expiry are still delivered but not cached.
+///
+/// `DecisionClient` is `Sendable`: it is a value whose state has a single owner.
+public struct DecisionClient: Sendable {
+    /// Settings for a decision client.
+    ///
+    /// `Configuration` is `Sendable`: it is a plain value.
+    public struct Configuration: Hashable, Sendable {
+        /// Seconds from a call to its fallback when the service has not answered.
+        public var timeout: Double
+        /// Whether decisions are sticky per agent and point within a session.
+        public var sticky: Bool
+        /// The session identifier; `nil` makes one from ``seed``.
+        public var sessionID: String?
+        /// The stream a generated session identifier is drawn from.
+        public var seed: StreamSeed
+
+        /// Creates settings.
+        ///
+        /// - Parameters:
+        ///   - timeout: Seconds from a call to its fallback; 5 by default, as in the iOS wrapper.
+        ///   - sticky: Whether repeated decisions reuse the session's earlier codes.
+        ///   - sessionID: A session identifier; `nil` draws one from `seed`.
+        ///   - seed: The stream for a generated session identifier.
+        public init(timeout: Double = 5, sticky: Bool = true, sessionID: String? = nil, seed: StreamSeed = StreamSeed(0)) {
+            self.timeout = timeout
+            self.sticky = sticky
+            self.sessionID = sessionID
+            self.seed = seed
+        }
+    }
+
+    /// A request not yet answered, and the tickets waiting on it.
+    struct Pending: Sendable {
+        var request: DecisionRequest
+        var sent = false
+        var tickets: [Int]
+        /// The agent's session epoch when the request was made; a decision answered after the
+        /// session expired is not cached.
+        var epoch: Int
+    }
+
+    struct StickyKey: Hashable, Sendable {
+        var agent: String
+        var point: String?
+    }
+
+    /// The settings in force.
+    public let configuration: Configuration
+    /// The session identifier sent with every request.
+    public let sessionID: String
+
+    /// Unanswered requests in the order they were made (ids ascending), so every scan is
+    /// deterministic.
+    private var pending: [Pending] = []
+    private var sticky: [StickyKey: DecisionSelection] = [:]
+    private var decidedAgents: Set<String> = []
+    private var epochs: [String: Int] = [:]
+    private var lastTicket = 0
+    private var lastRequest = 0
+
+    /// Creates a client.
+    ///
+    /// - Throws: ``DecisionError`` if the timeout is not a positive finite number or the session
+    ///   identifier is empty.
+    public init(configuration: Configuration = Configuration()) throws(DecisionError) {
+        guard configuration.timeout > 0, configuration.timeout.isFinite else {
+            throw DecisionError("timeout is \(configuration.timeout) s; it must be a positive number of seconds")
+        }
+        if let id = configuration.sessionID, id.isEmpty {
+            throw DecisionError("session identifier is empty; pass nil to have one generated")
+        }
+        self.configuration = configuration
+        self.sessionID = configuration.sessionID ?? Self.makeSessionID(from: configuration.seed)
+    }
+
+    /// The number of requests made and not yet answered or timed out.
+    public var outstandingRequestCount: Int { pending.count }
+
+    // MARK: Calls from the app
+
+    /// Asks for a decision among comma-separated choices such as `"a,b"`.
+    ///
+    /// - Parameters:
+    ///   - agent: The agent code.
+    ///   - choices: The choice codes, e.g. `"a,b"`; the first is the fallback.
+    ///   - point: The decision point; `nil` for the agent's default point.
+    ///   - now: The current time in seconds.
+    /// - Returns: A ticket; its ``DecisionTicket/immediate`` outcome is set when the sticky cache
+    ///   answered, otherwise a callback with its id follows.
+    /// - Throws: ``DecisionError`` for a bad agent or point code or a malformed choice list.
+    public mutating func decision(agent: String, choices: String, point: String? = nil, at now: Double) throws(DecisionError) -> DecisionTicket {
+        try DecisionCode.validate(agent, as: "agent")
+        if let point { try DecisionCode.validate(point, as: "point") }
+        return decide(agent: agent, point: point, choices: try DecisionChoices(parsing: choices), at: now)
+    }
+
+    /// Asks for several named decisions at once, e.g. `"color:red,blue/size:sm,md,lg"`.
+    ///
+    /// - Parameters:
+    ///   - agent: The agent code.
+    ///   - choices: Named decisions, `name:choice,choice` separated by `/`.
+    ///   - point: The decision point; `nil` for the agent's default point.
+    ///   - now: The current time in seconds.
+    /// - Returns: A ticket, as ``decision(agent:choices:point:at:)`` describes.
+    /// - Throws: ``DecisionError`` for a bad agent or point code or a malformed choice list.
+    public mutating func decisions(agent: String, choices: String, point: String? = nil, at now: Double) throws(DecisionError) -> DecisionTicket {
+        try DecisionCode.validate(agent, as: "agent")
+        if let point { try DecisionCode.validate(point, as: "point") }
+        return decide(agent: agent, point: point, choices: try DecisionChoices(parsing: choices, multiple: true), at: now)
+    }
+
+    /// Reports that the user reached a goal, rewarding the agent's decisions in this session.
+    ///
+    /// - Parameters:
+    ///   - agent: The agent code.
+    ///   - goalCode: The goal's code; `nil` for the agent's default goal.
+    ///   - value: The reward, e.g. a purchase amount; `nil` for the service's default.
+    ///   - now: The current time in seconds.
+    /// - Returns: ``GoalOutcome/sent(ticket:)``, or ``GoalOutcome/ignoredWithoutDecision`` when the
+    ///   agent made no decision in this session.
+    /// - Throws: ``DecisionError`` for a bad agent or goal code or a reward that is not finite.
+    public mutating func goal(agent: String, goalCode: String? = nil, value: Double? = nil, at now: Double) throws(DecisionError) -> GoalOutcome {
+        try DecisionCode.validate(agent, as: "agent")
+        if let goalCode { try DecisionCode.validate(goalCode, as: "goal") }
+        if let value, !value.isFinite {
+            throw DecisionError("goal reward for agent \"\(agent)\" is \(value); it must be a finite number")
+        }
+        guard decidedAgents.contains(agent) else { return .ignoredWithoutDecision }
+        let ticket = nextTicket()
+        enqueue(agent: agent, kind: .goal(code: goalCode, value: value), tickets: [ticket], at: now)
+        return .sent(ticket: ticket)
+    }
+
+    /// Ends the session for `agent`: its sticky codes are forgotten, its next decision asks the
+    /// service again, and an expiry request tells the service.
+    ///
+    /// - Returns: The ticket of the ``DecisionCallback/sessionExpired(ticket:agent:error:)``
+    ///   callback that follows.
+    /// - Throws: ``DecisionError`` for a bad agent code.
+    public mutating func expireSession(agent: String, at now: Double) throws(DecisionError) -> Int {
+        try DecisionCode.validate(agent, as: "agent")
+        sticky = sticky.filter { $0.key.agent != agent }
+        decidedAgents.remove(agent)
+        epochs[agent, default: 0] += 1
+        let ticket = nextTicket()
+        enqueue(agent: agent, kind: .expireSession, tickets: [ticket], at: now)
+        return ticket
+    }
+
+    // MARK: Calls from the driver
+
+    /// The next effect for the driver.
+    ///
+    /// A request whose timeout has passed is never sent: while any timeout is due, the answer is
+    /// `.wake(at:)` with that (past) time, telling the driver to call ``advance(to:)`` first.
+    /// Otherwise the oldest unsent request is handed out (and counted as sent), then the next
+    /// timeout, then `.idle`.
+    ///
+    /// - Complexity: O(*r*) for *r* outstanding requests.
+    public mutating func nextAction(at now: Double) -> DecisionAction {
+        let earliest = pending.lazy.map(\.request.deadline).min()
+        if let earliest, earliest <= now { return .wake(at: earliest) }
+        if let index = pending.firstIndex(where: { !$0.sent }) {
+            pending[index].sent = true
+            return .send(pending[index].request)
+        }
+        return earliest.map { .wake(at: $0) } ?? .idle
+    }
+
+    /// Fires every timeout due by `now` (a timeout is due at its deadline), returning the
+    /// fallback callbacks in deadline order, ties by request order.
+    ///
+    /// - Complexity: O(*r* log *r*) for *r* outstanding requests.
+    public mutating func advance(to now: Double) -> [DecisionCallback] {
+        let due = pending.filter { $0.request.deadline <= now }
+        guard !due.isEmpty else { return [] }
+        pending.removeAll { $0.request.deadline <= now }
+        let timeout = configuration.timeout
+        return due.sorted { ($0.request.deadline, $0.request.id) < ($1.request.deadline, $1.request.id) }
+            .flatMap { failed($0, error: "timed out after \(timeout) s") }
+    }
+
+    /// Delivers the service's answer to a sent request.
+    ///
+    /// Timeouts due by `now` fire first, so an answer at or after its request's deadline is
+    /// ignored. An answer to a request that is unknown, already answered, timed out or never
+    /// handed out by ``nextAction(at:)`` is ignored too (a documented no-op: duplicated or late
+    /// packets are normal on mobile networks).
+    ///
+    /// - Returns: The callbacks due: fired timeouts, then the answered request's callbacks.
+    /// - Complexity: O(*r* log *r*) for *r* outstanding requests.
+    public mutating func handle(response: DecisionResponse, to requestID: Int, at now: Double) -> [DecisionCallback] {
+        var callbacks = advance(to: now)
+        guard let index = pending.firstIndex(where: { $0.request.id == requestID }), pending[index].sent else {
+            return callbacks
+        }
+        let answered = pending.remove(at: index)
+        let request = answered.request
+        switch request.kind {
+        case .decision(let point, let choices):
+            switch response.selection(for: choices) {
+            case .success(let selection):
+                if configuration.sticky, answered.epoch == epochs[request.agent, default: 0] {
+                    sticky[StickyKey(agent: request.agent, point: point)] = selection
+                }
+                callbacks += answered.tickets.map { ticket in
+                    .decision(DecisionOutcome(ticket: ticket, agent: request.agent, point: point, selection: selection, source: .service, error: nil))
+                }
+            case .failure(let error):
+                callbacks += failed(answered, error: error.message)
+            }
+        case .goal, .expireSession:
+            if case .failure(let reason) = response {
+                callbacks += failed(answered, error: reason)
+            } else {
+                callbacks += succeeded(answered)
+            }
+        }
+        return callbacks
+    }
+
+    // MARK: Internals
+
+    private mutating func decide(agent: String, point: String?, choices: DecisionChoices, at now: Double) -> DecisionTicket {
+        let ticket = nextTicket()
+        decidedAgents.insert(agent)
+        let key = StickyKey(agent: agent, point: point)
+        if configuration.sticky {
+            if let cached = sticky[key], choices.accepts(cached) {
+                let outcome = DecisionOutcome(ticket: ticket, agent: agent, point: point, selection: cached, source: .sticky, error: nil)
+                return DecisionTicket(id: ticket, immediate: outcome)
+            }
+            let epoch = epochs[agent, default: 0]
+            let joinable = pending.firstIndex { entry in
+                guard entry.epoch == epoch, entry.request.agent == agent,
+                    case .decision(let entryPoint, let entryChoices) = entry.request.kind
+                else { return false }
+                return entryPoint == point && entryChoices == choices
+            }
+            if let joinable {
+                pending[joinable].tickets.append(ticket)
+                return DecisionTicket(id: ticket, immediate: nil)
+            }
+        }
+        enqueue(agent: agent, kind: .decision(point: point, choices: choices), tickets: [ticket], at: now)
+        return DecisionTicket(id: ticket, immediate: nil)
+    }
+
+    private mutating func enqueue(agent: String, kind: DecisionRequest.Kind, tickets: [Int], at now: Double) {
+        lastRequest += 1
+        let request = DecisionRequest(
+            id: lastRequest, sessionID: sessionID, agent: agent, kind: kind,
+            issuedAt: now, deadline: now + configuration.timeout)
+        pending.append(Pending(request: request, tickets: tickets, epoch: epochs[agent, default: 0]))
+    }
+
+    private mutating func nextTicket() -> Int {
+        lastTicket += 1
+        return lastTicket
+    }
+
+    private func failed(_ entry: Pending, error: String) -> [DecisionCallback] {
+        let agent = entry.request.agent
+        return entry.tickets.map { ticket in
+            switch entry.request.kind {
+            case .decision(let point, let choices):
+                .decision(DecisionOutcome(ticket: ticket, agent: agent, point: point, selection: choices.fallback, source: .fallback, error: error))
+            case .goal:
+                .goal(ticket: ticket, agent: agent, error: error)
+            case .expireSession:
+                .sessionExpired(ticket: ticket, agent: agent, error: error)
+            }
+        }
+    }
+
+    private func succeeded(_ entry: Pending) -> [DecisionCallback] {
+        let agent = entry.request.agent
+        return entry.tickets.compactMap { ticket in
+            switch entry.request.kind {
+            case .decision: nil
+            case .goal: .goal(ticket: ticket, agent: agent, error: nil)
+            case .expireSession: .sessionExpired(ticket: ticket, agent: agent, error: nil)
+            }
+        }
+    }
+
+    /// A UUID-shaped (version 4 layout) identifier drawn from `seed`, so a run's sessions are
+    /// reproducible.
+    static func makeSessionID(from seed: StreamSeed) -> String {
+        var generator = seed.derive("decision-session").makeGenerator()
+        let high = (generator.next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        let low = (generator.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        let hex = hexDigits(high, 16) + hexDigits(low, 16)
+        let chars = Array(hex)
+        return [chars[0..<8], chars[8..<12], chars[12..<16], chars[16..<20], chars[20..<32]]
+            .map { String($0) }.joined(separator: "-")
+    }
+
+    private static func hexDigits(_ value: UInt64, _ width: Int) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: width - digits.count) + digits
+    }
+}
