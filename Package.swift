@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "Randomness", dependencies: ["CGSL"]),
         .target(name: "Allocators", dependencies: ["Randomness"]),
         .target(name: "ClientEngine", dependencies: ["Allocators", "Randomness"]),
-        .target(name: "ClientFeatures", dependencies: ["ClientEngine", "Randomness"]),
+        .target(name: "ClientFeatures", dependencies: ["ClientEngine", "Allocators", "Randomness"]),
         .target(name: "ExperimentServer", dependencies: ["Allocators", "ClientEngine"]),
         .target(
             name: "Simulation",
@@ -47,7 +47,7 @@ let package = Package(
         .testTarget(name: "RandomnessTests", dependencies: ["Randomness"]),
         .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "Randomness"]),
         .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "Allocators", "Randomness"]),
-        .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ClientEngine"]),
+        .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ClientEngine", "Allocators", "Randomness"]),
         .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ClientEngine", "Allocators"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
         .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Simulation"]),
