@@ -305,10 +305,9 @@ struct FleetReplicate<A: Allocator> {
             case .send(let request):
                 send(request, from: d, at: now)
             case .wake(let at):
-                let device = devices[d]
-                let mayRun = at <= device.foregroundUntil
-                    || (scenario.client.backgroundSync && (device.engine.queueDepth > 0 || at <= now))
-                if mayRun && at < device.wakeAt {
+                let mayRun = at <= devices[d].foregroundUntil
+                    || (scenario.client.backgroundSync && (devices[d].engine.queueDepth > 0 || at <= now))
+                if mayRun && at < devices[d].wakeAt {
                     devices[d].wakeAt = at
                     queue.schedule(Occurrence(kind: .wake, device: Int32(d), detail: 0), at: at)
                 }
@@ -351,7 +350,9 @@ struct FleetReplicate<A: Allocator> {
             metrics.fetches += 1
             response = .experimentData(server.published)
         case .sendEvents(let batch):
+            // Move the histogram out so recording into it does not copy its buckets.
             var latencies = metrics.queueLatency
+            metrics.queueLatency = placeholderHistogram
             _ = server.ingest(batch, at: arrival) { event in
                 _ = latencies.record(UInt64(max(0, (arrival - event.createdAt) * 1000).rounded()))
             }
@@ -453,6 +454,9 @@ struct FleetReplicate<A: Allocator> {
         metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
     }
 }
+
+/// Stands in for the latency histogram while it is moved out to be recorded into.
+private let placeholderHistogram = Histogram<UInt64>(highestTrackableValue: 2)
 
 /// Responses travelling on the simulated network, in reusable slots so the event heap stays small.
 struct ResponseSlots {

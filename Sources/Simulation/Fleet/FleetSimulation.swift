@@ -110,9 +110,27 @@ public struct FleetSimulation: Sendable {
         return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: StreamSeed(scenario.seed).derive(replicate).value, metrics: metrics, wallSeconds: wall)
     }
 
-    /// Opens the allocator existential once, so the whole replicate runs specialised code.
-    private func runFleet<A: Allocator>(_ first: A, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
-        let typed = all.map { $0 as! A }
+    /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
+    /// existential would leave the whole event loop running unspecialised generic code.
+    private func runFleet(_ first: any Allocator, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
+        func run<A: Allocator>(_ type: A.Type) -> FleetMetrics {
+            runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        }
+        switch first {
+        case is ThompsonSampling: return run(ThompsonSampling.self)
+        case is UniformSplit: return run(UniformSplit.self)
+        case is EpsilonGreedy: return run(EpsilonGreedy.self)
+        case is UCB1: return run(UCB1.self)
+        case is ExploreThenCommit: return run(ExploreThenCommit.self)
+        default: return runGeneric(first, all: all, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        }
+    }
+
+    private func runGeneric<A: Allocator>(_ first: A, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
+        runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
+    }
+
+    private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
         var fleet = FleetReplicate<A>(scenario: scenario, replicate: replicate, allocatorIndex: allocatorIndex, allocators: typed, profile: profile)
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         return fleet.run()
