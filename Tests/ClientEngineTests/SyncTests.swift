@@ -201,6 +201,18 @@ struct RejectionAndOverflowTests {
     }
 }
 
+extension RejectionAndOverflowTests {
+    @Test func dropOldestSparesEventsWhoseBatchTimedOut() throws {
+        var engine = Fixtures.onlineEngine(settings: EngineSettings(batchSize: 2, backoff: .fixed(100), queueCapacity: 3, overflowPolicy: .dropOldest, dataTTL: .infinity, requestTimeout: 10))
+        queueViews(&engine, count: 2, at: 0)
+        _ = try #require(engine.pump(at: 0).requests.first)
+        _ = engine.nextAction(at: 10)  // times out: the server may still have ingested the batch
+        queueViews(&engine, count: 3, at: 11)
+        #expect(engine.store.oldest(3).map(\.id.sequence) == [0, 1, 4])
+        #expect(engine.eventsDroppedByOverflow == 2)
+    }
+}
+
 struct PayloadHandlingTests {
     static let goodPayload: JSONValue = [
         "version": 9,
