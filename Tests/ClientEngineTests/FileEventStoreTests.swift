@@ -194,3 +194,10 @@ struct SplitBytes {
         return UInt8(truncatingIfNeeded: state >> 56)
     }
 }
+
+struct ChecksumTests {
+    @Test func crc32MatchesTheStandardCheckValue() {
+        // The CRC-32/ISO-HDLC check value of "123456789" is 0xCBF43926.
+        #expect(CRC32.checksum(Array("123456789".utf8)[...]) == 0xCBF4_3926)
+    }
+}

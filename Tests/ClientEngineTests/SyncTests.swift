@@ -45,6 +45,15 @@ struct BatchingTests {
         #expect(engine.nextAction(at: 36) == .wake(at: 10_000))  // only the TTL refetch remains
     }
 
+    @Test func drainedQueueReleasesItsBuffer() throws {
+        var engine = Fixtures.onlineEngine(settings: EngineSettings(batchSize: 3))
+        queueViews(&engine, count: 3, at: 1)
+        #expect(engine.store.heapBytes > 0)
+        let request = try #require(engine.pump(at: 1).requests.first)
+        engine.handle(.acknowledged(request.events!.map(\.id)), to: request.id, at: 2)
+        #expect(engine.store.heapBytes == 0)
+    }
+
     @Test func idleEngineWithoutTTLOrEventsIsIdle() {
         var engine = Fixtures.onlineEngine(settings: EngineSettings(dataTTL: .infinity))
         #expect(engine.nextAction(at: 1) == .idle)
