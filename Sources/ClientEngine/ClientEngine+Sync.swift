@@ -67,6 +67,7 @@ extension ClientEngine {
         sendInFlight = lastRequestNumber
         sendSentAt = now
         inFlightCount = Int32(batch.count)
+        offeredCount = max(offeredCount, inFlightCount)
         flushRequested = false
         return Request(id: RequestID(lastRequestNumber), kind: .sendEvents(batch))
     }
@@ -129,6 +130,7 @@ extension ClientEngine {
         switch response {
         case .acknowledged(let ids):
             let removed = _store.remove(ids)
+            offeredCount = max(0, offeredCount - Int32(removed))
             if removed == 0 && inFlightCount > 0 {
                 // Acknowledging nothing is no progress; retrying at once could spin.
                 sendFailed(retryAfter: nil, at: now)
@@ -142,6 +144,7 @@ extension ClientEngine {
             } else {
                 let setAside = _store.removeOldest(Int(inFlightCount))
                 eventsRejectedPermanently += setAside.count
+                offeredCount = max(0, offeredCount - Int32(setAside.count))
                 lastError = "\(setAside.count) events refused permanently with status \(status)"
                 sendFailures = 0
                 sendNotBefore = -.infinity

@@ -66,6 +66,10 @@ public struct ClientEngine<Store: EventStore> {
     @usableFromInline var sendFailures: Int32 = 0
     /// The number of oldest queued events in the batch in flight.
     @usableFromInline var inFlightCount: Int32 = 0
+    /// The number of oldest queued events ever offered to a server (in any batch, answered or
+    /// not). Batches are always the oldest events, so these form a prefix; overflow never drops
+    /// them, because a server may have ingested them already.
+    @usableFromInline var offeredCount: Int32 = 0
     @usableFromInline var flushRequested = false
     /// Whether the OS reports connectivity; requests are held back while it does not.
     public private(set) var isOnline = true
@@ -273,9 +277,9 @@ extension ClientEngine {
             case .dropNewest:
                 return
             case .dropOldest:
-                // Events in flight are the oldest; dropping one could not be undone if the server
-                // has already ingested it, so the oldest idle event goes instead.
-                let firstIdle = Int(inFlightCount)
+                // An event already offered to a server may have been ingested, and then it would be
+                // both delivered and counted as dropped; the oldest never-offered event goes instead.
+                let firstIdle = Int(offeredCount)
                 guard _store.count > firstIdle else { return }
                 _ = _store.remove(atOffset: firstIdle)
             }
@@ -366,6 +370,7 @@ extension ClientEngine {
         fetchInFlight = 0
         sendInFlight = 0
         inFlightCount = 0
+        offeredCount = min(offeredCount, Int32(_store.count))
         fetchFailures = 0
         sendFailures = 0
         fetchNotBefore = -.infinity

@@ -115,7 +115,9 @@ public enum Jitter: Sendable, Hashable {
 ///
 /// `OverflowPolicy` is `Sendable`: it is a plain value.
 public enum OverflowPolicy: Sendable, Hashable {
-    /// Drop the oldest event not currently being sent, keeping recent behaviour.
+    /// Drop the oldest event never yet offered to a server, keeping recent behaviour. (An event
+    /// already sent may have been ingested even if unacknowledged, so it is not dropped; when
+    /// every queued event has been offered, the new event is dropped instead.)
     case dropOldest
     /// Drop the event being added, keeping the history.
     case dropNewest

@@ -67,9 +67,10 @@ struct EventRing: Sendable {
     private var head = 0
     private(set) var count = 0
 
-    /// Buffers up to this capacity are kept when the queue empties, so a device cycling a few
-    /// events does not reallocate; larger ones are released.
-    private static let retainedCapacity = 32
+    /// Buffers up to this capacity are kept when the queue empties. None are: a drained queue
+    /// has just sent a batch (which allocates anyway), and a million idle devices each keeping
+    /// even eight slots would hold hundreds of megabytes.
+    private static let retainedCapacity = 0
     private static let filler = Event(id: EventID(device: 0, sequence: 0), kind: .view, experiment: 0, variant: 0, value: 0, createdAt: 0)
 
     var isEmpty: Bool { count == 0 }
