@@ -55,6 +55,7 @@ public protocol EventStore {
 }
 
 extension EventStore {
+    /// Commits if ``commitDeadline`` has passed; stores rarely need anything else.
     public mutating func commitIfDue(at now: Double) {
         if now >= commitDeadline { commit(at: now) }
     }

@@ -18,7 +18,7 @@ final class TemporaryDirectory {
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 }
 
-private func event(_ sequence: UInt32, at time: Double = 0) -> Event {
+func event(_ sequence: UInt32, at time: Double = 0) -> Event {
     Event(id: EventID(device: 9, sequence: sequence), kind: sequence % 2 == 0 ? .view : .conversion, experiment: 1, variant: Int32(sequence % 3), value: Double(sequence) / 2, createdAt: time)
 }
 
@@ -199,5 +199,52 @@ struct ChecksumTests {
     @Test func crc32MatchesTheStandardCheckValue() {
         // The CRC-32/ISO-HDLC check value of "123456789" is 0xCBF43926.
         #expect(CRC32.checksum(Array("123456789".utf8)[...]) == 0xCBF4_3926)
+    }
+}
+
+struct InMemoryEventStoreTests {
+    private func fill(_ store: inout InMemoryEventStore, count: Int, at time: Double) -> [Event] {
+        (0..<count).map { _ in
+            let made = event(store.nextSequenceNumber(), at: time)
+            store.append(made, at: time)
+            return made
+        }
+    }
+
+    @Test func crashUnderGroupCommitLosesOnlyUnpersistedEventsAndCountsThem() {
+        var store = InMemoryEventStore(persistence: .groupCommit(maxEvents: 3, maxDelay: 5))
+        let first = fill(&store, count: 5, at: 0)  // three committed at the third append
+        #expect(store.persistedCount == 3)
+        #expect(store.commitDeadline == 5)
+        #expect(store.crash() == 2)
+        #expect(store.oldest(10) == Array(first.prefix(3)))
+        #expect(store.eventsLostInCrashes == 2)
+        let second = fill(&store, count: 2, at: 6)
+        #expect(second.allSatisfy { $0.id.sequence >= 5 })  // lost numbers are not reused
+        store.commitIfDue(at: 10)
+        #expect(store.persistedCount == 3)
+        store.commitIfDue(at: 11)
+        #expect(store.persistedCount == 5)
+        #expect(store.crash() == 0)
+        #expect(store.eventsLostInCrashes == 2)
+    }
+
+    @Test func everyAppendNeverLosesEvents() {
+        var store = InMemoryEventStore()
+        let written = fill(&store, count: 4, at: 0)
+        #expect(store.crash() == 0)
+        #expect(store.oldest(10) == written)
+        #expect(store.nextSequenceNumber() == 4)
+    }
+
+    @Test func removalByIdKeepsOrderAndPersistence() {
+        var store = InMemoryEventStore(persistence: .groupCommit(maxEvents: 100, maxDelay: 100))
+        let written = fill(&store, count: 6, at: 0)
+        #expect(store.remove([written[4].id, written[0].id, EventID(device: 1, sequence: 1)]) == 2)
+        #expect(store.oldest(10) == [written[1], written[2], written[3], written[5]])
+        #expect(store.persistedCount == 4)  // removal committed the buffer first
+        #expect(store.removeOldest(2) == [written[1], written[2]])
+        #expect(store.remove(atOffset: 1) == written[5])
+        #expect(store.oldest(10) == [written[3]])
     }
 }
