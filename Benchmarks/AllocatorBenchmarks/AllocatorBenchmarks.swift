@@ -47,7 +47,10 @@ let benchmarks: @Sendable () -> Void = {
     // against GSL: two mt19937 Beta draws, argmax, a xoshiro256** Bernoulli outcome, an α/β update.
     Benchmark("ThompsonStep C-GSL baseline 2 variants") { benchmark in
         let rates = BenchmarkWorkload.conversionRates(variants: 2)
-        guard let baseline = cthompson_baseline_create(BenchmarkWorkload.allocatorSeed.value, rates[0], rates[1]) else {
+        // The same seeds as the Swift run, so both walk the same sequence of draws and outcomes.
+        guard let baseline = cthompson_baseline_create(
+            BenchmarkWorkload.allocatorSeed.nonZeroValue, BenchmarkWorkload.outcomeSeed.value, rates[0], rates[1]
+        ) else {
             fatalError("cthompson_baseline_create failed: GSL could not allocate a generator")
         }
         benchmark.startMeasurement()
@@ -78,7 +81,7 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.stopMeasurement()
     }
     Benchmark("BetaDraw C-GSL gsl_ran_beta") { benchmark in
-        guard let baseline = cthompson_baseline_create(BenchmarkWorkload.allocatorSeed.value, 0, 0) else {
+        guard let baseline = cthompson_baseline_create(BenchmarkWorkload.allocatorSeed.nonZeroValue, 0, 0, 0) else {
             fatalError("cthompson_baseline_create failed: GSL could not allocate a generator")
         }
         benchmark.startMeasurement()

@@ -40,7 +40,8 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-cthompson_baseline *cthompson_baseline_create(uint64_t seed, double conversion_a, double conversion_b) {
+cthompson_baseline *cthompson_baseline_create(uint64_t beta_seed, uint64_t outcome_seed,
+                                              double conversion_a, double conversion_b) {
     gsl_set_error_handler_off();
     cthompson_baseline *baseline = calloc(1, sizeof *baseline);
     if (baseline == NULL) return NULL;
@@ -49,9 +50,9 @@ cthompson_baseline *cthompson_baseline_create(uint64_t seed, double conversion_a
         free(baseline);
         return NULL;
     }
-    unsigned long folded = (unsigned long)((seed ^ (seed >> 32)) & 0xFFFFFFFFULL);
+    unsigned long folded = (unsigned long)((beta_seed ^ (beta_seed >> 32)) & 0xFFFFFFFFULL);
     gsl_rng_set(baseline->rng, folded == 0 ? 4357 : folded);
-    uint64_t x = seed;
+    uint64_t x = outcome_seed;
     for (int i = 0; i < 4; i++) baseline->s[i] = splitmix64(&x);
     baseline->conversion[0] = conversion_a;
     baseline->conversion[1] = conversion_b;

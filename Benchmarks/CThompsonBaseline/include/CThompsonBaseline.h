@@ -11,9 +11,13 @@
 typedef struct cthompson_baseline cthompson_baseline;
 
 /* Creates a baseline with the uniform Beta(1, 1) prior on both variants.
+   beta_seed seeds mt19937 exactly as Aviary's GSLRandom does (its 64 bits folded to 32), and
+   outcome_seed seeds xoshiro256** exactly as Aviary's Xoshiro256 does (SplitMix64 expansion),
+   so given the same seeds the C and Swift loops make the same draws and the same decisions.
    conversion_a and conversion_b are the variants' true conversion rates, in [0, 1].
    Returns NULL if GSL cannot allocate its generator. */
-cthompson_baseline *cthompson_baseline_create(uint64_t seed, double conversion_a, double conversion_b);
+cthompson_baseline *cthompson_baseline_create(uint64_t beta_seed, uint64_t outcome_seed,
+                                              double conversion_a, double conversion_b);
 
 void cthompson_baseline_destroy(cthompson_baseline *baseline);
 
