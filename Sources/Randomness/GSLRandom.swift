@@ -10,7 +10,7 @@ import CGSL
 /// Not `Sendable`: a `gsl_rng` carries mutable state and must have exactly one owner. Copying a
 /// reference shares the stream; create one generator per owner instead.
 public final class GSLRandom {
-    private let rng: UnsafeMutablePointer<gsl_rng>
+    @usableFromInline let rng: UnsafeMutablePointer<gsl_rng>
 
     /// Creates a generator seeded from `seed`.
     ///
@@ -36,7 +36,7 @@ public final class GSLRandom {
     }()
 
     /// A uniform double in [0, 1). The corresponding C function is `gsl_rng_uniform`.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func uniform() -> Double {
         gsl_rng_uniform(rng)
     }
@@ -44,7 +44,7 @@ public final class GSLRandom {
     /// A Beta(a, b) variate. The corresponding C function is `gsl_ran_beta`.
     ///
     /// - Precondition: `a` and `b` are finite and positive.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func beta(_ a: Double, _ b: Double) -> Double {
         precondition(a > 0 && b > 0 && a.isFinite && b.isFinite, "Beta parameters must be finite and positive (a: \(a), b: \(b))")
         return gsl_ran_beta(rng, a, b)

@@ -12,7 +12,7 @@ import Darwin
 /// `Xoshiro256` is `Sendable` as a value; like any generator it must not be shared between
 /// owners, since two copies replay the same numbers.
 public struct Xoshiro256: RandomNumberGenerator, Sendable {
-    private var s0, s1, s2, s3: UInt64
+    @usableFromInline var s0, s1, s2, s3: UInt64
 
     /// Creates a generator whose state is expanded from `seed` with SplitMix64, as the authors
     /// recommend; every seed, zero included, gives a valid non-zero state.
@@ -25,7 +25,7 @@ public struct Xoshiro256: RandomNumberGenerator, Sendable {
         s0 = next(); s1 = next(); s2 = next(); s3 = next()
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     public mutating func next() -> UInt64 {
         let result = rotl(s1 &* 5, 7) &* 9
         let t = s1 << 17
@@ -38,8 +38,8 @@ public struct Xoshiro256: RandomNumberGenerator, Sendable {
         return result
     }
 
-    @inline(__always)
-    private func rotl(_ x: UInt64, _ k: UInt64) -> UInt64 {
+    @inlinable @inline(__always)
+    func rotl(_ x: UInt64, _ k: UInt64) -> UInt64 {
         (x << k) | (x >> (64 &- k))
     }
 }

@@ -20,6 +20,9 @@ struct FleetReplicate<A: Allocator> {
     let replicateSeed: StreamSeed
     var server: ExperimentServer<A>
     var devices: [Device] = []
+    /// Each device's online/offline timeline, apart from the rest of its state so that sampling
+    /// the fleet's online fraction scans 24 bytes a device.
+    var links: [Link] = []
     var queue = EventQueue<Occurrence>()
     var responses = ResponseSlots()
     var metrics: FleetMetrics
@@ -44,17 +47,20 @@ struct FleetReplicate<A: Allocator> {
         var engine: ClientEngine<InMemoryEventStore>
         var sessions: SplitMix64
         var outcomes: SplitMix64
-        var connectivity: SplitMix64
         var assignment: SplitMix64
         var network: SplitMix64
-        var nextToggle: Double
         var foregroundUntil: Double = -.infinity
         var wakeAt: Double = .infinity
-        var online: Bool
         var connectivityWatch = false
         var version: Int16 = 0
         /// Server-side sticky decisions in the Conductrics style, per experiment (−1: none).
         var decided: [Int8] = []
+    }
+
+    struct Link {
+        var stream: SplitMix64
+        var nextToggle: Double
+        var online: Bool
     }
 
     init(scenario: Scenario, replicate: Int, allocatorIndex: Int, allocators: [A], profile: EngineProfile) {
@@ -81,6 +87,7 @@ struct FleetReplicate<A: Allocator> {
         let population = scenario.population
         let network = scenario.network
         devices.reserveCapacity(population.devices)
+        links.reserveCapacity(population.devices)
         queue = EventQueue(reservingCapacity: population.devices + 1024)
         let devicesSeed = replicateSeed.derive("devices")
         let experimentCount = scenario.experiments.count
@@ -101,9 +108,9 @@ struct FleetReplicate<A: Allocator> {
             if !online { engine.connectivityChanged(isOnline: false, at: 0) }
             var device = Device(
                 engine: engine, sessions: SplitMix64(seed: seed.derive("sessions")), outcomes: SplitMix64(seed: seed.derive("outcomes")),
-                connectivity: connectivity, assignment: SplitMix64(seed: seed.derive("assignment")), network: SplitMix64(seed: seed.derive("network")),
-                nextToggle: nextToggle, online: online
+                assignment: SplitMix64(seed: seed.derive("assignment")), network: SplitMix64(seed: seed.derive("network"))
             )
+            links.append(Link(stream: connectivity, nextToggle: nextToggle, online: online))
             if scenario.client.style == .conductrics {
                 device.decided = Array(repeating: -1, count: experimentCount)
             }
@@ -323,7 +330,7 @@ struct FleetReplicate<A: Allocator> {
     mutating func send(_ request: Request, from d: Int, at now: Double) {
         metrics.requests += 1
         guard reachable(d, at: now) else {
-            if !devices[d].online {
+            if !links[d].online {
                 // The OS reports no network at once.
                 schedule(.failed(.unreachable), to: request.id, device: d, at: now + 0.01)
             } else if scenario.network.outages.contains(where: { $0.timesOut && $0.start <= now && now < $0.end }) {
@@ -389,15 +396,15 @@ struct FleetReplicate<A: Allocator> {
     mutating func onlineFraction(at now: Double) -> Double {
         guard scenario.network.meanOnline != nil, !devices.isEmpty else { return 1 }
         var count = 0
-        for d in devices.indices {
+        for d in links.indices {
             advanceTimeline(d, to: now)
-            if devices[d].online { count += 1 }
+            if links[d].online { count += 1 }
         }
         return Double(count) / Double(devices.count)
     }
 
     func reachable(_ d: Int, at now: Double) -> Bool {
-        guard devices[d].online else { return false }
+        guard links[d].online else { return false }
         let network = scenario.network
         for outage in network.outages where outage.start <= now && now < outage.end { return false }
         for (index, partition) in network.partitions.enumerated() where partition.start <= now && now < partition.end {
@@ -414,8 +421,8 @@ struct FleetReplicate<A: Allocator> {
     /// Brings the device's online/offline timeline up to `now` and tells the engine if it changed.
     mutating func advanceConnectivity(_ d: Int, to now: Double) {
         advanceTimeline(d, to: now)
-        if devices[d].online != devices[d].engine.isOnline {
-            devices[d].engine.connectivityChanged(isOnline: devices[d].online, at: now)
+        if links[d].online != devices[d].engine.isOnline {
+            devices[d].engine.connectivityChanged(isOnline: links[d].online, at: now)
         }
     }
 
@@ -423,27 +430,25 @@ struct FleetReplicate<A: Allocator> {
     /// learns of it the next time the app runs). The timeline depends only on the device's
     /// connectivity stream, so advancing it early or late gives the same spells.
     mutating func advanceTimeline(_ d: Int, to now: Double) {
-        guard let meanOnline = scenario.network.meanOnline, devices[d].nextToggle <= now else { return }
+        guard let meanOnline = scenario.network.meanOnline, links[d].nextToggle <= now else { return }
         let meanOffline = scenario.network.meanOffline
-        var online = devices[d].online
-        var next = devices[d].nextToggle
-        var stream = devices[d].connectivity
+        var online = links[d].online
+        var next = links[d].nextToggle
+        var stream = links[d].stream
         while next <= now {
             online.toggle()
             next += stream.nextExponential(mean: online ? meanOnline : meanOffline)
         }
-        devices[d].online = online
-        devices[d].nextToggle = next
-        devices[d].connectivity = stream
+        links[d] = Link(stream: stream, nextToggle: next, online: online)
     }
 
     /// An offline device with queued events syncs when the network returns, if the OS allows
     /// background work: watch for the next toggle.
     mutating func watchConnectivity(_ d: Int) {
-        guard scenario.client.backgroundSync, !devices[d].online, !devices[d].connectivityWatch,
-              devices[d].engine.queueDepth > 0, devices[d].nextToggle < scenario.horizon else { return }
+        guard scenario.client.backgroundSync, !links[d].online, !devices[d].connectivityWatch,
+              devices[d].engine.queueDepth > 0, links[d].nextToggle < scenario.horizon else { return }
         devices[d].connectivityWatch = true
-        queue.schedule(Occurrence(kind: .connectivity, device: Int32(d), detail: 0), at: devices[d].nextToggle)
+        queue.schedule(Occurrence(kind: .connectivity, device: Int32(d), detail: 0), at: links[d].nextToggle)
     }
 
     mutating func connectivityWatchFired(_ d: Int, at now: Double) {
