@@ -7,12 +7,14 @@ import Simulation
 final class ProgressBar: @unchecked Sendable {
     private let enabled: Bool
     private let devices: Int
+    private let label: String
     private let start = Date()
     private let lock = NSLock()
     private var lastDraw = Date.distantPast
 
-    init(enabled: Bool, devices: Int) {
+    init(enabled: Bool, label: String, devices: Int) {
         self.enabled = enabled
+        self.label = label
         self.devices = devices
     }
 
@@ -29,7 +31,7 @@ final class ProgressBar: @unchecked Sendable {
             let filled = Int(fraction * Double(width))
             let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
             let rate = elapsed > 0 ? Double(p.sessions) / elapsed : 0
-            let line = "\r\(bar) \(fixed(fraction * 100, 0))%  \(p.tasksDone)/\(p.tasks) runs  \(devices) devices  \(fixed(rate / 1000, 0))k sessions/s  ETA \(fixed(eta, 0))s "
+            let line = "\r\(label) \(bar) \(fixed(fraction * 100, 0))%  \(p.tasksDone)/\(p.tasks) runs  \(devices) devices  \(fixed(rate / 1000, 0))k sessions/s  ETA \(fixed(eta, 0))s "
             FileHandle.standardError.write(Data(line.utf8))
         }
     }

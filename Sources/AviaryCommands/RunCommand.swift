@@ -30,20 +30,25 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        let scenario = try overrides.apply(to: loadScenario(scenario))
-        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(scenario.name)", isDirectory: true)
-        let progress = ProgressBar(enabled: !quiet && isatty(2) == 1, devices: scenario.population.devices)
-        let start = Date()
-        let runs = FleetSimulation(scenario: scenario).run(jobs: jobs) { progress.update($0) }
-        progress.finish()
+        let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
+        let name = scenarios[0].sweepParent ?? scenarios[0].name
+        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(name)", isDirectory: true)
+        var results: [FleetSimulation.Result] = []
+        for scenario in scenarios {
+            let progress = ProgressBar(enabled: !quiet && isatty(2) == 1, label: scenario.name, devices: scenario.population.devices)
+            let start = Date()
+            let runs = FleetSimulation(scenario: scenario).run(jobs: jobs) { progress.update($0) }
+            progress.finish()
+            results.append(FleetSimulation.Result(scenario: scenario, runs: runs))
+            print(SummaryTable.render(scenario: scenario, runs: runs, wallSeconds: Date().timeIntervalSince(start)))
+            print("")
+        }
         let files: [URL]
         do {
-            files = try FleetReport.write(scenario, runs, to: folder)
+            files = try FleetReport.write(results, to: folder)
         } catch {
             throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
         }
-        print(SummaryTable.render(scenario: scenario, runs: runs, wallSeconds: Date().timeIntervalSince(start)))
-        print("")
         for file in files { print("Wrote \(file.path)") }
     }
 }
@@ -104,10 +109,10 @@ struct ScenarioOverrides: ParsableArguments {
     }
 }
 
-func loadScenario(_ path: String?) throws -> Scenario {
-    guard let path else { return Scenario.builtInDefault }
+func loadScenarios(_ path: String?) throws -> [Scenario] {
+    guard let path else { return [Scenario.builtInDefault] }
     do {
-        return try Scenario(contentsOf: URL(fileURLWithPath: path))
+        return try Scenario.scenarios(contentsOf: URL(fileURLWithPath: path))
     } catch {
         throw CommandFailure(error.description)
     }
@@ -121,9 +126,10 @@ struct ValidateCommand: ParsableCommand {
     var scenario: String
 
     func run() throws {
-        let s = try loadScenario(scenario)
-        let allocators = s.allocators.map(\.label).joined(separator: ", ")
-        print("\(scenario): OK — \(s.name): \(s.population.devices) devices, \(s.experiments.count) experiment(s), \(s.allocators.count) allocator(s) (\(allocators)), \(s.replicates) replicate(s), horizon \(formatDuration(s.horizon))")
+        for s in try loadScenarios(scenario) {
+            let allocators = s.allocators.map(\.label).joined(separator: ", ")
+            print("\(scenario): OK — \(s.name): \(s.population.devices) devices, \(s.experiments.count) experiment(s), \(s.allocators.count) allocator(s) (\(allocators)), \(s.replicates) replicate(s), horizon \(formatDuration(s.horizon))")
+        }
     }
 }
 
@@ -141,10 +147,11 @@ struct ScenariosCommand: ParsableCommand {
         }
         var table = TextTable(["file", "name", "description"])
         for name in names.sorted() where name.hasSuffix(".yaml") || name.hasSuffix(".yml") || name.hasSuffix(".json") {
-            let path = folder.appendingPathComponent(name).path
+            let path = (directory as NSString).appendingPathComponent(name)
             do {
-                let s = try Scenario(contentsOf: URL(fileURLWithPath: path))
-                table.append([path, s.name, s.description])
+                let all = try Scenario.scenarios(contentsOf: URL(fileURLWithPath: path))
+                let sweep = all.count > 1 ? " (\(all.count) sweep values)" : ""
+                table.append([path, all[0].sweepParent ?? all[0].name, all[0].description + sweep])
             } catch {
                 table.append([path, "INVALID", error.description])
             }

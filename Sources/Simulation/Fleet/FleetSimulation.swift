@@ -19,6 +19,18 @@ public struct FleetSimulation: Sendable {
         self.scenario = scenario
     }
 
+    /// A scenario and its runs.
+    public struct Result: Sendable {
+        public var scenario: Scenario
+        public var runs: [Run]
+
+        /// Pairs a scenario with its runs.
+        public init(scenario: Scenario, runs: [Run]) {
+            self.scenario = scenario
+            self.runs = runs
+        }
+    }
+
     /// One allocator's replicate.
     public struct Run: Sendable {
         /// The allocator's label.

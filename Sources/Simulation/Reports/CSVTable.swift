@@ -26,6 +26,11 @@ public struct CSVTable: Sendable {
         rows.append(cells.map(\.text))
     }
 
+    mutating func appendRaw(_ cells: [String]) {
+        precondition(cells.count == columns.count, "row has \(cells.count) cells for \(columns.count) columns")
+        rows.append(cells)
+    }
+
     /// The table as CSV text.
     public var text: String {
         var out = columns.map(Self.escape).joined(separator: ",") + "\n"

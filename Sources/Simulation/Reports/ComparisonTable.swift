@@ -11,11 +11,13 @@ enum ComparisonTable {
         var values: [Double]
     }
 
+    static let columns = [
+        "allocator", "baseline", "metric", "replicates", "mean", "ci95_low", "ci95_high",
+        "difference_from_baseline", "difference_ci95_low", "difference_ci95_high",
+    ]
+
     static func make(scenario: String?, metrics: [String], observations: [Observation]) -> CSVTable {
-        var table = CSVTable(columns: (scenario == nil ? [] : ["scenario"]) + [
-            "allocator", "baseline", "metric", "replicates", "mean", "ci95_low", "ci95_high",
-            "difference_from_baseline", "difference_ci95_low", "difference_ci95_high",
-        ])
+        var table = CSVTable(columns: (scenario == nil ? [] : ["scenario"]) + columns)
         let order = observations.map(\.allocator).uniqued()
         guard let baseline = order.first else { return table }
         let byAllocator = Dictionary(grouping: observations, by: \.allocator).mapValues { $0.sorted { $0.replicate < $1.replicate } }

@@ -14,9 +14,9 @@ public enum FleetReport {
     ]
 
     /// One row per scenario × allocator × replicate.
-    public static func summary(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+    public static func summary(_ results: [FleetSimulation.Result]) -> CSVTable {
         var table = CSVTable(columns: summaryColumns)
-        for run in runs {
+        for (scenario, run) in results.flatMap({ result in result.runs.map { (result.scenario, $0) } }) {
             let m = run.metrics
             let views = m.totalViews
             table.append([
@@ -40,13 +40,13 @@ public enum FleetReport {
     }
 
     /// One row per scenario × allocator × replicate × sample time × experiment × variant.
-    public static func timeseries(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+    public static func timeseries(_ results: [FleetSimulation.Result]) -> CSVTable {
         var table = CSVTable(columns: [
             "scenario", "allocator", "replicate", "time_hours", "experiment", "variant",
             "cumulative_views", "cumulative_conversions", "cumulative_expected_regret", "variant_share", "step_share",
             "queue_depth", "online_fraction",
         ])
-        for run in runs {
+        for (scenario, run) in results.flatMap({ result in result.runs.map { (result.scenario, $0) } }) {
             var previous: FleetMetrics.Sample?
             for sample in run.metrics.samples {
                 for (e, experiment) in scenario.experiments.enumerated() {
@@ -78,7 +78,17 @@ public enum FleetReport {
 
     /// Per allocator and metric, the mean with its 95 % interval and the paired difference from
     /// the baseline with its own interval.
-    public static func comparison(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+    public static func comparison(_ results: [FleetSimulation.Result]) -> CSVTable {
+        var table = CSVTable(columns: ["scenario"] + ComparisonTable.columns)
+        for result in results {
+            for row in comparison(result.scenario, result.runs).rows {
+                table.appendRaw(row)
+            }
+        }
+        return table
+    }
+
+    static func comparison(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
         ComparisonTable.make(scenario: scenario.name, metrics: comparisonMetrics, observations: runs.map { run in
             let m = run.metrics
             let views = Double(m.totalViews)
@@ -94,12 +104,12 @@ public enum FleetReport {
     ///
     /// - Returns: The files written.
     /// - Throws: The file system's error.
-    public static func write(_ scenario: Scenario, _ runs: [FleetSimulation.Run], to folder: URL) throws -> [URL] {
+    public static func write(_ results: [FleetSimulation.Result], to folder: URL) throws -> [URL] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let files = [
-            ("summary.csv", summary(scenario, runs)),
-            ("timeseries.csv", timeseries(scenario, runs)),
-            ("comparison.csv", comparison(scenario, runs)),
+            ("summary.csv", summary(results)),
+            ("timeseries.csv", timeseries(results)),
+            ("comparison.csv", comparison(results)),
         ]
         return try files.map { name, table in
             let url = folder.appendingPathComponent(name)

@@ -21,19 +21,96 @@ extension Scenario {
     /// - Parameter file: The file name used in error messages.
     /// - Throws: ``ScenarioError`` naming the key path and what was expected.
     public init(yaml text: String, file: String? = nil) throws(ScenarioError) {
-        let root: Node
+        let root = try Self.compose(text, file: file)
+        if ScenarioReader(file: file, node: root).has("sweep") {
+            throw ScenarioError(file: file, key: "sweep", "makes this file several scenarios; read it with Scenario.scenarios(yaml:file:)")
+        }
+        try self.init(node: root, file: file)
+    }
+
+    /// Reads a scenario file that may hold a sweep: one scenario per swept value.
+    ///
+    /// - Throws: ``ScenarioError`` naming the file, the key path and what was expected.
+    public static func scenarios(contentsOf url: URL) throws(ScenarioError) -> [Scenario] {
+        let text: String
+        do {
+            text = try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            throw ScenarioError(file: url.path, key: "", "cannot be read: \(error.localizedDescription)")
+        }
+        return try scenarios(yaml: text, file: url.path)
+    }
+
+    /// Parses YAML or JSON text that may hold a `sweep`: a `parameter` (a key path such as
+    /// `population.conversion_delay`) and the `values` it takes. Each value gives one scenario,
+    /// named `name[key=value]`, identical to the others in everything else, seed included, so the
+    /// swept scenarios meet the same devices, sessions and potential outcomes.
+    ///
+    /// - Throws: ``ScenarioError`` naming the key path and what was expected.
+    public static func scenarios(yaml text: String, file: String? = nil) throws(ScenarioError) -> [Scenario] {
+        let root = try compose(text, file: file)
+        let reader = ScenarioReader(file: file, node: root)
+        guard let sweep = reader.optional("sweep") else { return [try Scenario(node: root, file: file)] }
+        try sweep.requireKeys(allowed: ["parameter", "values"])
+        let parameter = try sweep.required("parameter", "a key path such as population.conversion_delay").text
+        let path = parameter.split(separator: ".").map(String.init)
+        guard !path.isEmpty, path[0] != "sweep", path[0] != "name" else {
+            throw sweep.error("'\(parameter)' cannot be swept; expected a key path such as client.style", at: "parameter")
+        }
+        let values = try sweep.required("values", "a list of values").elements
+        guard !values.isEmpty else { throw sweep.error("is empty; expected at least one value", at: "values") }
+        guard case .mapping(var base) = root else { throw reader.error("expected a mapping") }
+        base["sweep"] = nil
+        let baseName = base["name"]?.string ?? "scenario"
+        return try values.enumerated().map { index, value throws(ScenarioError) in
+            let node = replacing(path[...], in: .mapping(base), with: value.node)
+            var scenario: Scenario
+            do throws(ScenarioError) {
+                scenario = try Scenario(node: node, file: file)
+            } catch {
+                var error = error
+                error.problem += " (with sweep.values[\(index)])"
+                throw error
+            }
+            scenario.name = "\(baseName)[\(path.last!)=\(inlineText(value.node))]"
+            scenario.sweepParent = baseName
+            return scenario
+        }
+    }
+
+    private static func compose(_ text: String, file: String?) throws(ScenarioError) -> Node {
         do {
             guard let node = try Yams.compose(yaml: text) else {
                 throw ScenarioError(file: file, key: "", "is empty; expected a scenario mapping")
             }
-            root = node
+            return node
         } catch let error as ScenarioError {
             throw error
         } catch {
             throw ScenarioError(file: file, key: "", "is not valid YAML or JSON: \(error)")
         }
+    }
+
+    private static func replacing(_ path: ArraySlice<String>, in node: Node, with value: Node) -> Node {
+        guard let key = path.first else { return value }
+        var mapping: Node.Mapping
+        if case .mapping(let existing) = node { mapping = existing } else { mapping = Node.Mapping([]) }
+        mapping[key] = replacing(path.dropFirst(), in: mapping[key] ?? Node.Mapping([]).asNode, with: value)
+        return .mapping(mapping)
+    }
+
+    private static func inlineText(_ node: Node) -> String {
+        switch node {
+        case .scalar(let scalar): scalar.string
+        case .mapping(let mapping): mapping.map { "\($0.key.string ?? "?")=\(inlineText($0.value))" }.joined(separator: ",")
+        case .sequence(let sequence): sequence.map(inlineText).joined(separator: "/")
+        case .alias: "?"
+        }
+    }
+
+    init(node root: Node, file: String?) throws(ScenarioError) {
         let r = ScenarioReader(file: file, node: root)
-        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server"])
+        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "sweep"])
 
         name = try r.optional("name")?.text ?? "scenario"
         description = try r.optional("description")?.text ?? ""
@@ -267,4 +344,8 @@ extension Scenario {
             throw ScenarioError(file: file, key: "timestep", "is longer than the horizon; expected timestep ≤ horizon")
         }
     }
+}
+
+extension Node.Mapping {
+    var asNode: Node { .mapping(self) }
 }

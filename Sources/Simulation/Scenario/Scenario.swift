@@ -9,6 +9,8 @@ import Allocators
 /// `Sendable`: an immutable description shared by every replicate.
 public struct Scenario: Sendable {
     public var name: String
+    /// For a scenario made by a sweep, the name of the file's scenario it varies.
+    public var sweepParent: String?
     public var description: String
     public var seed: UInt64
     public var replicates: Int
