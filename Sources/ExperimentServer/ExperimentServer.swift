@@ -106,20 +106,11 @@ public struct ExperimentServer<A: Allocator> {
             case .conversion: feedback = .conversion(variant, value: event.value)
             default: continue
             }
-            if case .immediate = cadence {
-                allocators[experiment].record(feedback)
-                dirty = true
-            } else {
-                pending.append((experiment, feedback))
-            }
+            learn(feedback, experiment: experiment, at: now)
         }
         eventsAccepted += result.accepted
         duplicatesIgnored += result.duplicates
         eventsInvalid += result.invalid
-        if case .everyEvents(let count) = cadence, pending.count >= count {
-            applyPending()
-            publish(at: now)
-        }
         return result
     }
 
@@ -133,24 +124,29 @@ public struct ExperimentServer<A: Allocator> {
     public mutating func decide(experiment: Int, at now: Double) -> Int {
         let variant = allocators[experiment].choose()
         decisions += 1
-        let feedback = Feedback.view(variant)
-        if case .immediate = cadence {
-            allocators[experiment].record(feedback)
-            dirty = true
-        } else {
-            pending.append((experiment, feedback))
-        }
+        learn(.view(variant), experiment: experiment, at: now)
         return variant
     }
 
     /// Records a goal reported directly (the Conductrics style, no event queue).
     public mutating func goal(experiment: Int, variant: Int, value: Double, at now: Double) {
-        let feedback = Feedback.conversion(variant, value: value)
-        if case .immediate = cadence {
+        learn(.conversion(variant, value: value), experiment: experiment, at: now)
+    }
+
+    /// Feeds the allocator now or buffers the feedback, as the cadence says.
+    private mutating func learn(_ feedback: Feedback, experiment: Int, at now: Double) {
+        switch cadence {
+        case .immediate:
             allocators[experiment].record(feedback)
             dirty = true
-        } else {
+        case .every:
             pending.append((experiment, feedback))
+        case .everyEvents(let count):
+            pending.append((experiment, feedback))
+            if pending.count >= count {
+                applyPending()
+                publish(at: now)
+            }
         }
     }
 

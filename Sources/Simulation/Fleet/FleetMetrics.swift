@@ -35,6 +35,21 @@ public struct FleetMetrics: Sendable {
     /// Milliseconds from an event's creation to its first ingestion.
     public internal(set) var queueLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
 
+    /// Events sent to the server, retries included.
+    public internal(set) var offeredEvents = 0
+    /// Events the server ingested for the first time.
+    public internal(set) var acceptedEvents = 0
+    /// Requests the server turned away for lack of capacity.
+    public internal(set) var rejectedRequests = 0
+    /// The most events the server held unprocessed at once.
+    public internal(set) var peakServerBacklog = 0.0
+    /// Failed attempts the devices retried (timeouts, rejections, unreachable server).
+    public internal(set) var retries = 0
+    /// Per-device peak queue depth: median, 95th percentile and maximum over devices.
+    public internal(set) var deviceDepthP50 = 0
+    public internal(set) var deviceDepthP95 = 0
+    public internal(set) var deviceDepthMax = 0
+
     public internal(set) var eventsCreated = 0
     public internal(set) var eventsAcked = 0
     public internal(set) var eventsPending = 0
@@ -51,6 +66,12 @@ public struct FleetMetrics: Sendable {
         public var regret: [[Double]]
         public var queueDepth: Int
         public var onlineFraction: Double
+        /// Cumulative events offered to and accepted by the server, and rejected requests.
+        public var offeredEvents: Int
+        public var acceptedEvents: Int
+        public var rejectedRequests: Int
+        /// Events the server holds unprocessed.
+        public var serverBacklog: Double
     }
 
     init(scenario: Scenario) {
@@ -79,15 +100,26 @@ public struct FleetMetrics: Sendable {
         if variant == best { bestViews += 1 }
     }
 
-    mutating func sample(at now: Double, onlineFraction: Double) {
-        samples.append(Sample(time: now, views: views, conversions: conversionsByVariant, regret: regretByVariant, queueDepth: queueDepth, onlineFraction: onlineFraction))
+    mutating func sample(at now: Double, onlineFraction: Double, serverBacklog: Double) {
+        samples.append(Sample(
+            time: now, views: views, conversions: conversionsByVariant, regret: regretByVariant, queueDepth: queueDepth,
+            onlineFraction: onlineFraction, offeredEvents: offeredEvents, acceptedEvents: acceptedEvents,
+            rejectedRequests: rejectedRequests, serverBacklog: serverBacklog
+        ))
     }
 
     mutating func finish<A>(fleet: FleetReplicate<A>) {
         switch fleet.scenario.client.style {
         case .myna:
+            let depths = fleet.peakDepth.sorted()
+            if !depths.isEmpty {
+                deviceDepthP50 = Int(depths[depths.count / 2])
+                deviceDepthP95 = Int(depths[min(depths.count - 1, depths.count * 95 / 100)])
+                deviceDepthMax = Int(depths[depths.count - 1])
+            }
             for device in fleet.devices {
                 let engine = device.engine
+                retries += engine.transientFailures
                 eventsCreated += engine.eventsCreated
                 eventsDropped += engine.eventsDroppedByOverflow + engine.eventsLostInCrashes + engine.eventsRejectedPermanently
                 for event in engine.store.oldest(engine.queueDepth) where !fleet.server.hasIngested(event.id) {

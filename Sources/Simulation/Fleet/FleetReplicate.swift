@@ -29,6 +29,14 @@ struct FleetReplicate<A: Allocator> {
     let upgrades: [Scenario.AppUpgrade]
     let partitionSalt: UInt64
     let sessionMean: Double
+    /// The ingestion capacity model: when the server's backlog clears, and the completion times
+    /// of the requests it holds (first in, first out, so they are in increasing order).
+    var serverFreeAt = 0.0
+    var completions: [Double] = []
+    var completionsHead = 0
+    /// Each device's largest queue depth so far.
+    var peakDepth: [UInt32] = []
+
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
 
@@ -88,6 +96,7 @@ struct FleetReplicate<A: Allocator> {
         let network = scenario.network
         devices.reserveCapacity(population.devices)
         links.reserveCapacity(population.devices)
+        peakDepth = Array(repeating: 0, count: population.devices)
         queue = EventQueue(reservingCapacity: population.devices + 1024)
         let devicesSeed = replicateSeed.derive("devices")
         let experimentCount = scenario.experiments.count
@@ -114,7 +123,8 @@ struct FleetReplicate<A: Allocator> {
             if scenario.client.style == .conductrics {
                 device.decided = Array(repeating: -1, count: experimentCount)
             }
-            let first = firstSession(&device.sessions)
+            let join = population.ramp * Double(index) / Double(population.devices)
+            let first = join + firstSession(&device.sessions)
             devices.append(device)
             queue.schedule(Occurrence(kind: .session, device: Int32(index), detail: 0), at: first)
         }
@@ -138,7 +148,7 @@ struct FleetReplicate<A: Allocator> {
                     devices[d].wakeAt = .infinity
                     let depthBefore = devices[d].engine.queueDepth
                     drive(d, at: now)
-                    metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+                    noteDepth(d, before: depthBefore)
                 }
             case .response: deliver(slot: Int(occurrence.detail), to: d, at: now)
             case .connectivity: connectivityWatchFired(d, at: now)
@@ -147,7 +157,7 @@ struct FleetReplicate<A: Allocator> {
                 let next = server.nextUpdate(after: now) ?? (now + 60)
                 queue.schedule(occurrence, at: max(next, now + 1))
             case .sample:
-                metrics.sample(at: now, onlineFraction: onlineFraction(at: now))
+                metrics.sample(at: now, onlineFraction: onlineFraction(at: now), serverBacklog: serverBacklog(at: now))
                 onSample?(now, metrics.sessions)
                 if now < horizon {
                     queue.schedule(occurrence, at: min(now + scenario.timestep, horizon))
@@ -226,7 +236,14 @@ struct FleetReplicate<A: Allocator> {
             metrics.crashes += 1
         }
         drive(d, at: now)
-        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+        noteDepth(d, before: depthBefore)
+    }
+
+    @inline(__always)
+    mutating func noteDepth(_ d: Int, before: Int) {
+        let depth = devices[d].engine.queueDepth
+        metrics.queueDepth += depth - before
+        if depth > peakDepth[d] { peakDepth[d] = UInt32(depth) }
     }
 
     mutating func mynaView(_ d: Int, experiment e: Int, at now: Double) -> Int {
@@ -248,15 +265,23 @@ struct FleetReplicate<A: Allocator> {
             return 0
         }
         var network = devices[d].network
-        let lost = network.nextUniform() < scenario.network.loss
+        let requestLost = network.nextUniform() < scenario.network.loss
+        let responseLost = network.nextUniform() < scenario.network.loss
         let latency = scenario.network.latency.sample(using: &network)
         devices[d].network = network
+        if requestLost {
+            // The server never hears of this view; the device falls back after its timeout.
+            metrics.defaultViews += 1
+            metrics.conductricsLost += 1
+            return 0
+        }
         var decided = Int(devices[d].decided[e])
         if decided < 0 {
             decided = server.decide(experiment: e, at: now)
             devices[d].decided[e] = Int8(decided)
         }
-        if lost || latency > scenario.client.decisionTimeout {
+        // The server decided; an answer that is lost or too late still leaves the first choice on screen.
+        if responseLost || latency > scenario.client.decisionTimeout {
             metrics.conductricsLost += 1
             metrics.defaultViews += 1
             return 0
@@ -270,7 +295,7 @@ struct FleetReplicate<A: Allocator> {
         devices[d].foregroundUntil = max(devices[d].foregroundUntil, now + 60)
         convert(d, experiment: Int(detail >> 8), variant: Int(detail & 0xFF), at: now)
         drive(d, at: now)
-        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+        noteDepth(d, before: depthBefore)
     }
 
     mutating func convert(_ d: Int, experiment e: Int, variant: Int, at now: Double) {
@@ -357,12 +382,35 @@ struct FleetReplicate<A: Allocator> {
             metrics.fetches += 1
             response = .experimentData(server.published)
         case .sendEvents(let batch):
+            metrics.offeredEvents += batch.count
+            var completion = arrival
+            if let capacity = scenario.server.capacity {
+                while completionsHead < completions.count && completions[completionsHead] <= arrival { completionsHead += 1 }
+                if completionsHead > 4096 && completionsHead * 2 > completions.count {
+                    completions.removeFirst(completionsHead)
+                    completionsHead = 0
+                }
+                let backlog = max(0, serverFreeAt - arrival)
+                let work = Double(batch.count) / capacity.eventsPerSecond
+                if completions.count - completionsHead >= capacity.maxConcurrent || backlog + work > capacity.maxBacklog {
+                    metrics.rejectedRequests += 1
+                    let retryAfter = capacity.retryAfter ? max(1, backlog.rounded(.up)) : nil
+                    schedule(.rejected(status: capacity.rejectStatus, retryAfter: retryAfter), to: request.id, device: d, at: now + latency)
+                    return
+                }
+                completion = max(arrival, serverFreeAt) + work
+                serverFreeAt = completion
+                completions.append(completion)
+                metrics.peakServerBacklog = max(metrics.peakServerBacklog, (completion - arrival) * capacity.eventsPerSecond)
+            }
+            let ingested = completion
             // Move the histogram out so recording into it does not copy its buckets.
             var latencies = metrics.queueLatency
             metrics.queueLatency = placeholderHistogram
-            _ = server.ingest(batch, at: arrival) { event in
-                _ = latencies.record(UInt64(max(0, (arrival - event.createdAt) * 1000).rounded()))
+            let result = server.ingest(batch, at: ingested) { event in
+                _ = latencies.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
             }
+            metrics.acceptedEvents += result.accepted
             metrics.queueLatency = latencies
             metrics.batches += 1
             response = .acknowledged(batch.map(\.id))
@@ -371,7 +419,12 @@ struct FleetReplicate<A: Allocator> {
             metrics.timeouts += 1
             return
         }
-        schedule(response, to: request.id, device: d, at: now + latency)
+        if case .sendEvents = request.kind, scenario.server.capacity != nil {
+            // The acknowledgement leaves when the server has processed the batch.
+            schedule(response, to: request.id, device: d, at: serverFreeAt + latency / 2)
+        } else {
+            schedule(response, to: request.id, device: d, at: now + latency)
+        }
     }
 
     mutating func schedule(_ response: Response, to id: RequestID, device d: Int, at time: Double) {
@@ -385,10 +438,16 @@ struct FleetReplicate<A: Allocator> {
         let depthBefore = devices[d].engine.queueDepth
         devices[d].engine.handle(response, to: id, at: now)
         drive(d, at: now)
-        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+        noteDepth(d, before: depthBefore)
     }
 
     // MARK: - Network
+
+    /// Events the server has accepted but not yet processed.
+    func serverBacklog(at now: Double) -> Double {
+        guard let capacity = scenario.server.capacity else { return 0 }
+        return max(0, serverFreeAt - now) * capacity.eventsPerSecond
+    }
 
     /// The fraction of devices online at `now`.
     ///
@@ -456,7 +515,7 @@ struct FleetReplicate<A: Allocator> {
         advanceConnectivity(d, to: now)
         let depthBefore = devices[d].engine.queueDepth
         drive(d, at: now)
-        metrics.queueDepth += devices[d].engine.queueDepth - depthBefore
+        noteDepth(d, before: depthBefore)
     }
 }
 

@@ -44,4 +44,52 @@ server:
         // The text is part of the program and covered by a test.
         try! Scenario(yaml: builtInDefaultText, file: "built-in default")
     }
+
+    /// The text of the built-in load test, identical to `Scenarios/loadtest-thundering-herd.yaml`.
+    public static let builtInLoadTestText = """
+# The built-in load test (`aviary loadtest` with no file): the server is down for an hour
+# (requests hang until the client's 20 s timeout), then 3,000 devices with full queues come
+# back at once. Six client policies side by side on
+# the same fleet and the same outage: who hammers the server, who drains fastest, who drops.
+name: loadtest-thundering-herd
+description: A 1-hour outage, then 3,000 devices reconnect at once; six retry/batching policies compared
+seed: 21
+replicates: 3
+horizon: 6h
+timestep: 5m
+population:
+  devices: 3000
+  sessions_per_day: 96
+  session_length: 2m
+# Not sticky: every view is an event, so the queue carries a steady load (about 11 events/s).
+experiments:
+  - {id: home-feed, sticky: false, variants: [{id: a, rate: 0.2}, {id: b, rate: 0.2}]}
+  - {id: search-box, sticky: false, variants: [{id: a, rate: 0.1}, {id: b, rate: 0.1}]}
+  - {id: player, sticky: false, variants: [{id: a, rate: 0.05}, {id: b, rate: 0.05}]}
+client:
+  batch_size: 20
+  flush_interval: 30s
+  queue_capacity: 500
+  request_timeout: 20s
+network:
+  latency: {distribution: lognormal, median: 250ms, sigma: 0.3}
+  outages:
+    - {start: 2h, end: 3h, mode: timeout}
+server:
+  update: {every: 1h}
+  capacity: {events_per_second: 40, max_concurrent: 50, max_backlog: 5s, reject_status: 429, retry_after: true}
+policies:
+  - {label: no-backoff, backoff: {policy: none}, honour_retry_after: false}
+  - {label: fixed-5s, backoff: {policy: fixed, base: 5s}, honour_retry_after: false}
+  - {label: exponential, backoff: {policy: exponential, base: 1s, multiplier: 2, cap: 10m, jitter: none}, honour_retry_after: false}
+  - {label: exponential-full-jitter, backoff: {policy: exponential, base: 1s, multiplier: 2, cap: 10m, jitter: full}, honour_retry_after: false}
+  - {label: full-jitter+retry-after, backoff: {policy: exponential, base: 1s, multiplier: 2, cap: 10m, jitter: full}, honour_retry_after: true}
+  - {label: full-jitter+batch-100, batch_size: 100, flush_interval: 2m, backoff: {policy: exponential, base: 1s, multiplier: 2, cap: 10m, jitter: full}, honour_retry_after: true}
+"""
+
+    /// The built-in load test: what `aviary loadtest` runs with no scenario file.
+    public static var builtInLoadTest: Scenario {
+        // The text is part of the program and covered by a test.
+        try! Scenario(yaml: builtInLoadTestText, file: "built-in load test")
+    }
 }

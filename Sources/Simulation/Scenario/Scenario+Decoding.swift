@@ -110,25 +110,44 @@ extension Scenario {
 
     init(node root: Node, file: String?) throws(ScenarioError) {
         let r = ScenarioReader(file: file, node: root)
-        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "sweep"])
+        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep"])
 
         name = try r.optional("name")?.text ?? "scenario"
         description = try r.optional("description")?.text ?? ""
-        seed = UInt64(try r.optional("seed")?.integer(atLeast: 0, "a whole number ≥ 0") ?? 2026)
+        seed = try r.optional("seed")?.unsignedInteger("a whole number from 0 to 18446744073709551615") ?? 2026
         replicates = try r.optional("replicates")?.integer(atLeast: 1, "a whole number ≥ 1") ?? 5
         horizon = try r.required("horizon", "a duration such as 7d").duration(atLeast: 1)
-        timestep = try r.optional("timestep")?.duration(atLeast: 1) ?? 3600
+        timestep = try r.optional("timestep")?.duration(atLeast: 1) ?? min(3600, horizon)
         population = try Self.population(try r.required("population", "a mapping with at least 'devices'"))
         experiments = try Self.experiments(try r.required("experiments", "a list of experiments"))
-        allocators = try Self.allocators(try r.required("allocators", "a list of allocators"), experiments: experiments)
+        if let list = r.optional("allocators") {
+            allocators = try Self.allocators(list, experiments: experiments)
+        } else if r.has("policies") {
+            // A load test compares client policies; the allocator only has to be there.
+            allocators = [NamedAllocator(label: "uniform", spec: .uniform(weights: nil))]
+        } else {
+            throw ScenarioError(file: file, key: "allocators", "is missing; expected a list of allocators")
+        }
         client = try Self.client(r.optional("client"))
+        policies = []
+        if let list = r.optional("policies") {
+            var labels = Set<String>()
+            for p in try list.elements {
+                let label = try p.required("label", "a name for the policy").text
+                guard labels.insert(label).inserted else { throw p.error("duplicate policy '\(label)'", at: "label") }
+                var client = try Self.client(p, base: client, extraKeys: ["label"])
+                client.style = .myna
+                policies.append(Policy(label: label, client: client))
+            }
+            guard !policies.isEmpty else { throw list.error("is empty; expected at least one policy") }
+        }
         network = try Self.network(r.optional("network"))
         server = try Self.server(r.optional("server"))
         try validateSchedule(file: file)
     }
 
     private static func population(_ r: ScenarioReader) throws(ScenarioError) -> Population {
-        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "session_length", "conversion_delay", "crash_probability", "app_upgrades"])
+        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "session_length", "conversion_delay", "crash_probability", "app_upgrades", "ramp"])
         var profile: [Double]?
         if let p = r.optional("daily_profile") {
             let hours = try p.elements
@@ -151,7 +170,8 @@ extension Scenario {
             sessionLength: try r.optional("session_length")?.duration(atLeast: 0) ?? 300,
             conversionDelay: try r.optional("conversion_delay").map { d throws(ScenarioError) in try distribution(d) } ?? .constant(0),
             crashProbability: try r.optional("crash_probability")?.number(in: 0...1, "a probability in [0, 1]") ?? 0,
-            appUpgrades: upgrades
+            appUpgrades: upgrades,
+            ramp: try r.optional("ramp")?.duration() ?? 0
         )
     }
 
@@ -237,14 +257,16 @@ extension Scenario {
         }
     }
 
-    private static func client(_ r: ScenarioReader?) throws(ScenarioError) -> Client {
-        var client = Client(
-            style: .myna, batchSize: 20, flushInterval: 30, backoff: Backoff(policy: .exponential, base: 1, multiplier: 2, cap: 600, jitter: .full),
-            honourRetryAfter: true, queueCapacity: 1000, overflowDropsOldest: true, dataTTL: 3600, requestTimeout: 30,
-            decisionTimeout: 5, backgroundSync: true, persistEvery: 1
-        )
+    static let defaultClient = Client(
+        style: .myna, batchSize: 20, flushInterval: 30, backoff: Backoff(policy: .exponential, base: 1, multiplier: 2, cap: 600, jitter: .full),
+        honourRetryAfter: true, queueCapacity: 1000, overflowDropsOldest: true, dataTTL: 3600, requestTimeout: 30,
+        decisionTimeout: 5, backgroundSync: true, persistEvery: 1
+    )
+
+    private static func client(_ r: ScenarioReader?, base: Client = defaultClient, extraKeys: [String] = []) throws(ScenarioError) -> Client {
+        var client = base
         guard let r else { return client }
-        try r.requireKeys(allowed: ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "background_sync", "persist_every"])
+        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "background_sync", "persist_every"])
         if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics]) }
         if let x = r.optional("batch_size") { client.batchSize = try x.integer(atLeast: 1, "a whole number ≥ 1") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
@@ -305,16 +327,27 @@ extension Scenario {
     }
 
     private static func server(_ r: ScenarioReader?) throws(ScenarioError) -> Server {
-        guard let r else { return Server(update: .every(seconds: 3600)) }
-        try r.requireKeys(allowed: ["update"])
-        guard let u = r.optional("update") else { return Server(update: .every(seconds: 3600)) }
+        guard let r else { return Server(update: .every(seconds: 3600), capacity: nil) }
+        try r.requireKeys(allowed: ["update", "capacity"])
+        var capacity: Capacity?
+        if let c = r.optional("capacity") {
+            try c.requireKeys(allowed: ["events_per_second", "max_concurrent", "max_backlog", "reject_status", "retry_after"])
+            capacity = Capacity(
+                eventsPerSecond: try c.required("events_per_second", "events per second > 0").number(in: 0.001...1e12, "events per second > 0"),
+                maxConcurrent: try c.optional("max_concurrent")?.integer(atLeast: 1, "a whole number ≥ 1") ?? 1_000_000,
+                maxBacklog: try c.optional("max_backlog")?.duration(atLeast: 0) ?? 60,
+                rejectStatus: try c.optional("reject_status")?.choice(["429": 429, "503": 503]) ?? 429,
+                retryAfter: try c.optional("retry_after")?.boolean() ?? true
+            )
+        }
+        guard let u = r.optional("update") else { return Server(update: .every(seconds: 3600), capacity: capacity) }
         if !u.isMapping {
             guard try u.text == "immediate" else { throw u.error("expected 'immediate' or a mapping with 'every' or 'every_events'") }
-            return Server(update: .immediate)
+            return Server(update: .immediate, capacity: capacity)
         }
         try u.requireKeys(allowed: ["every", "every_events"])
-        if let x = u.optional("every") { return Server(update: .every(seconds: try x.duration(atLeast: 1))) }
-        if let x = u.optional("every_events") { return Server(update: .everyEvents(try x.integer(atLeast: 1, "a whole number ≥ 1"))) }
+        if let x = u.optional("every") { return Server(update: .every(seconds: try x.duration(atLeast: 1)), capacity: capacity) }
+        if let x = u.optional("every_events") { return Server(update: .everyEvents(try x.integer(atLeast: 1, "a whole number ≥ 1")), capacity: capacity) }
         throw u.error("is empty; expected 'every' (a duration) or 'every_events' (a count)")
     }
 

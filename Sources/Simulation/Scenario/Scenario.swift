@@ -25,6 +25,8 @@ public struct Scenario: Sendable {
     public var client: Client
     public var network: Network
     public var server: Server
+    /// Client policies a load test compares (empty for a fleet simulation).
+    public var policies: [Policy]
 
     /// The virtual devices and how their users behave.
     public struct Population: Sendable {
@@ -44,6 +46,8 @@ public struct Scenario: Sendable {
         public var crashProbability: Double
         /// App releases: each device moves to `version` at its first session after `at`.
         public var appUpgrades: [AppUpgrade]
+        /// Devices join evenly over this many seconds from the start (a ramp), or all at once (0).
+        public var ramp: Double
     }
 
     /// An app release.
@@ -162,6 +166,26 @@ public struct Scenario: Sendable {
     /// The experiment server.
     public struct Server: Sendable {
         public var update: UpdateCadence
+        /// The ingestion capacity, or `nil` for an unlimited server.
+        public var capacity: Capacity?
+    }
+
+    /// What the server's ingestion can take: it processes events at `eventsPerSecond` in arrival
+    /// order, holds at most `maxConcurrent` requests and `maxBacklog` seconds of work, and
+    /// rejects what does not fit with `rejectStatus` (and a Retry-After of the backlog's length
+    /// when `retryAfter` is set).
+    public struct Capacity: Sendable, Hashable {
+        public var eventsPerSecond: Double
+        public var maxConcurrent: Int
+        public var maxBacklog: Double
+        public var rejectStatus: Int
+        public var retryAfter: Bool
+    }
+
+    /// A client policy compared in a load test: the scenario's client settings with some replaced.
+    public struct Policy: Sendable {
+        public var label: String
+        public var client: Client
     }
 }
 

@@ -94,6 +94,13 @@ struct ScenarioReader {
         return value
     }
 
+    func unsignedInteger(_ expected: String) throws(ScenarioError) -> UInt64 {
+        guard case .scalar(let scalar) = node, let value = UInt64(scalar.string.replacingOccurrences(of: "_", with: "")) else {
+            throw error("expected \(expected), found \(describe(node))")
+        }
+        return value
+    }
+
     func boolean() throws(ScenarioError) -> Bool {
         guard case .scalar(let scalar) = node else { throw error("expected true or false, found \(describe(node))") }
         switch scalar.string.lowercased() {

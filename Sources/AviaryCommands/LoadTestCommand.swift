@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import Simulation
+
+/// `aviary loadtest [SCENARIO]`: client policies against a server with limited capacity.
+struct LoadTestCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "loadtest",
+        abstract: "Load-test the event path: client retry/batching policies against a server of limited capacity.",
+        discussion: "With no scenario file, runs the built-in thundering-herd test (Scenarios/loadtest-thundering-herd.yaml). Writes loadtest.csv and loadtest-timeseries.csv."
+    )
+
+    @Argument(help: "A scenario file with a server capacity and a list of policies. Omit for the built-in load test.")
+    var scenario: String?
+
+    @OptionGroup var overrides: ScenarioOverrides
+
+    @Option(name: .long, help: "Replicates run in parallel (results are identical for any value).")
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(name: .shortAndLong, help: "Output folder (default: aviary-out/<scenario name>).")
+    var output: String?
+
+    @Flag(name: .long, help: "No progress bar on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
+    }
+
+    func run() throws {
+        let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
+        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base[0].sweepParent ?? base[0].name)", isDirectory: true)
+        var results: [LoadTest.Result] = []
+        for scenario in base {
+            let scenario = try overrides.apply(to: scenario)
+            let progress = ProgressBar(enabled: !quiet && isatty(2) == 1, label: scenario.name, devices: scenario.population.devices)
+            results += LoadTest(scenario: scenario).run(jobs: jobs) { _, p in progress.update(p) }
+            progress.finish()
+        }
+        print(render(results))
+        print("")
+        do {
+            for file in try LoadTestReport.write(results, to: folder) { print("Wrote \(file.path)") }
+        } catch {
+            throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
+        }
+    }
+
+    func render(_ results: [LoadTest.Result]) -> String {
+        var table = TextTable(["policy", "accepted ev/s (peak)", "rejected", "retries", "duplicates", "drain s", "latency p50/p99/max s", "dropped", "balanced"])
+        for result in results {
+            let runs = result.simulation.runs
+            let n = Double(runs.count)
+            func mean(_ f: (FleetMetrics) -> Double) -> Double { runs.map { f($0.metrics) }.reduce(0, +) / n }
+            let scenario = result.simulation.scenario
+            let peak = runs.map { LoadTestReport.stepRates($0.metrics.samples).map(\.accepted).max() ?? 0 }.reduce(0, +) / n
+            let drains = runs.compactMap { LoadTestReport.timeToDrain(scenario, $0.metrics.samples) }
+            let drain = drains.count == runs.count && !drains.isEmpty ? fixed(drains.reduce(0, +) / Double(drains.count), 0) : (scenario.network.outages.isEmpty && scenario.network.partitions.isEmpty ? "-" : "never")
+            let latencies = [50.0, 99, 100].map { p in mean { m in m.queueLatency.totalCount == 0 ? 0 : Double(p == 100 ? m.queueLatency.max : m.queueLatency.valueAtPercentile(p)) / 1000 } }
+            let balanced = runs.allSatisfy { $0.metrics.eventsCreated == $0.metrics.eventsAcked + $0.metrics.eventsPending + $0.metrics.eventsDropped }
+            table.append([
+                result.policy, "\(fixed(mean { Double($0.acceptedEvents) } / scenario.horizon, 1)) (\(fixed(peak, 0)))",
+                fixed(mean { Double($0.rejectedRequests) }, 0), fixed(mean { Double($0.retries) }, 0), fixed(mean { Double($0.duplicatesIgnored) }, 0),
+                drain, latencies.map { fixed($0, 1) }.joined(separator: "/"), fixed(mean { Double($0.eventsDropped) }, 0), balanced ? "yes" : "NO",
+            ])
+        }
+        let s = results[0].simulation.scenario
+        return "\(s.name): \(s.population.devices) devices, \(formatDuration(s.horizon)), \(s.replicates) replicate(s) × \(results.count) policies, seed \(s.seed) (means over replicates)\n\n" + table.rendered
+    }
+}
