@@ -9,7 +9,7 @@ extension FileEventStore {
     public enum Recovery: Sendable, Hashable {
         /// Keep every valid record, discard damaged stretches, and report them in
         /// ``FileEventStore/recoveryReport``. The damaged original is first copied to
-        /// `path + ".damaged"`, and the log is then rewritten without the damage.
+        /// `path + ".damaged"` (replacing an older copy), and the log is then rewritten without the damage.
         case salvage
         /// Refuse a log with damage other than a torn final record: opening throws a
         /// ``StoreError`` naming the file, the byte offset and the reason, and the file is left
