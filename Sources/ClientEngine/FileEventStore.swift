@@ -12,25 +12,66 @@ import Darwin
 /// (little-endian), where `crc` is the CRC-32 of the length bytes and the payload. A payload is
 /// one of: an appended event (type 1 and the event's fields), a removal (type 2, a count and
 /// that many event ids: acknowledged, refused or dropped events), or a sequence reservation
-/// (type 3 and the number below which sequence numbers have been issued).
+/// (type 3 and the number below which sequence numbers have been issued). An empty file is an
+/// empty log.
 ///
-/// Reopening replays the log: live events are the appended ones not later removed, in order.
-/// A record cut short at the end of the file (a torn write) is ignored and truncated away. A
-/// damaged record elsewhere is skipped by scanning forward to the next valid record, and counted
-/// in ``corruptRecordsSkipped``; replay never fails on content. Once removals leave the log mostly
-/// dead, it is compacted: the live records are written to a temporary file that is synced and
-/// renamed over the log, so a crash mid-compaction leaves either the old or the new log.
+/// ## What `append` guarantees when it returns
+/// Each commit hands its records to the kernel with `write(2)`, retrying short writes, before
+/// returning; ``SyncPolicy`` says whether it also waits for the disk.
+/// - ``PersistencePolicy/everyAppend`` with ``SyncPolicy/onCommit``: the event is written and
+///   `fsync`ed before `append` returns. It survives the process being killed and the machine
+///   losing power (as far as the storage honours cache flushes).
+/// - ``PersistencePolicy/everyAppend`` with ``SyncPolicy/never`` (the default): the event is
+///   written before `append` returns. It survives the process being killed at any moment (the
+///   kernel holds the data), not a kernel crash or power loss before writeback.
+/// - ``PersistencePolicy/groupCommit(maxEvents:maxDelay:)``: `append` only buffers the event in
+///   memory; the buffer is written (and synced under `.onCommit`) when `maxEvents` wait, at
+///   ``commitDeadline``, before any removal, and when the engine sends a batch. Up to
+///   `maxEvents` events appended since the last commit are lost if the process dies; the
+///   persisted events are always a prefix of the queue (``persistedCount``), a server has only
+///   ever seen persisted events, and ``reopen()`` counts the loss in ``eventsLostInCrashes``.
+///   One `write` and at most one `fsync` serve the whole group, which is the point.
 ///
-/// ## Durability
-/// Records are written with `write(2)` when committed (every append under
-/// ``PersistencePolicy/everyAppend``, or per group under group commit); written records survive
-/// the app's process dying. With ``SyncPolicy/onCommit`` each commit is also `fsync`ed, which
-/// survives power loss at the cost of a disk flush per commit. Compaction always syncs. Write
-/// errors do not throw from the queue operations (the engine is I/O-free): they are counted in
-/// ``writeFailures``, described in ``lastError``, the events stay queued in memory as not yet
-/// persisted, and the write is retried at the next commit.
+/// Sequence numbers are reserved durably in blocks of 256 (a reservation record is written,
+/// and synced under `.onCommit`, before a number from a new block is returned), so numbers
+/// are never reused after a crash, though some are skipped.
 ///
-/// Not `Sendable`: it owns a file descriptor and mutable state; give it a single owner.
+/// If a write fails, the file is cut back to its last good length (so a half-written group
+/// is never replayed next to its retry), the events stay queued in memory as not persisted
+/// (``persistedCount`` does not advance), the failure is counted in ``writeFailures`` and
+/// described in ``lastError``, and the write is retried at the next commit. Queue operations
+/// do not throw, because the engine that calls them performs no I/O itself. If an `fsync`
+/// fails, the kernel may already have dropped the written pages, so the store rewrites the
+/// whole log from memory by compaction.
+///
+/// ## Acknowledgements
+/// Removing events (acknowledged, refused or dropped by overflow) first commits any buffered
+/// appends, then writes one removal record listing their ids (synced under `.onCommit`). Replay
+/// treats removals as a set, so a removal's position relative to the appends never matters.
+/// If a removal cannot be written, its events come back after a restart and are sent again;
+/// the server's idempotent ingestion drops the repeats, so nothing is lost.
+///
+/// ## Compaction
+/// Once more than 1024 records are in the file and they outnumber the live events four to one,
+/// a removal triggers ``compact()``: the reservation and the live events are written to
+/// `path + ".compacting"`, that file is `fsync`ed, renamed over the log, and the directory is
+/// `fsync`ed so the rename itself is durable. A crash at any point leaves either the whole old
+/// log or the whole new one; a leftover temporary file is deleted at the next open.
+///
+/// ## Recovery
+/// Opening replays the log (see ``RecoveryReport``): every valid record is kept wherever it is,
+/// duplicates of an already replayed append are ignored, and a stretch that is not a valid
+/// record is resynchronised past by scanning for the next valid one. A torn final record (the
+/// start of a record cut short at the end of the file, or a zero-filled tail) is ignored and cut
+/// away; it is never fatal. Other damage follows ``Recovery``: under `.salvage` (the default)
+/// the damaged original is copied to `path + ".damaged"`, the valid records are kept, the log is
+/// rewritten clean, and the discarded stretches are reported in ``recoveryReport``; under
+/// `.strict` opening throws, naming the file, the byte offset and the reason. After any
+/// discard, numbering skips a block of 256 so that a number whose reservation was lost is never
+/// issued twice.
+///
+/// Not `Sendable`: it owns a file descriptor and mutable state. Give it a single owner, and
+/// open a log with one store at a time.
 public final class FileEventStore: EventStore {
     /// When to force written records to stable storage.
     ///
@@ -38,7 +79,7 @@ public final class FileEventStore: EventStore {
     public enum SyncPolicy: Sendable, Hashable {
         /// Never `fsync` (except during compaction): survives process death, not power loss.
         case never
-        /// `fsync` after every commit.
+        /// `fsync` after every commit: survives power loss, at the cost of a disk flush per commit.
         case onCommit
     }
 
@@ -47,24 +88,31 @@ public final class FileEventStore: EventStore {
     public var persistence: PersistencePolicy
     /// When written records are forced to stable storage.
     public let sync: SyncPolicy
+    /// What opening does with damage other than a torn final record.
+    public let recovery: Recovery
     public private(set) var persistedCount = 0
     public private(set) var eventsLostInCrashes = 0
     public private(set) var commitDeadline = Double.infinity
-    /// Damaged records skipped while replaying the log (each damaged stretch counts once).
+    /// Damaged stretches skipped while replaying, summed over every open and ``reopen()``.
     public private(set) var corruptRecordsSkipped = 0
-    /// Bytes of torn final records ignored and truncated while replaying the log.
+    /// Bytes of torn final records cut away while replaying, summed over every open and ``reopen()``.
     public private(set) var tornBytesDiscarded = 0
-    /// Writes that failed (and will be retried).
+    /// What the most recent open (or ``reopen()``) found and discarded.
+    public private(set) var recoveryReport: RecoveryReport
+    /// Writes and syncs that failed (and were retried or repaired).
     public private(set) var writeFailures = 0
     /// The most recent I/O failure, described.
     public private(set) var lastError: String?
 
     private var descriptor: Int32 = -1
+    /// The file's length after the last successful write: a failed write is cut back to it.
+    private var fileLength = 0
     private var events = EventRing()
     private var pending: [UInt8] = []
     private var nextSequence: UInt32 = 0
     private var reservedSequence: UInt32 = 0
     private var recordsInFile = 0
+    private var rewriting = false
 
     /// How many sequence numbers one reservation record covers.
     static let sequenceBlock: UInt32 = 256
@@ -78,12 +126,17 @@ public final class FileEventStore: EventStore {
     ///   - path: The log file; its directory must exist.
     ///   - persistence: When appends are written.
     ///   - sync: When written records are forced to stable storage.
-    /// - Throws: ``StoreError`` if the file cannot be read or opened for appending.
+    ///   - recovery: What to do with damage other than a torn final record.
+    /// - Throws: ``StoreError`` if the file cannot be opened, read or repaired, or (under
+    ///   ``Recovery/strict``) is damaged; the message names the path, and for damage the byte
+    ///   offset and the reason.
     /// - Complexity: O(size of the log).
-    public init(path: String, persistence: PersistencePolicy = .everyAppend, sync: SyncPolicy = .never) throws(StoreError) {
+    public init(path: String, persistence: PersistencePolicy = .everyAppend, sync: SyncPolicy = .never, recovery: Recovery = .salvage) throws(StoreError) {
         self.path = path
         self.persistence = persistence
         self.sync = sync
+        self.recovery = recovery
+        self.recoveryReport = .empty(path: path)
         try load()
     }
 
@@ -139,7 +192,7 @@ public final class FileEventStore: EventStore {
         commit(at: 0)
         let removed = events.prefix(n)
         events.removeFirst(removed.count)
-        persistedCount -= removed.count
+        persistedCount -= min(removed.count, persistedCount)
         if !removed.isEmpty { writeRemoval(removed.map(\.id)) }
         return removed
     }
@@ -147,7 +200,7 @@ public final class FileEventStore: EventStore {
     public func remove(atOffset offset: Int) -> Event {
         commit(at: 0)
         let removed = events.remove(at: offset)
-        persistedCount -= 1
+        if offset < persistedCount { persistedCount -= 1 }
         writeRemoval([removed.id])
         return removed
     }
@@ -157,7 +210,7 @@ public final class FileEventStore: EventStore {
         guard !pending.isEmpty else { return }
         guard writeAll(pending) else { return }
         recordsInFile += events.count - persistedCount
-        pending.removeAll(keepingCapacity: false)
+        pending.removeAll(keepingCapacity: true)
         persistedCount = events.count
         syncIfNeeded()
     }
@@ -172,7 +225,11 @@ public final class FileEventStore: EventStore {
         }
     }
 
-    /// Rewrites the log with only the live records, via a synced temporary file renamed over it.
+    /// Rewrites the log with only the live records, atomically.
+    ///
+    /// The reservation and the persisted events are written to `path + ".compacting"`, which is
+    /// `fsync`ed and renamed over the log; the directory is then `fsync`ed so the rename is
+    /// durable. A crash at any point leaves the whole old log or the whole new one.
     ///
     /// - Throws: ``StoreError`` if the temporary file cannot be written or renamed; the old
     ///   log is then still intact and in use.
@@ -201,7 +258,12 @@ public final class FileEventStore: EventStore {
         close(descriptor)
         descriptor = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
         guard descriptor >= 0 else { throw StoreError(operation: "reopen", path: path) }
+        fileLength = bytes.count
         recordsInFile = 1 + persistedCount
+        // Events whose earlier write failed are re-encoded, so removals dropped with the old
+        // log cannot bring back an event removed while it waited.
+        pending.removeAll(keepingCapacity: true)
+        for offset in persistedCount..<events.count { Self.encodeAppend(events[offset], into: &pending) }
     }
 
     // MARK: Replay
@@ -213,174 +275,84 @@ public final class FileEventStore: EventStore {
         pending = []
         persistedCount = 0
         commitDeadline = .infinity
+        // A temporary file left by a crash during compaction is never the live log.
+        unlink(path + ".compacting")
+        let handle = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard handle >= 0 else { throw StoreError(operation: "open", path: path) }
         let bytes: [UInt8]
-        if FileManager.default.fileExists(atPath: path) {
-            guard let contents = FileManager.default.contents(atPath: path) else {
-                throw StoreError(operation: "read", path: path)
-            }
-            bytes = [UInt8](contents)
-        } else {
-            bytes = []
+        do {
+            bytes = try Self.readAll(handle, path: path)
+        } catch {
+            close(handle)
+            throw error
         }
-        var appended: [Event] = []
-        var removed = Set<EventID>()
-        var sequence: UInt32 = 0
-        var records = 0
-        var offset = 0
-        var validEnd = 0
-        while offset < bytes.count {
-            if let (record, end) = Self.parseRecord(bytes, at: offset) {
-                records += 1
-                switch record {
-                case .append(let event):
-                    appended.append(event)
-                    sequence = max(sequence, event.id.sequence &+ 1)
-                case .removal(let ids):
-                    removed.formUnion(ids)
-                case .reservation(let next):
-                    sequence = max(sequence, next)
-                }
-                offset = end
-                validEnd = end
-                continue
-            }
-            // Damage: resynchronise on the next valid record, if there is one.
-            var probe = offset + 1
-            while probe < bytes.count && Self.parseRecord(bytes, at: probe) == nil { probe += 1 }
-            if probe < bytes.count {
-                corruptRecordsSkipped += 1
-                offset = probe
-            } else {
-                tornBytesDiscarded += bytes.count - validEnd
-                break
-            }
+        let replay = Self.replay(bytes)
+        if recovery == .strict, let first = replay.damaged.first {
+            close(handle)
+            throw StoreError("\(path) is damaged at byte \(first.offset): \(first.reason) (\(first.length) bytes without a valid record)")
         }
-        for event in appended where !removed.contains(event.id) { events.append(event) }
+        var preserved: String?
+        if !replay.damaged.isEmpty {
+            let copy = path + ".damaged"
+            guard Self.writeCopy(bytes, to: copy) else {
+                let error = StoreError(operation: "preserve the damaged log as", path: copy)
+                close(handle)
+                throw error
+            }
+            preserved = copy
+        }
+        descriptor = handle
+        for event in replay.events { events.append(event) }
         persistedCount = events.count
+        var sequence = replay.nextSequence
+        // A lost reservation could hide issued numbers; skipping a block never reuses one.
+        if replay.tornTailBytes > 0 || !replay.damaged.isEmpty { sequence &+= Self.sequenceBlock }
         nextSequence = sequence
         reservedSequence = sequence
-        recordsInFile = records
-        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw StoreError(operation: "open", path: path) }
-        if validEnd < bytes.count {
-            guard ftruncate(descriptor, off_t(validEnd)) == 0 else { throw StoreError(operation: "truncate", path: path) }
+        recordsInFile = replay.records
+        fileLength = bytes.count
+        corruptRecordsSkipped += replay.damaged.count
+        tornBytesDiscarded += replay.tornTailBytes
+        recoveryReport = RecoveryReport(
+            path: path, fileBytes: bytes.count, recordsReplayed: replay.records, eventsRecovered: events.count,
+            tornTailBytes: replay.tornTailBytes, damagedRegions: replay.damaged,
+            duplicateAppendsIgnored: replay.duplicates, preservedCopy: preserved)
+        if !replay.damaged.isEmpty || replay.duplicates > 0 {
+            try compact()
+        } else if replay.validEnd < bytes.count {
+            guard ftruncate(descriptor, off_t(replay.validEnd)) == 0 else { throw StoreError(operation: "truncate", path: path) }
+            fileLength = replay.validEnd
         }
     }
 
-    enum Record: Equatable {
-        case append(Event)
-        case removal([EventID])
-        case reservation(UInt32)
-    }
-
-    static func parseRecord(_ bytes: [UInt8], at offset: Int) -> (Record, Int)? {
-        guard offset + headerSize <= bytes.count, bytes[offset] == magic else { return nil }
-        let length = Int(readUInt32(bytes, offset + 1))
-        guard length > 0, length <= maximumPayload, offset + headerSize + length <= bytes.count else { return nil }
-        var crc = CRC32()
-        crc.update(bytes[(offset + 1)..<(offset + 5)])
-        let payload = bytes[(offset + headerSize)..<(offset + headerSize + length)]
-        crc.update(payload)
-        guard crc.value == readUInt32(bytes, offset + 5) else { return nil }
-        guard let record = decodePayload(bytes, payload.startIndex, length) else { return nil }
-        return (record, offset + headerSize + length)
-    }
-
-    private static func decodePayload(_ bytes: [UInt8], _ start: Int, _ length: Int) -> Record? {
-        switch bytes[start] {
-        case 1:
-            guard length == 38, let kind = EventKind(rawValue: bytes[start + 13]) else { return nil }
-            let id = EventID(device: readUInt64(bytes, start + 1), sequence: readUInt32(bytes, start + 9))
-            return .append(Event(
-                id: id, kind: kind,
-                experiment: Int32(bitPattern: readUInt32(bytes, start + 14)),
-                variant: Int32(bitPattern: readUInt32(bytes, start + 18)),
-                value: Double(bitPattern: readUInt64(bytes, start + 22)),
-                createdAt: Double(bitPattern: readUInt64(bytes, start + 30))))
-        case 2:
-            guard length >= 5 else { return nil }
-            let count = Int(readUInt32(bytes, start + 1))
-            guard length == 5 + 12 * count else { return nil }
-            var ids: [EventID] = []
-            ids.reserveCapacity(count)
-            for index in 0..<count {
-                let at = start + 5 + 12 * index
-                ids.append(EventID(device: readUInt64(bytes, at), sequence: readUInt32(bytes, at + 8)))
+    /// Reads the whole file through `handle`. The corresponding C function is `pread`.
+    private static func readAll(_ handle: Int32, path: String) throws(StoreError) -> [UInt8] {
+        var status = stat()
+        guard fstat(handle, &status) == 0 else { throw StoreError(operation: "inspect", path: path) }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { throw StoreError("cannot read \(path): not a regular file") }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
+        var done = 0
+        while done < bytes.count {
+            let result = bytes.withUnsafeMutableBytes { buffer in
+                pread(handle, buffer.baseAddress! + done, buffer.count - done, off_t(done))
             }
-            return .removal(ids)
-        case 3:
-            guard length == 5 else { return nil }
-            return .reservation(readUInt32(bytes, start + 1))
-        default:
-            return nil
-        }
-    }
-
-    // MARK: Encoding
-
-    static func encodeAppend(_ event: Event, into bytes: inout [UInt8]) {
-        frame(into: &bytes) { payload in
-            payload.append(1)
-            appendUInt64(event.id.device, to: &payload)
-            appendUInt32(event.id.sequence, to: &payload)
-            payload.append(event.kind.rawValue)
-            appendUInt32(UInt32(bitPattern: event.experiment), to: &payload)
-            appendUInt32(UInt32(bitPattern: event.variant), to: &payload)
-            appendUInt64(event.value.bitPattern, to: &payload)
-            appendUInt64(event.createdAt.bitPattern, to: &payload)
-        }
-    }
-
-    static func encodeRemoval(_ ids: [EventID], into bytes: inout [UInt8]) {
-        frame(into: &bytes) { payload in
-            payload.append(2)
-            appendUInt32(UInt32(ids.count), to: &payload)
-            for id in ids {
-                appendUInt64(id.device, to: &payload)
-                appendUInt32(id.sequence, to: &payload)
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw StoreError(operation: "read", path: path)
             }
+            if result == 0 { break }
+            done += result
         }
+        if done < bytes.count { bytes.removeLast(bytes.count - done) }
+        return bytes
     }
 
-    static func encodeReservation(_ next: UInt32, into bytes: inout [UInt8]) {
-        frame(into: &bytes) { payload in
-            payload.append(3)
-            appendUInt32(next, to: &payload)
-        }
-    }
-
-    private static func frame(into bytes: inout [UInt8], _ body: (inout [UInt8]) -> Void) {
-        var payload: [UInt8] = []
-        body(&payload)
-        var length: [UInt8] = []
-        appendUInt32(UInt32(payload.count), to: &length)
-        var crc = CRC32()
-        crc.update(length[...])
-        crc.update(payload[...])
-        bytes.append(magic)
-        bytes.append(contentsOf: length)
-        appendUInt32(crc.value, to: &bytes)
-        bytes.append(contentsOf: payload)
-    }
-
-    private static func appendUInt32(_ value: UInt32, to bytes: inout [UInt8]) {
-        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
-    }
-
-    private static func appendUInt64(_ value: UInt64, to bytes: inout [UInt8]) {
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
-    }
-
-    private static func readUInt32(_ bytes: [UInt8], _ offset: Int) -> UInt32 {
-        var value: UInt32 = 0
-        for index in 0..<4 { value |= UInt32(bytes[offset + index]) << UInt32(8 * index) }
-        return value
-    }
-
-    private static func readUInt64(_ bytes: [UInt8], _ offset: Int) -> UInt64 {
-        var value: UInt64 = 0
-        for index in 0..<8 { value |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
-        return value
+    /// Writes `bytes` to a fresh file at `path` and syncs it.
+    private static func writeCopy(_ bytes: [UInt8], to path: String) -> Bool {
+        let handle = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard handle >= 0 else { return false }
+        defer { close(handle) }
+        return writeAll(bytes, to: handle) && fsync(handle) == 0
     }
 
     // MARK: I/O
@@ -408,9 +380,14 @@ public final class FileEventStore: EventStore {
             lastError = "\(path) is not open"
             return false
         }
-        if Self.writeAll(bytes, to: descriptor) { return true }
+        if Self.writeAll(bytes, to: descriptor) {
+            fileLength += bytes.count
+            return true
+        }
         writeFailures += 1
         lastError = StoreError(operation: "write", path: path).message
+        // Part of the records may have landed; cut them so the retry does not replay twice.
+        _ = ftruncate(descriptor, off_t(fileLength))
         return false
     }
 
@@ -432,9 +409,18 @@ public final class FileEventStore: EventStore {
     }
 
     private func syncIfNeeded() {
-        if sync == .onCommit && fsync(descriptor) != 0 {
-            writeFailures += 1
-            lastError = StoreError(operation: "sync", path: path).message
+        guard sync == .onCommit, fsync(descriptor) != 0 else { return }
+        writeFailures += 1
+        lastError = StoreError(operation: "sync", path: path).message
+        // After a failed fsync the kernel may have dropped the dirty pages while reporting
+        // them clean; only a fresh, synced copy of the log is known to be on disk.
+        guard !rewriting else { return }
+        rewriting = true
+        defer { rewriting = false }
+        do {
+            try compact()
+        } catch {
+            lastError = error.message
         }
     }
 
