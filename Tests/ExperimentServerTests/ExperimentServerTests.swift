@@ -1,0 +1,240 @@
+import Allocators
+import ClientEngine
+import ExperimentServer
+import Testing
+
+/// An allocator that remembers every feedback it is given and chooses from a script, so tests
+/// see exactly when the server feeds it.
+struct RecordingAllocator: Allocator {
+    let variantCount: Int
+    var statistics: [ArmStatistics]
+    var received: [Feedback] = []
+    var choices: [Int]
+    var chosen = 0
+
+    init(variantCount: Int = 2, choices: [Int] = [0]) {
+        self.variantCount = variantCount
+        self.statistics = Array(repeating: ArmStatistics(), count: variantCount)
+        self.choices = choices
+    }
+
+    mutating func choose() -> Int {
+        defer { chosen += 1 }
+        return choices[chosen % choices.count]
+    }
+
+    mutating func record(_ feedback: Feedback) {
+        received.append(feedback)
+        statistics[feedback.variant].trials += feedback.trials
+        statistics[feedback.variant].successes += feedback.successes
+        statistics[feedback.variant].rewardSum += feedback.reward
+    }
+
+    /// Weights proportional to views + 1, so every publication shows what the allocator had seen.
+    mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
+        try! PolicySnapshot(weights: statistics.map { Double($0.trials + 1) }, version: version, issuedAt: issuedAt)
+    }
+}
+
+/// Accepted, duplicate and invalid counts of an ingestion.
+func counts(_ result: ExperimentServer<RecordingAllocator>.IngestResult) -> [Int] {
+    [result.accepted, result.duplicates, result.invalid]
+}
+
+/// Whether two weight vectors agree to rounding.
+func approximately(_ a: [Double], _ b: [Double]) -> Bool {
+    a.count == b.count && zip(a, b).allSatisfy { abs($0 - $1) < 1e-12 }
+}
+
+enum ServerFixtures {
+    static let experiments = [
+        ExperimentDefinition(id: "button", variants: [VariantDefinition(id: "a"), VariantDefinition(id: "b")]),
+        ExperimentDefinition(id: "banner", variants: [VariantDefinition(id: "x"), VariantDefinition(id: "y"), VariantDefinition(id: "z")], sticky: false),
+    ]
+
+    static func server(_ cadence: ExperimentServer<RecordingAllocator>.UpdateCadence, choices: [Int] = [0]) -> ExperimentServer<RecordingAllocator> {
+        ExperimentServer(
+            experiments: experiments,
+            allocators: [RecordingAllocator(variantCount: 2, choices: choices), RecordingAllocator(variantCount: 3, choices: choices)],
+            cadence: cadence, at: 0
+        )
+    }
+
+    static func view(device: UInt64, _ sequence: UInt32, experiment: Int32 = 0, variant: Int32, at time: Double = 0) -> Event {
+        Event(id: EventID(device: device, sequence: sequence), kind: .view, experiment: experiment, variant: variant, value: 0, createdAt: time)
+    }
+
+    static func conversion(device: UInt64, _ sequence: UInt32, experiment: Int32 = 0, variant: Int32, value: Double = 1, at time: Double = 0) -> Event {
+        Event(id: EventID(device: device, sequence: sequence), kind: .conversion, experiment: experiment, variant: variant, value: value, createdAt: time)
+    }
+}
+
+struct IngestionTests {
+    @Test func duplicatesAreCountedAndNotFedTwice() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        let first = [ServerFixtures.view(device: 1, 0, variant: 0), ServerFixtures.view(device: 1, 1, variant: 1)]
+        let r1 = server.ingest(first, at: 10)
+        #expect(counts(r1) == [2, 0, 0])
+        // A retry of the same batch after a lost acknowledgement, plus one new event.
+        let retry = first + [ServerFixtures.conversion(device: 1, 2, variant: 1)]
+        let r2 = server.ingest(retry, at: 20)
+        #expect(counts(r2) == [1, 2, 0])
+        // The same sequence number from another device is a different event.
+        let r3 = server.ingest([ServerFixtures.view(device: 2, 0, variant: 0)], at: 30)
+        #expect(r3.accepted == 1)
+        #expect(server.eventsAccepted == 4)
+        #expect(server.duplicatesIgnored == 2)
+        #expect(server.allocators[0].received == [.view(0), .view(1), .conversion(1, value: 1), .view(0)])
+        #expect(server.allocators[0].statistics[1] == ArmStatistics(trials: 1, successes: 1, rewardSum: 1))
+        for id in [EventID(device: 1, sequence: 0), EventID(device: 1, sequence: 2), EventID(device: 2, sequence: 0)] {
+            #expect(server.hasIngested(id))
+        }
+        #expect(!server.hasIngested(EventID(device: 2, sequence: 1)))
+    }
+
+    @Test func duplicatesWithinOneBatchAreCountedOnce() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        let event = ServerFixtures.view(device: 5, 9, variant: 1)
+        var seen: [EventID] = []
+        let result = server.ingest([event, event, event], at: 1) { seen.append($0.id) }
+        #expect(counts(result) == [1, 2, 0])
+        #expect(seen == [event.id])
+        #expect(server.allocators[0].received == [.view(1)])
+    }
+
+    @Test func eventsForUnknownExperimentsOrVariantsAreCountedAsInvalidAndNotFed() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        let result = server.ingest([
+            ServerFixtures.view(device: 1, 0, experiment: 2, variant: 0),
+            ServerFixtures.view(device: 1, 1, experiment: -1, variant: 0),
+            ServerFixtures.view(device: 1, 2, experiment: 0, variant: 2),
+            ServerFixtures.view(device: 1, 3, experiment: 1, variant: 2),
+        ], at: 5)
+        #expect(counts(result) == [1, 0, 3])
+        #expect(server.eventsInvalid == 3)
+        #expect(server.allocators[0].received.isEmpty)
+        #expect(server.allocators[1].received == [.view(2)])
+    }
+
+    @Test func feedbackGoesToTheEventsOwnExperiment() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        _ = server.ingest([
+            ServerFixtures.view(device: 1, 0, experiment: 1, variant: 2),
+            ServerFixtures.conversion(device: 1, 1, experiment: 1, variant: 2, value: 4.5),
+            ServerFixtures.view(device: 1, 2, experiment: 0, variant: 1),
+        ], at: 5)
+        #expect(server.allocators[1].received == [.view(2), .conversion(2, value: 4.5)])
+        #expect(server.allocators[0].received == [.view(1)])
+    }
+}
+
+struct UpdateCadenceTests {
+    @Test func immediateFeedsAtOnceAndRepublishesAtMostEveryMinimumInterval() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        #expect(server.published.version == 1)
+        #expect(server.nextUpdate(after: 0) == nil)
+        _ = server.ingest([ServerFixtures.view(device: 1, 0, variant: 1)], at: 10)
+        #expect(server.allocators[0].received == [.view(1)])
+        // Fed, but not yet republished: the last publication was at 0.
+        #expect(server.published.version == 1)
+        #expect(server.nextUpdate(after: 10) == 60)
+        server.tick(at: 59)
+        #expect(server.published.version == 1)
+        server.tick(at: 60)
+        #expect(server.published.version == 2)
+        #expect(server.published.experiments[0].snapshot.version == 2)
+        #expect(server.published.experiments[0].snapshot.issuedAt == 60)
+        #expect(approximately(server.published.experiments[0].snapshot.weights, [1.0 / 3, 2.0 / 3]))
+        // Nothing new: no update due and a tick changes nothing.
+        #expect(server.nextUpdate(after: 200) == nil)
+        server.tick(at: 500)
+        #expect(server.published.version == 2)
+        // New feedback long after the last publication is due at once.
+        _ = server.ingest([ServerFixtures.view(device: 1, 1, variant: 1)], at: 1000)
+        #expect(server.nextUpdate(after: 1000) == 1000)
+    }
+
+    @Test func everySecondsBuffersFeedbackUntilTheScheduledUpdate() {
+        var server = ServerFixtures.server(.every(seconds: 100))
+        #expect(server.nextUpdate(after: 0) == 100)
+        _ = server.ingest([ServerFixtures.view(device: 1, 0, variant: 1), ServerFixtures.view(device: 1, 1, experiment: 1, variant: 0)], at: 10)
+        #expect(server.allocators[0].received.isEmpty)
+        #expect(server.allocators[1].received.isEmpty)
+        server.tick(at: 99.9)
+        #expect(server.allocators[0].received.isEmpty)
+        #expect(server.published.version == 1)
+        server.tick(at: 100)
+        #expect(server.allocators[0].received == [.view(1)])
+        #expect(server.allocators[1].received == [.view(0)])
+        #expect(server.published.version == 2)
+        #expect(approximately(server.published.experiments[1].snapshot.weights, [0.5, 0.25, 0.25]))
+        #expect(server.nextUpdate(after: 100) == 200)
+        // With nothing buffered the schedule still republishes, with the same weights.
+        server.tick(at: 200)
+        #expect(server.published.version == 3)
+        #expect(approximately(server.published.experiments[0].snapshot.weights, [1.0 / 3, 2.0 / 3]))
+    }
+
+    @Test func everyEventsAppliesAndPublishesWhenEnoughEventsAreBuffered() {
+        var server = ServerFixtures.server(.everyEvents(3))
+        #expect(server.nextUpdate(after: 0) == nil)
+        _ = server.ingest([ServerFixtures.view(device: 1, 0, variant: 0), ServerFixtures.view(device: 1, 1, variant: 1)], at: 5)
+        #expect(server.allocators[0].received.isEmpty)
+        #expect(server.published.version == 1)
+        // Duplicates do not count towards the cadence.
+        _ = server.ingest([ServerFixtures.view(device: 1, 1, variant: 1)], at: 6)
+        #expect(server.allocators[0].received.isEmpty)
+        server.tick(at: 10_000)
+        #expect(server.published.version == 1)
+        _ = server.ingest([ServerFixtures.conversion(device: 1, 2, variant: 1)], at: 7)
+        #expect(server.allocators[0].received == [.view(0), .view(1), .conversion(1, value: 1)])
+        #expect(server.published.version == 2)
+        #expect(server.published.experiments[0].snapshot.issuedAt == 7)
+    }
+}
+
+struct ServerSideDecisionTests {
+    @Test func decideReturnsTheAllocatorsChoiceAndRecordsAView() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60), choices: [1, 0, 1])
+        #expect(server.decide(experiment: 0, at: 1) == 1)
+        #expect(server.decide(experiment: 0, at: 2) == 0)
+        #expect(server.decide(experiment: 1, at: 3) == 1)
+        #expect(server.decisions == 3)
+        #expect(server.allocators[0].received == [.view(1), .view(0)])
+        #expect(server.allocators[1].received == [.view(1)])
+    }
+
+    @Test func goalRecordsAConversionOfTheGivenVariant() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        server.goal(experiment: 1, variant: 2, value: 3, at: 5)
+        #expect(server.allocators[1].received == [.conversion(2, value: 3)])
+        #expect(server.nextUpdate(after: 5) == 60)
+    }
+
+    @Test func decisionsAndGoalsFollowTheCadence() {
+        var server = ServerFixtures.server(.every(seconds: 3600), choices: [1])
+        #expect(server.decide(experiment: 0, at: 10) == 1)
+        server.goal(experiment: 0, variant: 1, value: 1, at: 20)
+        #expect(server.allocators[0].received.isEmpty)
+        server.tick(at: 3600)
+        #expect(server.allocators[0].received == [.view(1), .conversion(1, value: 1)])
+        #expect(server.published.version == 2)
+
+        var counted = ServerFixtures.server(.everyEvents(2), choices: [0])
+        _ = counted.decide(experiment: 0, at: 1)
+        #expect(counted.allocators[0].received.isEmpty)
+        // A buffered decision counts towards the next ingestion's threshold.
+        _ = counted.ingest([ServerFixtures.view(device: 3, 0, variant: 1)], at: 3)
+        #expect(counted.allocators[0].received == [.view(0), .view(1)])
+        #expect(counted.published.version == 2)
+    }
+
+    @Test func publishedDataKeepsTheExperimentsDefinitions() {
+        let server = ServerFixtures.server(.every(seconds: 60))
+        #expect(server.published.experiments.map(\.id) == ["button", "banner"])
+        #expect(server.published.experiments.map(\.sticky) == [true, false])
+        #expect(server.published.experiments[1].variants.map(\.id) == ["x", "y", "z"])
+        #expect(approximately(server.published.experiments[1].snapshot.weights, [1.0 / 3, 1.0 / 3, 1.0 / 3]))
+        #expect(server.published.experiments[0].snapshot.issuedAt == 0)
+    }
+}
