@@ -238,3 +238,20 @@ struct ServerSideDecisionTests {
         #expect(server.published.experiments[0].snapshot.issuedAt == 0)
     }
 }
+
+struct EveryEventsDecisionTests {
+    // Server-side decisions and goals count towards the every-n-events cadence like ingested events.
+    @Test func decisionsAndGoalsReachTheAllocatorEveryNEvents() {
+        var server = ServerFixtures.server(.everyEvents(2), choices: [1, 1])
+        let first = server.published.version
+        _ = server.decide(experiment: 0, at: 1)
+        #expect(server.allocators[0].statistics[1].trials == 0)
+        _ = server.decide(experiment: 0, at: 2)
+        #expect(server.allocators[0].statistics[1].trials == 2)
+        #expect(server.published.version == first + 1)
+        server.goal(experiment: 0, variant: 1, value: 1, at: 3)
+        server.goal(experiment: 0, variant: 1, value: 1, at: 4)
+        #expect(server.allocators[0].statistics[1].successes == 2)
+        #expect(server.published.version == first + 2)
+    }
+}

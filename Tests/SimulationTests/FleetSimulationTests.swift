@@ -330,7 +330,7 @@ struct ServerCadenceInTheFleetTests {
         return Double(m.bestViews) / Double(m.totalViews)
     }
 
-    @Test(arguments: ["immediate", "{every: 1h}"])
+    @Test(arguments: ["immediate", "{every: 1h}", "{every_events: 20}"])
     func everyCadenceLetsServerSideDecisionsLearn(update: String) throws {
         // 200 devices each decided once (sticky): with no learning the best share is about ½
         // (sd √(200 × ¼) / 200 ≈ 0.035); with learning it is far above.

@@ -59,9 +59,10 @@ struct BuiltInScenarioTests {
     @Test func everyShippedScenarioIsValid() throws {
         let folder = packageRoot.appendingPathComponent("Scenarios")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".yaml") }
-        #expect(names.count >= 2)
+        #expect(names.count >= 10)
         for name in names {
-            #expect(throws: Never.self, "\(name)") { try Scenario(contentsOf: folder.appendingPathComponent(name)) }
+            let scenarios = try Scenario.scenarios(contentsOf: folder.appendingPathComponent(name))
+            #expect(!scenarios.isEmpty, "\(name)")
         }
     }
 }
@@ -445,5 +446,43 @@ struct DurationTests {
         #expect(try Tiny.scenario(["horizon": "horizon: 90000"]).horizon == 90_000)
         #expect(try Tiny.scenario(["timestep": "timestep: 90s"]).timestep == 90)
         #expect(try Tiny.scenario(["timestep": "timestep: 15m"]).timestep == 900)
+    }
+}
+
+struct SweepTests {
+    static let text = """
+    name: delays
+    horizon: 2d
+    population: {devices: 10}
+    experiments:
+      - id: e
+        variants: [{id: a, rate: 0.1}, {id: b, rate: 0.2}]
+    allocators: [uniform]
+    sweep:
+      parameter: population.conversion_delay
+      values: [0, {distribution: exponential, mean: 1h}]
+    """
+
+    @Test func eachValueGivesAScenarioThatDiffersOnlyThere() throws {
+        let scenarios = try Scenario.scenarios(yaml: Self.text, file: "delays.yaml")
+        #expect(scenarios.map(\.name) == ["delays[conversion_delay=0]", "delays[conversion_delay=distribution=exponential,mean=1h]"])
+        #expect(scenarios.map(\.population.conversionDelay) == [.constant(0), .exponential(mean: 3600)])
+        #expect(scenarios.allSatisfy { $0.seed == scenarios[0].seed && $0.sweepParent == "delays" && $0.population.devices == 10 })
+    }
+
+    @Test func aSweepFileIsNotOneScenario() {
+        #expect(throws: ScenarioError.self) { try Scenario(yaml: Self.text, file: "delays.yaml") }
+    }
+
+    @Test func aBadSweptValueNamesTheKeyAndTheValue() {
+        let text = Self.text.replacingOccurrences(of: "values: [0, {distribution: exponential, mean: 1h}]", with: "values: [0, soon]")
+        #expect(throws: ScenarioError(file: "delays.yaml", key: "population.conversion_delay", "expected a duration such as 90s, 15m, 6h, 7d or 2d6h, found 'soon' (line 10) (with sweep.values[1])")) {
+            try Scenario.scenarios(yaml: text, file: "delays.yaml")
+        }
+    }
+
+    @Test func sweepingAnUnknownKeyIsRejected() {
+        let text = Self.text.replacingOccurrences(of: "parameter: population.conversion_delay", with: "parameter: population.conversion_dely")
+        #expect(throws: ScenarioError.self) { try Scenario.scenarios(yaml: text, file: "delays.yaml") }
     }
 }

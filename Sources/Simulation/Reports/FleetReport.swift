@@ -35,6 +35,23 @@ public enum FleetReport {
         return table
     }
 
+    /// Writes the three reports of one scenario to `folder`.
+    ///
+    /// - Throws: The file system's error.
+    public static func write(_ scenario: Scenario, _ runs: [FleetSimulation.Run], to folder: URL) throws -> [URL] {
+        try write([FleetSimulation.Result(scenario: scenario, runs: runs)], to: folder)
+    }
+
+    /// `summary.csv` for one scenario.
+    public static func summary(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+        summary([FleetSimulation.Result(scenario: scenario, runs: runs)])
+    }
+
+    /// `timeseries.csv` for one scenario.
+    public static func timeseries(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+        timeseries([FleetSimulation.Result(scenario: scenario, runs: runs)])
+    }
+
     static func latency(_ m: FleetMetrics, _ percentile: Double) -> Double {
         m.queueLatency.totalCount == 0 ? .nan : Double(m.queueLatency.valueAtPercentile(percentile)) / 1000
     }
@@ -88,7 +105,8 @@ public enum FleetReport {
         return table
     }
 
-    static func comparison(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
+    /// `comparison.csv` for one scenario.
+    public static func comparison(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
         ComparisonTable.make(scenario: scenario.name, metrics: comparisonMetrics, observations: runs.map { run in
             let m = run.metrics
             let views = Double(m.totalViews)
