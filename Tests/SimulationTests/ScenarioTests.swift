@@ -35,7 +35,7 @@ struct BuiltInScenarioTests {
         #expect(builtIn.network.loss == file.network.loss)
         #expect(builtIn.server.update == file.server.update)
         // The text itself is documented as identical to the file.
-        #expect(Scenario.builtInDefaultText + "\n" == (try String(contentsOf: url, encoding: .utf8)))
+        #expect(Scenario.builtInDefaultText == (try String(contentsOf: url, encoding: .utf8)))
     }
 
     @Test func builtInDefaultHasTheDocumentedValues() {

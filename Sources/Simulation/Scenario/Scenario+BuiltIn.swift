@@ -37,6 +37,7 @@ network:
   loss: 0.01
 server:
   update: {every: 1h}
+
 """
 
     /// The built-in default scenario: what `aviary run` runs with no scenario file.
@@ -85,6 +86,7 @@ policies:
   - {label: exponential-full-jitter, backoff: {policy: exponential, base: 1s, multiplier: 2, cap: 10m, jitter: full}, honour_retry_after: false}
   - {label: full-jitter+retry-after, backoff: {policy: exponential, base: 1s, multiplier: 2, cap: 10m, jitter: full}, honour_retry_after: true}
   - {label: full-jitter+batch-100, batch_size: 100, flush_interval: 2m, backoff: {policy: exponential, base: 1s, multiplier: 2, cap: 10m, jitter: full}, honour_retry_after: true}
+
 """
 
     /// The built-in load test: what `aviary loadtest` runs with no scenario file.
