@@ -43,7 +43,7 @@ struct FleetReplicate<A: Allocator> {
     /// What happens at a point in virtual time.
     struct Occurrence {
         enum Kind: UInt8 {
-            case session, conversion, wake, response, connectivity, serverTick, sample
+            case session, views, conversion, wake, response, connectivity, serverTick, sample
         }
         var kind: Kind
         var device: Int32
@@ -142,6 +142,11 @@ struct FleetReplicate<A: Allocator> {
             let d = Int(occurrence.device)
             switch occurrence.kind {
             case .session: session(d, at: now)
+            case .views:
+                let depthBefore = devices[d].engine.queueDepth
+                advanceConnectivity(d, to: now)
+                views(d, crashes: occurrence.detail != 0, at: now)
+                noteDepth(d, before: depthBefore)
             case .conversion: delayedConversion(d, detail: occurrence.detail, at: now)
             case .wake:
                 if devices[d].wakeAt == now {
@@ -209,6 +214,22 @@ struct FleetReplicate<A: Allocator> {
         devices[d].foregroundUntil = now + scenario.population.sessionLength
         metrics.sessions += 1
 
+        // Myna: "if experiment data has not already been downloaded, viewVariant may wait for
+        // the API call". A device that has never had data and can reach the server asks for it
+        // and shows the views once it arrives or the app stops waiting, whichever comes first.
+        let wait = scenario.client.firstViewWait
+        if scenario.client.style == .myna, wait > 0, devices[d].engine.isOfflineMode, reachable(d, at: now) {
+            drive(d, at: now)
+            noteDepth(d, before: depthBefore)
+            queue.schedule(Occurrence(kind: .views, device: Int32(d), detail: crashes ? 1 : 0), at: now + wait)
+            return
+        }
+        views(d, crashes: crashes, at: now)
+        noteDepth(d, before: depthBefore)
+    }
+
+    /// The session's views, conversions and (if the app crashes) the restart.
+    mutating func views(_ d: Int, crashes: Bool, at now: Double) {
         for e in scenario.experiments.indices {
             let experiment = scenario.experiments[e]
             let rates = experiment.rates(at: now)
@@ -236,7 +257,6 @@ struct FleetReplicate<A: Allocator> {
             metrics.crashes += 1
         }
         drive(d, at: now)
-        noteDepth(d, before: depthBefore)
     }
 
     @inline(__always)

@@ -260,13 +260,13 @@ extension Scenario {
     static let defaultClient = Client(
         style: .myna, batchSize: 20, flushInterval: 30, backoff: Backoff(policy: .exponential, base: 1, multiplier: 2, cap: 600, jitter: .full),
         honourRetryAfter: true, queueCapacity: 1000, overflowDropsOldest: true, dataTTL: 3600, requestTimeout: 30,
-        decisionTimeout: 5, backgroundSync: true, persistEvery: 1
+        decisionTimeout: 5, firstViewWait: 2, backgroundSync: true, persistEvery: 1
     )
 
     private static func client(_ r: ScenarioReader?, base: Client = defaultClient, extraKeys: [String] = []) throws(ScenarioError) -> Client {
         var client = base
         guard let r else { return client }
-        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "background_sync", "persist_every"])
+        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every"])
         if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics]) }
         if let x = r.optional("batch_size") { client.batchSize = try x.integer(atLeast: 1, "a whole number ≥ 1") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
@@ -287,6 +287,7 @@ extension Scenario {
         if let x = r.optional("data_ttl") { client.dataTTL = try x.duration(atLeast: 1) }
         if let x = r.optional("request_timeout") { client.requestTimeout = try x.duration(atLeast: 0.001) }
         if let x = r.optional("decision_timeout") { client.decisionTimeout = try x.duration(atLeast: 0.001) }
+        if let x = r.optional("first_view_wait") { client.firstViewWait = try x.duration() }
         if let x = r.optional("background_sync") { client.backgroundSync = try x.boolean() }
         if let x = r.optional("persist_every") { client.persistEvery = try x.integer(atLeast: 1, "a whole number ≥ 1") }
         return client

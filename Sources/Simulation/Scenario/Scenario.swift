@@ -103,6 +103,8 @@ public struct Scenario: Sendable {
         public var dataTTL: Double
         public var requestTimeout: Double
         public var decisionTimeout: Double
+        /// How long a first launch waits for experiment data before showing the defaults.
+        public var firstViewWait: Double
         /// Whether the OS lets the app sync in the background when the network returns.
         public var backgroundSync: Bool
         /// Group commit of the device's durable queue: events persisted every this many appends
