@@ -121,9 +121,11 @@ func expectedRegret(of allocator: inout some Allocator, rates: [Double], views: 
 struct RegretTests {
     // Bernoulli variants 0.05 and 0.06, 100,000 immediate-feedback views, 20 replicates.
     // Uniform: half the views lose 0.01, so its expected regret is 0.01 · 50,000 = 500 (sd ≈ 1.6).
-    // Thompson: the Lai–Robbins lower bound is Δ · ln T / KL(0.05 ‖ 0.06) ≈ 0.01 · 11.5 / 0.000937
-    // ≈ 123; Thompson sampling attains it asymptotically and runs somewhat above it at this horizon.
-    // Asserted: Thompson's mean below 300 (60 % of uniform's), and below uniform's by more than
+    // Thompson: to tell 5 % from 6 % at two standard errors takes about 4 · 2p(1−p)/Δ² ≈ 3,800
+    // views per variant, so the worse variant should get a few thousand views, a regret of a few
+    // tens (the Lai–Robbins expression Δ · ln T / KL ≈ 123 is only the asymptotic rate and is
+    // loose at this horizon; `aviary bandit` measures 33 ± 12 with these settings).
+    // Asserted: Thompson's mean below 150 (30 % of uniform's), and below uniform's by more than
     // 5 standard errors of the paired difference.
     @Test func thompsonHasFarLessRegretThanUniform() throws {
         let rates = [0.05, 0.06]
@@ -145,7 +147,7 @@ struct RegretTests {
         let meanDifference = differences.reduce(0, +) / Double(replicates)
         let sd = (differences.map { ($0 - meanDifference) * ($0 - meanDifference) }.reduce(0, +) / Double(replicates - 1)).squareRoot()
         #expect(abs(uniformMean - 500) < 5 * 1.6 / Double(replicates).squareRoot() + 1)
-        #expect(thompsonMean < 300, "Thompson mean regret \(thompsonMean)")
+        #expect(thompsonMean < 150, "Thompson mean regret \(thompsonMean)")
         #expect(meanDifference > 5 * sd / Double(replicates).squareRoot())
     }
 }
