@@ -27,6 +27,18 @@ let package = Package(
                 "CThompsonBaseline",
             ]
         ),
+        suite(
+            "FleetBenchmarks",
+            dependencies: [
+                .product(name: "Simulation", package: "Aviary"),
+            ]
+        ),
+        suite(
+            "QueueBenchmarks",
+            dependencies: [
+                .product(name: "ClientEngine", package: "Aviary"),
+            ]
+        ),
     ]
 )
 

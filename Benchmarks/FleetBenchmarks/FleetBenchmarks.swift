@@ -1,0 +1,129 @@
+import Benchmark
+import Foundation
+import Simulation
+
+// Whole simulations, one per measured iteration: a replicate of the fleet model is seconds of
+// work, so a handful of iterations gives a stable median without a warm-up. Every iteration
+// runs the same scenario with the same seed, so every iteration does exactly the same work.
+// The simulations run on one thread (`jobs: 1`), so the figures are per core.
+//
+// Malloc counting is left off here: the interposer adds a cost to each of the simulator's
+// many allocations and would slow the very figure these benchmarks exist to report.
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .cpuTotal, .peakMemoryResident, FleetMetric.sessions, FleetMetric.sessionsPerSecond],
+        timeUnits: .milliseconds,
+        units: FleetMetric.units,
+        warmupIterations: 0,
+        scalingFactor: .one,
+        maxDuration: .seconds(60),
+        maxIterations: 5
+    )
+
+    let fleetModel = FleetWorkload.fleetModel
+    Benchmark("Fleet fleet-model 100k devices 7d thompson") { benchmark in
+        runReplicates(of: fleetModel, benchmark)
+    }
+
+    var smallFleet = fleetModel
+    smallFleet.population.devices = 10_000
+    let smallFleetModel = smallFleet
+    Benchmark(
+        "Fleet fleet-model 10k devices 7d thompson",
+        configuration: .init(maxDuration: .seconds(20), maxIterations: 5)
+    ) { benchmark in
+        runReplicates(of: smallFleetModel, benchmark)
+    }
+
+    // Six client policies, three replicates each, 3,000 devices for 6 hours with a 1-hour outage:
+    // the event path (queue, batching, backoff, server capacity) under load. Offered events
+    // count every retry, so they are many times the events created (the policies without backoff
+    // resend full batches through the outage and the overload after it); both are recorded.
+    let loadTest = Scenario.builtInLoadTest
+    Benchmark(
+        "LoadTest thundering-herd built-in 6 policies x 3 replicates",
+        configuration: .init(
+            metrics: [
+                .wallClock, .cpuTotal, .peakMemoryResident,
+                FleetMetric.eventsCreated, FleetMetric.offeredEvents, FleetMetric.offeredEventsPerSecond,
+            ],
+            maxDuration: .seconds(40),
+            maxIterations: 3
+        )
+    ) { benchmark in
+        var results: [LoadTest.Result] = []
+        let seconds = measuredSeconds(benchmark) {
+            results = LoadTest(scenario: loadTest).run(jobs: 1)
+        }
+        let runs = results.flatMap(\.simulation.runs)
+        let offered = runs.reduce(0) { $0 + $1.metrics.offeredEvents }
+        benchmark.measurement(FleetMetric.eventsCreated, runs.reduce(0) { $0 + $1.metrics.eventsCreated })
+        benchmark.measurement(FleetMetric.offeredEvents, offered)
+        benchmark.measurement(FleetMetric.offeredEventsPerSecond, Int((Double(offered) / seconds).rounded()))
+    }
+}
+
+/// The custom metrics: simulated work per iteration, and that work per second of wall clock.
+///
+/// The per-second figures are measured around the same span as `wallClock` and are not scaled,
+/// since each iteration is a whole simulation whose size is known only once it has run.
+enum FleetMetric {
+    static let sessions = BenchmarkMetric.custom("sessions", polarity: .prefersLarger, useScalingFactor: false)
+    static let sessionsPerSecond = BenchmarkMetric.custom("sessions/s", polarity: .prefersLarger, useScalingFactor: false)
+    /// Events the devices created: the load itself, counted once however often it is sent.
+    static let eventsCreated = BenchmarkMetric.custom("events created", polarity: .prefersLarger, useScalingFactor: false)
+    /// Events sent to the server, retries included.
+    static let offeredEvents = BenchmarkMetric.custom("offered events", polarity: .prefersLarger, useScalingFactor: false)
+    static let offeredEventsPerSecond = BenchmarkMetric.custom("offered events/s", polarity: .prefersLarger, useScalingFactor: false)
+
+    /// Counts in full (offered events, in the hundreds of millions, in thousands) and rates in
+    /// thousands, so the tables keep their significant digits.
+    /// (Computed: `BenchmarkUnits` is not `Sendable`, so it cannot be a stored static.)
+    static var units: [BenchmarkMetric: BenchmarkUnits] {
+        [
+            sessions: .count, eventsCreated: .count, offeredEvents: .kilo,
+            sessionsPerSecond: .kilo, offeredEventsPerSecond: .kilo,
+        ]
+    }
+}
+
+enum FleetWorkload {
+    /// `Scenarios/fleet-model.yaml`, read from the repository so the benchmark always runs the
+    /// scenario the file describes.
+    static var fleetModel: Scenario {
+        let url = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent()  // FleetBenchmarks
+            .deletingLastPathComponent()  // Benchmarks
+            .deletingLastPathComponent()  // the repository
+            .appendingPathComponent("Scenarios/fleet-model.yaml")
+        do {
+            return try Scenario(contentsOf: url)
+        } catch {
+            fatalError("cannot read the fleet model at \(url.path): \(error)")
+        }
+    }
+}
+
+/// Runs every replicate of `scenario` once, recording sessions and sessions per wall second.
+func runReplicates(of scenario: Scenario, _ benchmark: Benchmark) {
+    var runs: [FleetSimulation.Run] = []
+    let seconds = measuredSeconds(benchmark) {
+        runs = FleetSimulation(scenario: scenario).run(jobs: 1)
+    }
+    let sessions = runs.reduce(0) { $0 + $1.metrics.sessions }
+    benchmark.measurement(FleetMetric.sessions, sessions)
+    benchmark.measurement(FleetMetric.sessionsPerSecond, Int((Double(sessions) / seconds).rounded()))
+}
+
+/// Runs `body` between the benchmark's start and stop of measurement, returning its wall-clock
+/// seconds as measured by the same kind of clock.
+func measuredSeconds(_ benchmark: Benchmark, _ body: () -> Void) -> Double {
+    let clock = ContinuousClock()
+    benchmark.startMeasurement()
+    let start = clock.now
+    body()
+    let elapsed = start.duration(to: clock.now)
+    benchmark.stopMeasurement()
+    let (seconds, attoseconds) = elapsed.components
+    return Double(seconds) + Double(attoseconds) * 1e-18
+}
