@@ -14,28 +14,16 @@ struct LoadTestCommand: ParsableCommand {
     var scenario: String?
 
     @OptionGroup var overrides: ScenarioOverrides
-
-    @Option(name: .long, help: "Replicates run in parallel (results are identical for any value).")
-    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
-
-    @Option(name: .shortAndLong, help: "Output folder (default: aviary-out/<scenario name>).")
-    var output: String?
-
-    @Flag(name: .long, help: "No progress bar on stderr.")
-    var quiet = false
-
-    func validate() throws {
-        guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
-    }
+    @OptionGroup var options: RunOptions
 
     func run() throws {
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
-        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base[0].sweepParent ?? base[0].name)", isDirectory: true)
+        let folder = options.folder(default: base[0].sweepParent ?? base[0].name)
         var results: [LoadTest.Result] = []
         for scenario in base {
             let scenario = try overrides.apply(to: scenario)
-            let progress = ProgressBar(enabled: !quiet && isatty(2) == 1, label: scenario.name, devices: scenario.population.devices)
-            results += LoadTest(scenario: scenario).run(jobs: jobs) { _, p in progress.update(p) }
+            let progress = options.progressBar(for: scenario)
+            results += LoadTest(scenario: scenario).run(jobs: options.jobs) { _, p in progress.update(p) }
             progress.finish()
         }
         print(render(results))

@@ -15,7 +15,34 @@ struct RunCommand: ParsableCommand {
     var scenario: String?
 
     @OptionGroup var overrides: ScenarioOverrides
+    @OptionGroup var options: RunOptions
 
+    func run() throws {
+        let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
+        let name = scenarios[0].sweepParent ?? scenarios[0].name
+        let folder = options.folder(default: name)
+        var results: [FleetSimulation.Result] = []
+        for scenario in scenarios {
+            let progress = options.progressBar(for: scenario)
+            let start = Date()
+            let runs = FleetSimulation(scenario: scenario).run(jobs: options.jobs) { progress.update($0) }
+            progress.finish()
+            results.append(FleetSimulation.Result(scenario: scenario, runs: runs))
+            print(SummaryTable.render(scenario: scenario, runs: runs, wallSeconds: Date().timeIntervalSince(start)))
+            print("")
+        }
+        let files: [URL]
+        do {
+            files = try FleetReport.write(results, to: folder)
+        } catch {
+            throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
+        }
+        for file in files { print("Wrote \(file.path)") }
+    }
+}
+
+/// How a simulation runs and where it writes, shared by `run` and `loadtest`.
+struct RunOptions: ParsableArguments {
     @Option(name: .long, help: "Replicates run in parallel (results are identical for any value).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
@@ -29,27 +56,12 @@ struct RunCommand: ParsableCommand {
         guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
     }
 
-    func run() throws {
-        let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
-        let name = scenarios[0].sweepParent ?? scenarios[0].name
-        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(name)", isDirectory: true)
-        var results: [FleetSimulation.Result] = []
-        for scenario in scenarios {
-            let progress = ProgressBar(enabled: !quiet && isatty(2) == 1, label: scenario.name, devices: scenario.population.devices)
-            let start = Date()
-            let runs = FleetSimulation(scenario: scenario).run(jobs: jobs) { progress.update($0) }
-            progress.finish()
-            results.append(FleetSimulation.Result(scenario: scenario, runs: runs))
-            print(SummaryTable.render(scenario: scenario, runs: runs, wallSeconds: Date().timeIntervalSince(start)))
-            print("")
-        }
-        let files: [URL]
-        do {
-            files = try FleetReport.write(results, to: folder)
-        } catch {
-            throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
-        }
-        for file in files { print("Wrote \(file.path)") }
+    func folder(default name: String) -> URL {
+        URL(fileURLWithPath: output ?? "aviary-out/\(name)", isDirectory: true)
+    }
+
+    func progressBar(for scenario: Scenario) -> ProgressBar {
+        ProgressBar(enabled: !quiet && isatty(2) == 1, label: scenario.name, devices: scenario.population.devices)
     }
 }
 

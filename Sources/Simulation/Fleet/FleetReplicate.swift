@@ -284,11 +284,7 @@ struct FleetReplicate<A: Allocator> {
             metrics.conductricsLost += 1
             return 0
         }
-        var network = devices[d].network
-        let requestLost = network.nextUniform() < scenario.network.loss
-        let responseLost = network.nextUniform() < scenario.network.loss
-        let latency = scenario.network.latency.sample(using: &network)
-        devices[d].network = network
+        let (requestLost, responseLost, latency) = roundTrip(d)
         if requestLost {
             // The server never hears of this view; the device falls back after its timeout.
             metrics.defaultViews += 1
@@ -386,11 +382,7 @@ struct FleetReplicate<A: Allocator> {
             }
             return
         }
-        var network = devices[d].network
-        let requestLost = network.nextUniform() < scenario.network.loss
-        let responseLost = network.nextUniform() < scenario.network.loss
-        let latency = scenario.network.latency.sample(using: &network)
-        devices[d].network = network
+        let (requestLost, responseLost, latency) = roundTrip(d)
         if requestLost {
             metrics.timeouts += 1
             return
@@ -480,6 +472,17 @@ struct FleetReplicate<A: Allocator> {
             if links[d].online { count += 1 }
         }
         return Double(count) / Double(devices.count)
+    }
+
+    /// The fate of one request on the device's network stream: whether the request or its answer
+    /// is lost, and the round-trip latency.
+    mutating func roundTrip(_ d: Int) -> (requestLost: Bool, responseLost: Bool, latency: Double) {
+        var network = devices[d].network
+        let requestLost = network.nextUniform() < scenario.network.loss
+        let responseLost = network.nextUniform() < scenario.network.loss
+        let latency = scenario.network.latency.sample(using: &network)
+        devices[d].network = network
+        return (requestLost, responseLost, latency)
     }
 
     func reachable(_ d: Int, at now: Double) -> Bool {
