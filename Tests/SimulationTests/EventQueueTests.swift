@@ -3,9 +3,10 @@ import Testing
 @testable import Simulation
 
 struct EventQueueTests {
-    @Test func popsInTimeThenInsertionOrderAgainstASortedReference() {
+    @Test func popsInTimeThenPayloadOrderAgainstASortedReference() {
         // 5,000 events on only 40 distinct times, so most times are shared by many events, mixed
-        // with pops part-way so the heap is exercised while it shrinks and grows.
+        // with pops part-way so the heap is exercised while it shrinks and grows. Payloads are
+        // scheduled in increasing order, so (time, payload) order is also (time, insertion).
         var generator = StreamSeed(2026).derive("event-queue").makeGenerator()
         var queue = EventQueue<Int>()
         var reference: [(time: Double, order: Int)] = []
@@ -33,9 +34,9 @@ struct EventQueueTests {
         #expect(queue.isEmpty)
     }
 
-    @Test func equalTimesPopInInsertionOrder() {
+    @Test func equalTimesPopInPayloadOrderWhateverTheInsertionOrder() {
         var queue = EventQueue<String>()
-        for name in ["a", "b", "c", "d", "e", "f", "g"] { queue.schedule(name, at: 5) }
+        for name in ["d", "a", "g", "c", "f", "b", "e"] { queue.schedule(name, at: 5) }
         queue.schedule("early", at: 1)
         var names: [String] = []
         while let entry = queue.pop() { names.append(entry.payload) }

@@ -40,15 +40,31 @@ struct FleetReplicate<A: Allocator> {
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
 
-    /// What happens at a point in virtual time.
-    struct Occurrence {
+    /// What happens at a point in virtual time, packed into 64 bits (kind, device, detail) so an
+    /// entry of the event queue is 16 bytes and equal times order by these bits.
+    struct Occurrence: Comparable {
         enum Kind: UInt8 {
             case session, views, conversion, wake, response, connectivity, serverTick, sample
         }
-        var kind: Kind
-        var device: Int32
-        /// A response slot, or an experiment index and variant for a delayed conversion.
-        var detail: Int32
+
+        let raw: UInt64
+
+        /// - Parameters:
+        ///   - device: Below 2²⁸, or −1 for fleet-wide occurrences.
+        ///   - detail: A response slot, or an experiment index and variant for a delayed conversion.
+        @inline(__always)
+        init(kind: Kind, device: Int32, detail: Int32) {
+            raw = UInt64(kind.rawValue) << 60 | (UInt64(UInt32(bitPattern: device)) & 0x0FFF_FFFF) << 32 | UInt64(UInt32(bitPattern: detail))
+        }
+
+        var kind: Kind { Kind(rawValue: UInt8(raw >> 60))! }
+        var device: Int32 {
+            let bits = Int32((raw >> 32) & 0x0FFF_FFFF)
+            return bits == 0x0FFF_FFFF ? -1 : bits
+        }
+        var detail: Int32 { Int32(bitPattern: UInt32(truncatingIfNeeded: raw)) }
+
+        static func < (a: Occurrence, b: Occurrence) -> Bool { a.raw < b.raw }
     }
 
     struct Device {
@@ -94,6 +110,7 @@ struct FleetReplicate<A: Allocator> {
     mutating func run() -> FleetMetrics {
         let population = scenario.population
         let network = scenario.network
+        precondition(population.devices < 0x0FFF_FFFF, "at most 268,435,454 devices per replicate")
         devices.reserveCapacity(population.devices)
         links.reserveCapacity(population.devices)
         peakDepth = Array(repeating: 0, count: population.devices)
