@@ -478,17 +478,23 @@ struct FleetReplicate<A: Allocator> {
         return max(0, serverFreeAt - now) * capacity.eventsPerSecond
     }
 
-    /// The fraction of devices online at `now`.
+    /// The fraction of devices online at `now`: exact up to 20,000 devices, above that measured
+    /// on every k-th device (20,000 of them, a standard error below 0.4 points), because scanning
+    /// a million timelines every step would cost more than the sessions themselves.
     ///
-    /// - Complexity: O(devices).
+    /// - Complexity: O(min(devices, 20,000)).
     mutating func onlineFraction(at now: Double) -> Double {
-        guard scenario.network.meanOnline != nil, !devices.isEmpty else { return 1 }
-        var count = 0
-        for d in links.indices {
+        guard scenario.network.meanOnline != nil, !links.isEmpty else { return 1 }
+        let stride = max(1, links.count / 20_000)
+        var count = 0, measured = 0
+        var d = 0
+        while d < links.count {
             advanceTimeline(d, to: now)
             if links[d].online { count += 1 }
+            measured += 1
+            d += stride
         }
-        return Double(count) / Double(devices.count)
+        return Double(count) / Double(measured)
     }
 
     /// The fate of one request on the device's network stream: whether the request or its answer
