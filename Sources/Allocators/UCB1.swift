@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// UCB1 (Auer, Cesa-Bianchi and Fischer, 2002): shows each variant once, then the one with the
 /// highest upper confidence bound, mean + √(2 ln n / nᵢ).
 ///
@@ -47,9 +53,3 @@ public struct UCB1: Allocator {
         .pinned(choose(), of: variantCount, version: version, issuedAt: issuedAt)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

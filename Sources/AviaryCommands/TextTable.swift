@@ -1,3 +1,5 @@
+import Foundation
+
 /// A plain-text table for the terminal: columns padded to their widest cell, numbers right-aligned.
 struct TextTable {
     var header: [String]
@@ -32,5 +34,3 @@ struct TextTable {
 func fixed(_ x: Double, _ places: Int) -> String {
     String(format: "%.\(places)f", x)
 }
-
-import Foundation

@@ -1,3 +1,5 @@
+import Foundation
+
 import Allocators
 import ClientEngine
 import Dispatch
@@ -182,5 +184,3 @@ final class ProgressTracker: @unchecked Sendable {
         update(task: task, time: horizon, sessions: sessions[task])
     }
 }
-
-import Foundation

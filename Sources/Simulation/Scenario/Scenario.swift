@@ -1,3 +1,6 @@
+import Foundation
+import Randomness
+
 import Allocators
 
 /// Everything one simulated study needs: who the devices are, what they see, which allocators
@@ -227,6 +230,3 @@ public enum Distribution: Sendable, Hashable {
         }
     }
 }
-
-import Foundation
-import Randomness

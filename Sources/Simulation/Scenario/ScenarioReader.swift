@@ -1,3 +1,5 @@
+import Foundation
+
 import Yams
 
 /// Walks a composed YAML (or JSON) document with a key path, so every error names the file, the
@@ -179,5 +181,3 @@ func editDistance(_ a: String, _ b: String) -> Int {
     }
     return previous[b.count]
 }
-
-import Foundation
