@@ -1,8 +1,7 @@
-import Foundation
-
 import Allocators
 import ClientEngine
 import Dispatch
+import Foundation
 import Randomness
 
 /// Runs a scenario: every allocator on every replicate, each a fleet of devices in virtual time.

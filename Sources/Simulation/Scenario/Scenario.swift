@@ -1,7 +1,6 @@
+import Allocators
 import Foundation
 import Randomness
-
-import Allocators
 
 /// Everything one simulated study needs: who the devices are, what they see, which allocators
 /// compete, what the network does, and how long it runs.

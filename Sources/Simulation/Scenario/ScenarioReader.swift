@@ -1,5 +1,4 @@
 import Foundation
-
 import Yams
 
 /// Walks a composed YAML (or JSON) document with a key path, so every error names the file, the
