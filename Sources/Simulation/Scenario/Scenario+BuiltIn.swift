@@ -48,15 +48,15 @@ server:
 
     /// The text of the built-in load test, identical to `Scenarios/loadtest-thundering-herd.yaml`.
     public static let builtInLoadTestText = """
-# The built-in load test (`aviary loadtest` with no file): the server is down for an hour
+# The built-in load test (`aviary loadtest` with no file): the server is down for two hours
 # (requests hang until the client's 20 s timeout), then 3,000 devices with full queues come
 # back at once. Six client policies side by side on
 # the same fleet and the same outage: who hammers the server, who drains fastest, who drops.
 name: loadtest-thundering-herd
-description: A 1-hour outage, then 3,000 devices reconnect at once; six retry/batching policies compared
+description: A 2-hour outage, then 3,000 devices reconnect at once; six retry/batching policies compared
 seed: 21
 replicates: 3
-horizon: 6h
+horizon: 8h
 timestep: 5m
 population:
   devices: 3000
@@ -75,7 +75,7 @@ client:
 network:
   latency: {distribution: lognormal, median: 250ms, sigma: 0.3}
   outages:
-    - {start: 2h, end: 3h, mode: timeout}
+    - {start: 2h, end: 4h, mode: timeout}
 server:
   update: {every: 1h}
   capacity: {events_per_second: 40, max_concurrent: 50, max_backlog: 5s, reject_status: 429, retry_after: true}
