@@ -220,8 +220,7 @@ extension Scenario {
             let spec: AllocatorSpec
             var label: String?
             do {
-                if a.isMapping {
-                    guard case .mapping(let mapping) = a.node else { fatalError("unreachable: checked isMapping") }
+                if case .mapping(let mapping) = a.node {
                     let name = try a.required("name", "an allocator name").text
                     label = try a.optional("label")?.text
                     var parameters: [String: AllocatorSpec.Value] = [:]
