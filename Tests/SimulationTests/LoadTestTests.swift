@@ -144,3 +144,35 @@ struct ScenarioEdgeTests {
     }
 }
 
+
+struct NonStationaryTruthTests {
+    // Rates [0.1, 0] until day 1, then [0, 0.1]: before the change only views of variant 1 are
+    // regretted (0.1 each), after it only views of variant 0.
+    @Test func regretFollowsTheBestVariantAcrossARateChange() throws {
+        let scenario = try Tiny.scenario([
+            "horizon": "horizon: 2d",
+            "timestep": "timestep: 1d",
+            "experiments": """
+            experiments:
+              - id: banner
+                sticky: false
+                variants:
+                  - {id: spring, rate: 0.1}
+                  - {id: summer, rate: 0.0}
+                rate_changes:
+                  - {at: 1d, rates: [0.0, 0.1]}
+            """,
+        ])
+        for run in Tiny.run(scenario) {
+            let samples = run.metrics.samples
+            let day1 = try #require(samples.first { $0.time == 86_400 })
+            let day2 = try #require(samples.last)
+            #expect(abs(day1.regret[0][0]) < 1e-9)
+            #expect(abs(day1.regret[0][1] - 0.1 * Double(day1.views[0][1])) < 1e-6)
+            let laterViewsOfSpring = day2.views[0][0] - day1.views[0][0]
+            #expect(abs(day2.regret[0][0] - 0.1 * Double(laterViewsOfSpring)) < 1e-6)
+            #expect(abs(day2.regret[0][1] - day1.regret[0][1]) < 1e-9)
+            #expect(laterViewsOfSpring > 0 && day1.views[0][1] > 0)
+        }
+    }
+}

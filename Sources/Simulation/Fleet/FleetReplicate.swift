@@ -34,6 +34,9 @@ struct FleetReplicate<A: Allocator> {
     var serverFreeAt = 0.0
     var completions: [Double] = []
     var completionsHead = 0
+    /// The true rates in force, and when they next change.
+    var rates: [[Double]] = []
+    var nextRateChange = -Double.infinity
     /// Each device's largest queue depth so far.
     var peakDepth: [UInt32] = []
 
@@ -246,10 +249,20 @@ struct FleetReplicate<A: Allocator> {
     }
 
     /// The session's views, conversions and (if the app crashes) the restart.
+    /// The true rates of every experiment, as of the last rate change; events come in time
+    /// order, so this only moves forward.
+    mutating func currentRates(at now: Double) -> [[Double]] {
+        if now >= nextRateChange {
+            rates = scenario.experiments.map { $0.rates(at: now) }
+            nextRateChange = scenario.experiments.flatMap { $0.rateChanges.map(\.at) }.filter { $0 > now }.min() ?? .infinity
+        }
+        return rates
+    }
+
     mutating func views(_ d: Int, crashes: Bool, at now: Double) {
-        for e in scenario.experiments.indices {
-            let experiment = scenario.experiments[e]
-            let rates = experiment.rates(at: now)
+        let allRates = currentRates(at: now)
+        for e in allRates.indices {
+            let rates = allRates[e]
             // Potential outcomes: one uniform per variant, drawn whatever is shown.
             var outcomes = devices[d].outcomes
             var converts: UInt64 = 0
