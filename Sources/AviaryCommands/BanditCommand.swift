@@ -15,19 +15,6 @@ struct BanditCommand: ParsableCommand {
         """
     )
 
-    @OptionGroup var options: BanditOptions
-
-    func validate() throws {
-        try options.validate()
-    }
-
-    func run() throws {
-        try options.makeCommand().run()
-    }
-}
-
-/// The flags of a bandit comparison, shared by `bandit` and `run`.
-struct BanditOptions: ParsableArguments {
     @Option(name: .long, parsing: .upToNextOption, help: "True conversion rates, one per variant.")
     var rates: [Double] = BanditComparison.builtIn.rates
 
@@ -55,19 +42,15 @@ struct BanditOptions: ParsableArguments {
         guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
     }
 
-    func makeCommand() -> BanditRun { BanditRun(options: self) }
-}
-
-struct BanditRun {
-    let options: BanditOptions
-
     func run() throws {
-        let (rates, views, replicates, seed, allocators, jobs, output) = (options.rates, options.views, options.replicates, options.seed, options.allocators, options.jobs, options.output)
         let specs: [AllocatorSpec]
         do {
             specs = allocators.isEmpty ? BanditComparison.builtIn.allocators : try allocators.map { text throws(AllocatorError) in try AllocatorSpec(parsing: text) }
         } catch {
             throw CommandFailure("--allocator: \(error.message)")
+        }
+        if let repeated = specs.map(\.description).firstRepeated {
+            throw CommandFailure("--allocator: '\(repeated)' is given twice")
         }
         let comparison = BanditComparison(rates: rates, views: views, replicates: replicates, seed: seed, allocators: specs)
         let outcomes: [BanditComparison.Outcome]
@@ -89,7 +72,7 @@ struct BanditRun {
         var table = TextTable(["allocator", "expected regret (95% CI)", "vs \(specs[0].description)", "conversion rate", "best share", "assignments/s"])
         let grouped = Dictionary(grouping: outcomes, by: \.allocator)
         let baseline = grouped[specs[0].description]!.sorted { $0.replicate < $1.replicate }
-        for spec in specs.map(\.description).uniquedForDisplay() {
+        for spec in specs.map(\.description) {
             let runs = grouped[spec]!.sorted { $0.replicate < $1.replicate }
             let regret = MeanInterval(runs.map(\.expectedRegret))
             let difference = MeanInterval(zip(runs, baseline).map { $0.expectedRegret - $1.expectedRegret })
@@ -110,8 +93,9 @@ struct BanditRun {
 }
 
 extension Array where Element == String {
-    func uniquedForDisplay() -> [String] {
+    /// The first element that appears earlier in the array too, if any.
+    var firstRepeated: String? {
         var seen = Set<String>()
-        return filter { seen.insert($0).inserted }
+        return first { !seen.insert($0).inserted }
     }
 }

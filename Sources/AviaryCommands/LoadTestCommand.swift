@@ -45,7 +45,7 @@ struct LoadTestCommand: ParsableCommand {
             let peak = runs.map { LoadTestReport.stepRates($0.metrics.samples).map(\.accepted).max() ?? 0 }.reduce(0, +) / n
             let drains = runs.compactMap { LoadTestReport.timeToDrain(scenario, $0.metrics.samples) }
             let drain = drains.count == runs.count && !drains.isEmpty ? fixed(drains.reduce(0, +) / Double(drains.count), 0) : (scenario.network.outages.isEmpty && scenario.network.partitions.isEmpty ? "-" : "never")
-            let latencies = [50.0, 99, 100].map { p in mean { m in m.queueLatency.totalCount == 0 ? 0 : Double(p == 100 ? m.queueLatency.max : m.queueLatency.valueAtPercentile(p)) / 1000 } }
+            let latencies = [50.0, 99, 100].map { p in mean { m in let x = m.queueLatencySeconds(percentile: p); return x.isNaN ? 0 : x } }
             let balanced = runs.allSatisfy { $0.metrics.eventsCreated == $0.metrics.eventsAcked + $0.metrics.eventsPending + $0.metrics.eventsDropped }
             table.append([
                 result.policy, "\(fixed(mean { Double($0.acceptedEvents) } / scenario.horizon, 1)) (\(fixed(peak, 0)))",

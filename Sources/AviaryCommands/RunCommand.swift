@@ -107,9 +107,7 @@ struct ScenarioOverrides: ParsableArguments {
                 let spec: AllocatorSpec
                 do {
                     spec = try AllocatorSpec(parsing: text)
-                    for experiment in scenario.experiments {
-                        _ = try spec.makeAllocator(variantCount: experiment.rates.count, seed: .init(0))
-                    }
+                    try Scenario.check(spec, fits: scenario.experiments)
                 } catch let error as AllocatorError {
                     throw CommandFailure("--allocator: \(error.message)")
                 }

@@ -14,7 +14,7 @@ enum SummaryTable {
             let regret = MeanInterval(runs.map(\.metrics.expectedRegret))
             let difference = MeanInterval(zip(runs, baseline).map { $0.metrics.expectedRegret - $1.metrics.expectedRegret })
             let share = MeanInterval(runs.map { Double($0.metrics.bestViews) / Double(max(1, $0.metrics.totalViews)) })
-            let p95 = runs.map { $0.metrics.queueLatency.totalCount == 0 ? 0 : Double($0.metrics.queueLatency.valueAtPercentile(95)) / 1000 }
+            let p95 = runs.map { $0.metrics.queueLatencySeconds(percentile: 95) }.map { $0.isNaN ? 0 : $0 }
             table.append([
                 label, fixed(rate.mean * 100, 3) + " %",
                 "\(fixed(regret.mean, 1)) ± \(fixed(regret.halfWidth, 1))",

@@ -89,10 +89,15 @@ public struct FleetMetrics: Sendable {
     /// Conversions the best variant would have produced on the same potential outcomes, minus those observed.
     public var realizedRegret: Double { Double(bestConversions - conversions) }
 
+    /// Queue latency in seconds at `percentile` (100 for the maximum), or NaN when no event
+    /// reached the server.
+    public func queueLatencySeconds(percentile: Double) -> Double {
+        guard queueLatency.totalCount > 0 else { return .nan }
+        return Double(percentile >= 100 ? queueLatency.max : queueLatency.valueAtPercentile(percentile)) / 1000
+    }
+
     @inline(__always)
-    mutating func view(experiment e: Int, variant: Int, rates: [Double], convertsMask: UInt64, converted: Bool) {
-        var best = 0
-        for v in 1..<rates.count where rates[v] > rates[best] { best = v }
+    mutating func view(experiment e: Int, variant: Int, best: Int, rates: [Double], convertsMask: UInt64, converted: Bool) {
         views[e][variant] += 1
         regretByVariant[e][variant] += rates[best] - rates[variant]
         if converted { conversionsByVariant[e][variant] += 1 }

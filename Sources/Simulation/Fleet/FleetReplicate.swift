@@ -36,6 +36,8 @@ struct FleetReplicate<A: Allocator> {
     var completionsHead = 0
     /// The true rates in force, and when they next change.
     var rates: [[Double]] = []
+    /// The best variant of each experiment under `rates` (ties to the lowest index).
+    var bestVariants: [Int] = []
     var nextRateChange = -Double.infinity
     /// Each device's largest queue depth so far.
     var peakDepth: [UInt32] = []
@@ -254,6 +256,7 @@ struct FleetReplicate<A: Allocator> {
     mutating func currentRates(at now: Double) -> [[Double]] {
         if now >= nextRateChange {
             rates = scenario.experiments.map { $0.rates(at: now) }
+            bestVariants = rates.map { r in r.indices.max { r[$0] < r[$1] || (r[$0] == r[$1] && $0 > $1) }! }
             nextRateChange = scenario.experiments.flatMap { $0.rateChanges.map(\.at) }.filter { $0 > now }.min() ?? .infinity
         }
         return rates
@@ -272,7 +275,7 @@ struct FleetReplicate<A: Allocator> {
 
             let variant = scenario.client.style == .myna ? mynaView(d, experiment: e, at: now) : conductricsView(d, experiment: e, at: now)
             let converted = converts & (1 << UInt64(variant)) != 0
-            metrics.view(experiment: e, variant: variant, rates: rates, convertsMask: converts, converted: converted)
+            metrics.view(experiment: e, variant: variant, best: bestVariants[e], rates: rates, convertsMask: converts, converted: converted)
             if converted {
                 if delay <= 0 {
                     convert(d, experiment: e, variant: variant, at: now)

@@ -179,7 +179,10 @@ final class ProgressTracker: @unchecked Sendable {
     }
 
     func finish(task: Int) {
-        lock.withLock { done += 1 }
-        update(task: task, time: horizon, sessions: sessions[task])
+        let count = lock.withLock {
+            done += 1
+            return sessions[task]
+        }
+        update(task: task, time: horizon, sessions: count)
     }
 }

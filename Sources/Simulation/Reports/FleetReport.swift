@@ -27,8 +27,8 @@ public enum FleetReport {
                 .integer(m.defaultViews), .integer(m.conversionsRecorded),
                 .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .integer(m.duplicatesIgnored),
                 .integer(m.requests), .integer(m.timeouts), .integer(m.crashes),
-                .decimal(latency(m, 50), places: 3), .decimal(latency(m, 95), places: 3), .decimal(latency(m, 99), places: 3),
-                .decimal(m.queueLatency.totalCount == 0 ? .nan : Double(m.queueLatency.max) / 1000, places: 3),
+                .decimal(m.queueLatencySeconds(percentile: 50), places: 3), .decimal(m.queueLatencySeconds(percentile: 95), places: 3), .decimal(m.queueLatencySeconds(percentile: 99), places: 3),
+                .decimal(m.queueLatencySeconds(percentile: 100), places: 3),
                 .decimal(run.wallSeconds > 0 ? Double(views) / run.wallSeconds : .nan, places: 0), .decimal(run.wallSeconds, places: 3),
             ])
         }
@@ -52,9 +52,6 @@ public enum FleetReport {
         timeseries([FleetSimulation.Result(scenario: scenario, runs: runs)])
     }
 
-    static func latency(_ m: FleetMetrics, _ percentile: Double) -> Double {
-        m.queueLatency.totalCount == 0 ? .nan : Double(m.queueLatency.valueAtPercentile(percentile)) / 1000
-    }
 
     /// One row per scenario × allocator × replicate × sample time × experiment × variant.
     public static func timeseries(_ results: [FleetSimulation.Result]) -> CSVTable {
@@ -113,7 +110,7 @@ public enum FleetReport {
             return .init(allocator: run.allocator, replicate: run.replicate, values: [
                 views == 0 ? .nan : Double(m.conversions) / views, m.expectedRegret, m.realizedRegret,
                 views == 0 ? .nan : Double(m.bestViews) / views, Double(m.defaultViews),
-                Double(m.eventsDropped), Double(m.eventsPending), latency(m, 50), latency(m, 95),
+                Double(m.eventsDropped), Double(m.eventsPending), m.queueLatencySeconds(percentile: 50), m.queueLatencySeconds(percentile: 95),
             ])
         })
     }

@@ -1,5 +1,6 @@
 import Allocators
 import Foundation
+import Randomness
 import Yams
 
 extension Scenario {
@@ -240,9 +241,7 @@ extension Scenario {
                 } else {
                     spec = try AllocatorSpec(parsing: try a.text)
                 }
-                for experiment in experiments {
-                    _ = try spec.makeAllocator(variantCount: experiment.rates.count, seed: .init(0))
-                }
+                try check(spec, fits: experiments)
             } catch let error as AllocatorError {
                 throw a.error(error.message)
             } catch let error as ScenarioError {
@@ -261,6 +260,16 @@ extension Scenario {
         honourRetryAfter: true, queueCapacity: 1000, overflowDropsOldest: true, dataTTL: 3600, requestTimeout: 30,
         decisionTimeout: 5, firstViewWait: 2, backgroundSync: true, persistEvery: 1
     )
+
+    /// Checks that `spec` can serve every experiment: a split or a floor must fit each one's
+    /// number of variants.
+    ///
+    /// - Throws: ``AllocatorError`` naming the value that does not fit.
+    public static func check(_ spec: AllocatorSpec, fits experiments: [Experiment]) throws(AllocatorError) {
+        for experiment in experiments {
+            _ = try spec.makeAllocator(variantCount: experiment.rates.count, seed: StreamSeed(0))
+        }
+    }
 
     private static func client(_ r: ScenarioReader?, base: Client = defaultClient, extraKeys: [String] = []) throws(ScenarioError) -> Client {
         var client = base
