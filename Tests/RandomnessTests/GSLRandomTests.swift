@@ -1,4 +1,4 @@
-import Randomness
+@testable import Randomness
 import Testing
 
 struct GSLRandomTests {
@@ -95,6 +95,33 @@ struct GSLRandomTests {
         #expect(abs(integral - BetaDistribution.cdf(0.4, a: 3, b: 5)) < 1e-9)
         // B(2, 3) = 1!·2!/4! = 1/12.
         #expect(abs(BetaDistribution.logBetaFunction(2, 3) - log(1.0 / 12)) < 1e-12)
+    }
+
+    /// The closed form (whole α, summed by a recurrence) against Simpson's rule on the same
+    /// posteriors, from flat to sharp, balanced to lopsided; tolerance 1e-7 absolute, well above
+    /// both methods' error at these sizes and well below any weight a device would notice.
+    @Test(arguments: [
+        (1.0, 1.0, 1.0, 1.0), (3.0, 5.0, 4.0, 2.0), (11.0, 91.0, 16.0, 86.0),
+        (251.0, 4_751.0, 301.0, 4_701.0), (6_001.0, 94_001.0, 5_001.0, 95_001.0),
+        (2.0, 900.0, 60.0, 400.0), (45_000.0, 700_000.0, 42_000.0, 760_000.0),
+    ])
+    func closedFormProbabilityGreaterMatchesTheIntegral(aX: Double, bX: Double, aY: Double, bY: Double) {
+        let closed = BetaDistribution.closedFormProbabilityGreater(aX: aX, bX: bX, aY: aY, bY: bY)
+        let integrated = BetaDistribution.integratedProbabilityGreater(aX: aX, bX: bX, aY: aY, bY: bY, intervals: 20_000)
+        #expect(abs(closed - integrated) < 1e-7, "closed form \(closed) vs integral \(integrated)")
+        // Either variable may carry the sum: P(X > Y) + P(Y > X) = 1.
+        let reverse = BetaDistribution.closedFormProbabilityGreater(aX: aY, bX: bY, aY: aX, bY: bX)
+        #expect(abs(closed + reverse - 1) < 1e-9)
+    }
+
+    @Test func probabilityGreaterIntegratesWhenNeitherAlphaIsWhole() {
+        // Beta(2.5, 7.5) against Beta(3.5, 6.5): the integral's answer, and between the closed
+        // forms of the whole-α neighbours on either side (P(X > Y) rises with aX).
+        let p = BetaDistribution.probabilityGreater(aX: 2.5, bX: 7.5, aY: 3.5, bY: 6.5)
+        #expect(p == BetaDistribution.integratedProbabilityGreater(aX: 2.5, bX: 7.5, aY: 3.5, bY: 6.5))
+        let below = BetaDistribution.probabilityGreater(aX: 2, bX: 7.5, aY: 3.5, bY: 6.5)
+        let above = BetaDistribution.probabilityGreater(aX: 3, bX: 7.5, aY: 3.5, bY: 6.5)
+        #expect(below < p && p < above)
     }
 }
 
