@@ -159,7 +159,7 @@ extension ClientEngine {
 
     /// Adopts fresh data, carrying over assignments whose experiment and variant still exist.
     mutating func install(_ fresh: ExperimentData, at now: Double) {
-        if let old = _data, old !== fresh, !assignments.isEmpty {
+        if let old = _data, old !== fresh, !assignments.isEmpty, !fresh.hasSameLayout(as: old) {
             var carried = [UInt32](repeating: 0, count: fresh.count)
             for (oldIndex, state) in assignments.enumerated() where state != 0 {
                 let experiment = old.experiments[oldIndex]

@@ -99,6 +99,18 @@ public final class ExperimentData: Sendable {
     public func experiment(_ experimentID: String) -> ExperimentDefinition? {
         indexByID[experimentID].map { experiments[$0] }
     }
+
+    /// Whether `other` has the same experiments and variants at the same indices, so that
+    /// indices into one mean the same in the other. A server republishing new weights keeps its
+    /// layout; strings shared between the two compare by identity, so this is cheap.
+    func hasSameLayout(as other: ExperimentData) -> Bool {
+        guard experiments.count == other.experiments.count else { return false }
+        for (mine, theirs) in zip(experiments, other.experiments) {
+            guard mine.id == theirs.id, mine.variants.count == theirs.variants.count else { return false }
+            for (a, b) in zip(mine.variants, theirs.variants) where a.id != b.id { return false }
+        }
+        return true
+    }
 }
 
 /// One experiment: its variants, metadata and the weights devices draw from.
