@@ -55,4 +55,61 @@ struct EventQueueTests {
         #expect(queue.nextTime == 3.5)
         #expect(queue.count == 1)
     }
+
+    /// A kernel's life in windowed order: each popped event schedules 0–2 more for its own group
+    /// (never earlier than itself), sometimes in a later window, and fleet-wide events (group
+    /// `UInt32.max`) reschedule themselves at the next window's end. The pops must come by
+    /// (window, group, time, payload), checked against a sorted reference of what is pending.
+    @Test func windowedOrderPopsWindowByWindowAndGroupByGroup() {
+        let width = 10.0
+        var generator = StreamSeed(2026).derive("windowed-queue").makeGenerator()
+        var queue = EventQueue<Int>(window: width)
+        struct Pending: Comparable {
+            var window: Int, group: UInt32, time: Double, payload: Int
+            static func < (a: Pending, b: Pending) -> Bool {
+                (a.window, a.group, a.time, a.payload) < (b.window, b.group, b.time, b.payload)
+            }
+        }
+        var pending: [Pending] = []
+        var nextPayload = 0
+        func add(_ group: UInt32, at time: Double) {
+            queue.schedule(nextPayload, at: time, group: group)
+            pending.append(Pending(window: Int((time / width).rounded(.up)), group: group, time: time, payload: nextPayload))
+            nextPayload += 1
+        }
+        for group in UInt32(0)..<50 { add(group, at: Double(generator.nextIndex(below: 300)) / 10) }
+        add(.max, at: width)
+        var pops = 0
+        while let entry = queue.pop() {
+            pending.sort()
+            let expected = pending.removeFirst()
+            #expect(entry.payload == expected.payload && entry.time == expected.time)
+            pops += 1
+            if expected.group == .max {
+                if entry.time < 200 { add(.max, at: entry.time + width) }
+                continue
+            }
+            for _ in 0..<generator.nextIndex(below: 3) where entry.time < 200 {
+                // Ties in time are common: a tenth of the delays are zero.
+                let delay = generator.nextIndex(below: 10) == 0 ? 0 : Double(generator.nextIndex(below: 250)) / 10
+                add(expected.group, at: entry.time + delay)
+            }
+        }
+        #expect(pending.isEmpty)
+        #expect(pops == nextPayload)
+        #expect(pops > 500)
+    }
+
+    @Test func windowedOrderPutsAWindowsEndInThatWindow() {
+        // Windows are (0, 10], (10, 20], ...: an event at exactly 10 belongs to the first, so it
+        // comes before an event of a lower group at 10.5.
+        var queue = EventQueue<Int>(window: 10)
+        queue.schedule(1, at: 10.5, group: 0)
+        queue.schedule(2, at: 10, group: 5)
+        queue.schedule(3, at: 0, group: 9)
+        #expect(queue.pop()?.payload == 3)
+        #expect(queue.pop()?.payload == 2)
+        #expect(queue.pop()?.payload == 1)
+        #expect(queue.pop() == nil)
+    }
 }

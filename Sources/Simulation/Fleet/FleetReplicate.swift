@@ -39,8 +39,25 @@ struct FleetReplicate<A: Allocator> {
     /// The best variant of each experiment under `rates` (ties to the lowest index).
     var bestVariants: [Int] = []
     var nextRateChange = -Double.infinity
+    var lastRateChange = 0.0
     /// Each device's largest queue depth so far.
     var peakDepth: [UInt32] = []
+
+    /// In windowed order, the batches sent in the current window; see ``flushDeferredIngests()``.
+    var deferredIngests: [DeferredIngest] = []
+    /// The occurrence being handled.
+    var currentOccurrence = Occurrence(kind: .session, device: 0, detail: 0)
+
+    struct DeferredIngest {
+        var sentAt: Double
+        var occurrence: Occurrence
+        var sequence: Int
+        var batch: [Event]
+        var arrival: Double
+    }
+
+    /// Runs in time order even where windowed order is possible (to check they agree).
+    var forcesTimeOrder = false
 
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
@@ -119,7 +136,8 @@ struct FleetReplicate<A: Allocator> {
         devices.reserveCapacity(population.devices)
         links.reserveCapacity(population.devices)
         peakDepth = Array(repeating: 0, count: population.devices)
-        queue = EventQueue(reservingCapacity: population.devices + 1024)
+        let window = forcesTimeOrder ? nil : scenario.independentWindow
+        queue = window.map { EventQueue(window: $0) } ?? EventQueue()
         let devicesSeed = replicateSeed.derive("devices")
         let experimentCount = scenario.experiments.count
         for index in 0..<population.devices {
@@ -148,20 +166,21 @@ struct FleetReplicate<A: Allocator> {
             let join = population.ramp * Double(index) / Double(population.devices)
             let first = join + firstSession(&device.sessions)
             devices.append(device)
-            queue.schedule(Occurrence(kind: .session, device: Int32(index), detail: 0), at: first)
+            schedule(Occurrence(kind: .session, device: Int32(index), detail: 0), at: first)
         }
         if let next = server.nextUpdate(after: 0) {
-            queue.schedule(Occurrence(kind: .serverTick, device: -1, detail: 0), at: next)
+            schedule(Occurrence(kind: .serverTick, device: -1, detail: 0), at: next)
         } else if case .immediate = scenario.server.update {
-            queue.schedule(Occurrence(kind: .serverTick, device: -1, detail: 0), at: 60)
+            schedule(Occurrence(kind: .serverTick, device: -1, detail: 0), at: 60)
         }
-        queue.schedule(Occurrence(kind: .sample, device: -1, detail: 0), at: min(scenario.timestep, scenario.horizon))
+        schedule(Occurrence(kind: .sample, device: -1, detail: 0), at: min(scenario.timestep, scenario.horizon))
 
         let horizon = scenario.horizon
         while let entry = queue.pop(), entry.time <= horizon {
             let now = entry.time
             let occurrence = entry.payload
             let d = Int(occurrence.device)
+            currentOccurrence = occurrence
             switch occurrence.kind {
             case .session: session(d, at: now)
             case .views:
@@ -180,19 +199,28 @@ struct FleetReplicate<A: Allocator> {
             case .response: deliver(slot: Int(occurrence.detail), to: d, at: now)
             case .connectivity: connectivityWatchFired(d, at: now)
             case .serverTick:
+                flushDeferredIngests()
                 server.tick(at: now)
                 let next = server.nextUpdate(after: now) ?? (now + 60)
-                queue.schedule(occurrence, at: max(next, now + 1))
+                schedule(occurrence, at: max(next, now + 1))
             case .sample:
+                flushDeferredIngests()
                 metrics.sample(at: now, onlineFraction: onlineFraction(at: now), serverBacklog: serverBacklog(at: now))
                 onSample?(now, metrics.sessions)
                 if now < horizon {
-                    queue.schedule(occurrence, at: min(now + scenario.timestep, horizon))
+                    schedule(occurrence, at: min(now + scenario.timestep, horizon))
                 }
             }
         }
+        flushDeferredIngests()
         metrics.finish(fleet: self)
         return metrics
+    }
+
+    /// Puts an occurrence on the event queue, grouped by its device (fleet-wide ones last).
+    @inline(__always)
+    mutating func schedule(_ occurrence: Occurrence, at time: Double) {
+        queue.schedule(occurrence, at: time, group: UInt32(truncatingIfNeeded: occurrence.raw >> 32) & 0x0FFF_FFFF)
     }
 
     // MARK: - Sessions
@@ -224,7 +252,7 @@ struct FleetReplicate<A: Allocator> {
         let next = nextArrival(after: now, &sessions)
         let crashes = sessions.nextUniform() < scenario.population.crashProbability
         devices[d].sessions = sessions
-        queue.schedule(Occurrence(kind: .session, device: Int32(d), detail: 0), at: next)
+        schedule(Occurrence(kind: .session, device: Int32(d), detail: 0), at: next)
 
         let depthBefore = devices[d].engine.queueDepth
         if Int(devices[d].version) < upgrades.count, upgrades[Int(devices[d].version)].at <= now {
@@ -243,24 +271,28 @@ struct FleetReplicate<A: Allocator> {
         if scenario.client.style == .myna, wait > 0, devices[d].engine.isOfflineMode, reachable(d, at: now) {
             drive(d, at: now)
             noteDepth(d, before: depthBefore)
-            queue.schedule(Occurrence(kind: .views, device: Int32(d), detail: crashes ? 1 : 0), at: now + wait)
+            schedule(Occurrence(kind: .views, device: Int32(d), detail: crashes ? 1 : 0), at: now + wait)
             return
         }
         views(d, crashes: crashes, at: now)
         noteDepth(d, before: depthBefore)
     }
 
-    /// The session's views, conversions and (if the app crashes) the restart.
-    /// The true rates of every experiment, as of the last rate change; events come in time
-    /// order, so this only moves forward.
+    /// The true rates of every experiment at `now`, recomputed only when `now` leaves the span
+    /// between two rate changes they were computed for (in windowed order, time steps back
+    /// from one device to the next).
     mutating func currentRates(at now: Double) -> [[Double]] {
-        if now >= nextRateChange {
+        if now >= nextRateChange || now < lastRateChange {
+            let changes = scenario.experiments.flatMap { $0.rateChanges.map(\.at) }
             rates = scenario.experiments.map { $0.rates(at: now) }
             bestVariants = rates.map { r in r.indices.max { r[$0] < r[$1] || (r[$0] == r[$1] && $0 > $1) }! }
-            nextRateChange = scenario.experiments.flatMap { $0.rateChanges.map(\.at) }.filter { $0 > now }.min() ?? .infinity
+            nextRateChange = changes.filter { $0 > now }.min() ?? .infinity
+            lastRateChange = changes.filter { $0 <= now }.max() ?? 0
         }
         return rates
     }
+
+    /// The session's views, conversions and (if the app crashes) the restart.
 
     mutating func views(_ d: Int, crashes: Bool, at now: Double) {
         let allRates = currentRates(at: now)
@@ -280,7 +312,7 @@ struct FleetReplicate<A: Allocator> {
                 if delay <= 0 {
                     convert(d, experiment: e, variant: variant, at: now)
                 } else {
-                    queue.schedule(Occurrence(kind: .conversion, device: Int32(d), detail: Int32(e << 8 | variant)), at: now + delay)
+                    schedule(Occurrence(kind: .conversion, device: Int32(d), detail: Int32(e << 8 | variant)), at: now + delay)
                 }
             }
         }
@@ -390,7 +422,7 @@ struct FleetReplicate<A: Allocator> {
                     || (scenario.client.backgroundSync && (devices[d].engine.queueDepth > 0 || at <= now))
                 if mayRun && at < devices[d].wakeAt {
                     devices[d].wakeAt = at
-                    queue.schedule(Occurrence(kind: .wake, device: Int32(d), detail: 0), at: at)
+                    schedule(Occurrence(kind: .wake, device: Int32(d), detail: 0), at: at)
                 }
                 watchConnectivity(d)
                 return
@@ -448,15 +480,11 @@ struct FleetReplicate<A: Allocator> {
                 completions.append(completion)
                 metrics.peakServerBacklog = max(metrics.peakServerBacklog, (completion - arrival) * capacity.eventsPerSecond)
             }
-            let ingested = completion
-            // Move the histogram out so recording into it does not copy its buckets.
-            var latencies = metrics.queueLatency
-            metrics.queueLatency = placeholderHistogram
-            let result = server.ingest(batch, at: ingested) { event in
-                _ = latencies.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
+            if queue.window == nil {
+                ingest(batch, at: completion)
+            } else {
+                deferredIngests.append(DeferredIngest(sentAt: now, occurrence: currentOccurrence, sequence: deferredIngests.count, batch: batch, arrival: completion))
             }
-            metrics.acceptedEvents += result.accepted
-            metrics.queueLatency = latencies
             metrics.batches += 1
             response = .acknowledged(batch.map(\.id))
         }
@@ -472,9 +500,35 @@ struct FleetReplicate<A: Allocator> {
         }
     }
 
+    mutating func ingest(_ batch: [Event], at ingested: Double) {
+        // Move the histogram out so recording into it does not copy its buckets.
+        var latencies = metrics.queueLatency
+        metrics.queueLatency = placeholderHistogram
+        let result = server.ingest(batch, at: ingested) { event in
+            _ = latencies.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
+        }
+        metrics.acceptedEvents += result.accepted
+        metrics.queueLatency = latencies
+    }
+
+    /// Hands the window's batches to the server in the order time order would have: by send
+    /// time, then by the occurrence that sent them (as the event queue orders them), then as
+    /// sent. Some allocators' learning depends on the order of their feedback.
+    mutating func flushDeferredIngests() {
+        guard !deferredIngests.isEmpty else { return }
+        var batches = deferredIngests
+        deferredIngests = []
+        batches.sort { a, b in
+            a.sentAt < b.sentAt || (a.sentAt == b.sentAt && (a.occurrence < b.occurrence || (a.occurrence == b.occurrence && a.sequence < b.sequence)))
+        }
+        for entry in batches { ingest(entry.batch, at: entry.arrival) }
+        batches.removeAll(keepingCapacity: true)
+        deferredIngests = batches
+    }
+
     mutating func schedule(_ response: Response, to id: RequestID, device d: Int, at time: Double) {
         let slot = responses.store(id: id, response: response)
-        queue.schedule(Occurrence(kind: .response, device: Int32(d), detail: Int32(slot)), at: time)
+        schedule(Occurrence(kind: .response, device: Int32(d), detail: Int32(slot)), at: time)
     }
 
     mutating func deliver(slot: Int, to d: Int, at now: Double) {
@@ -569,7 +623,7 @@ struct FleetReplicate<A: Allocator> {
         guard scenario.client.backgroundSync, !links[d].online, !devices[d].connectivityWatch,
               devices[d].engine.queueDepth > 0, links[d].nextToggle < scenario.horizon else { return }
         devices[d].connectivityWatch = true
-        queue.schedule(Occurrence(kind: .connectivity, device: Int32(d), detail: 0), at: links[d].nextToggle)
+        schedule(Occurrence(kind: .connectivity, device: Int32(d), detail: 0), at: links[d].nextToggle)
     }
 
     mutating func connectivityWatchFired(_ d: Int, at now: Double) {

@@ -14,6 +14,9 @@ import Randomness
 public struct FleetSimulation: Sendable {
     /// The scenario run.
     public let scenario: Scenario
+    /// Runs every event in time order even where windowed order gives the same result (see
+    /// ``FleetReplicate/windowWidth``), to check that it does.
+    var forcesTimeOrder = false
 
     /// Creates a simulation of `scenario`.
     public init(scenario: Scenario) {
@@ -145,6 +148,7 @@ public struct FleetSimulation: Sendable {
 
     private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
         var fleet = FleetReplicate<A>(scenario: scenario, replicate: replicate, allocatorIndex: allocatorIndex, allocators: typed, profile: profile)
+        fleet.forcesTimeOrder = forcesTimeOrder
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         return fleet.run()
     }

@@ -1,0 +1,81 @@
+import Testing
+@testable import Simulation
+
+/// Windowed order (each device's events in a window back to back) must give exactly the reports
+/// of time order wherever the scenario allows it.
+struct WindowedOrderTests {
+    func reports(_ scenario: Scenario, timeOrder: Bool) -> [String] {
+        var simulation = FleetSimulation(scenario: scenario)
+        simulation.forcesTimeOrder = timeOrder
+        let runs = simulation.run(jobs: 1)
+        return [
+            FleetReport.summary(scenario, runs).text(dropping: wallClockColumns),
+            FleetReport.timeseries(scenario, runs).text(dropping: wallClockColumns),
+        ]
+    }
+
+    static let allAllocators = """
+    allocators:
+      - uniform
+      - thompson
+      - epsilon-greedy(epsilon=0.1)
+      - ucb1
+      - explore-then-commit(significance=0.05, minimum-views=20)
+    """
+
+    /// Busy scenarios that touch every path a device can take: offline spells, loss and
+    /// latency, delayed conversions, crashes under group commit, app upgrades, a server outage
+    /// of either kind, a partition, a rate change, non-sticky experiments (a view event every
+    /// session) and an allocator that stops on a test, whose decision depends on the order of
+    /// its feedback.
+    static let cases: [String: [String: String]] = [
+        "busy": busySections,
+        "crashes": busySections.merging([
+            "population": "population:\n  devices: 200\n  sessions_per_day: 4\n  crash_probability: 0.3\n  app_upgrades:\n    - {at: 1d12h, version: \"2\"}",
+            "client": "client:\n  persist_every: 5",
+            "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.05}, {id: green, rate: 0.10}]",
+        ]) { $1 },
+        "outage-fail": [
+            "network": "network:\n  loss: 0.02\n  outages:\n    - {start: 1d, end: 2d, mode: fail}",
+            "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.05}, {id: green, rate: 0.10}]",
+            "allocators": allAllocators,
+        ],
+        "outage-timeout-partition": [
+            "network": "network:\n  outages:\n    - {start: 1d, end: 1d6h, mode: timeout}\n  partitions:\n    - {start: 2d, end: 2d12h, fraction: 0.5}",
+            "allocators": allAllocators,
+        ],
+        "rate-change": [
+            "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.10}, {id: green, rate: 0.05}]\n    rate_changes:\n      - {at: 1d, rates: [0.05, 0.10]}\n  - id: title\n    variants: [{id: a, rate: 0.2}, {id: b, rate: 0.3}, {id: c, rate: 0.25}]",
+            "allocators": allAllocators,
+            "server": "server:\n  update: {every: 30m}",
+        ],
+    ]
+
+    @Test(arguments: cases.keys.sorted())
+    func windowedOrderGivesTheReportsOfTimeOrder(name: String) throws {
+        let scenario = try Tiny.scenario(Self.cases[name]!)
+        #expect(scenario.independentWindow != nil)
+        let windowed = reports(scenario, timeOrder: false)
+        let timed = reports(scenario, timeOrder: true)
+        #expect(windowed[0] == timed[0])
+        #expect(windowed[1] == timed[1])
+    }
+
+    @Test(arguments: [
+        ["client": "client:\n  style: conductrics"],
+        ["server": "server:\n  update: immediate"],
+        ["server": "server:\n  update: {every_events: 50}"],
+        ["server": "server:\n  update: {every: 1h}\n  capacity: {events_per_second: 100}"],
+        ["timestep": "timestep: 90m"],
+        ["horizon": "horizon: 2d30m"],
+        ["experiments": "experiments:\n  - id: button\n    variants: [{id: control, rate: 0.05}, {id: green, rate: 0.10}]\n    rate_changes:\n      - {at: 1d20m, rates: [0.1, 0.05]}"],
+    ])
+    func scenariosWhereDevicesMeetWithinAnHourRunInTimeOrder(replacements: [String: String]) throws {
+        let scenario = try Tiny.scenario(replacements)
+        #expect(scenario.independentWindow == nil)
+    }
+
+    @Test func theDefaultServerGivesHourWindows() throws {
+        #expect(try Tiny.scenario().independentWindow == 3600)
+    }
+}
