@@ -40,13 +40,19 @@ public final class ExperimentData: Sendable {
     /// The experiments, in the order their indices refer to.
     public let experiments: [ExperimentDefinition]
     private let indexByID: [String: Int]
+    /// Shared by data known to have the same experiments and variants at the same indices.
+    private let layout: Layout
+
+    private final class Layout: Sendable {}
 
     /// Creates data from definitions.
     ///
+    /// - Parameter previous: Earlier data this replaces (a republication with new weights, say):
+    ///   if it has the same layout, devices switching from it know so without comparing ids.
     /// - Precondition: experiment ids are distinct (a programmer error otherwise; payloads are
     ///   checked with a thrown error instead).
-    /// - Complexity: O(*n*) for *n* experiments.
-    public init(version: Int, experiments: [ExperimentDefinition]) {
+    /// - Complexity: O(*n*) for *n* experiments and their variants.
+    public init(version: Int, experiments: [ExperimentDefinition], replacing previous: ExperimentData? = nil) {
         var index: [String: Int] = [:]
         index.reserveCapacity(experiments.count)
         for (position, experiment) in experiments.enumerated() {
@@ -56,6 +62,11 @@ public final class ExperimentData: Sendable {
         self.version = version
         self.experiments = experiments
         self.indexByID = index
+        if let previous, Self.sameLayout(experiments, previous.experiments) {
+            self.layout = previous.layout
+        } else {
+            self.layout = Layout()
+        }
     }
 
     /// Parses a server payload in the format described above.
@@ -101,13 +112,17 @@ public final class ExperimentData: Sendable {
     }
 
     /// Whether `other` has the same experiments and variants at the same indices, so that
-    /// indices into one mean the same in the other. A server republishing new weights keeps its
-    /// layout; strings shared between the two compare by identity, so this is cheap.
+    /// indices into one mean the same in the other. O(1) for data created as replacing the other
+    /// (or one of its predecessors in the same layout).
     func hasSameLayout(as other: ExperimentData) -> Bool {
-        guard experiments.count == other.experiments.count else { return false }
-        for (mine, theirs) in zip(experiments, other.experiments) {
-            guard mine.id == theirs.id, mine.variants.count == theirs.variants.count else { return false }
-            for (a, b) in zip(mine.variants, theirs.variants) where a.id != b.id { return false }
+        layout === other.layout || Self.sameLayout(experiments, other.experiments)
+    }
+
+    private static func sameLayout(_ a: [ExperimentDefinition], _ b: [ExperimentDefinition]) -> Bool {
+        guard a.count == b.count else { return false }
+        for e in a.indices {
+            guard a[e].id == b[e].id, a[e].variants.count == b[e].variants.count else { return false }
+            for v in a[e].variants.indices where a[e].variants[v].id != b[e].variants[v].id { return false }
         }
         return true
     }

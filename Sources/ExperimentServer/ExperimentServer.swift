@@ -187,7 +187,7 @@ public struct ExperimentServer<A: Allocator> {
                 snapshot: allocators[index].snapshot(version: version, issuedAt: now), sticky: definition.sticky
             )
         }
-        published = ExperimentData(version: version, experiments: experiments)
+        published = ExperimentData(version: version, experiments: experiments, replacing: published)
         version += 1
         lastPublished = now
         dirty = false
