@@ -160,8 +160,9 @@ extension ClientEngine {
     /// Adopts fresh data, carrying over assignments whose experiment and variant still exist.
     mutating func install(_ fresh: ExperimentData, at now: Double) {
         if let old = _data, old !== fresh, !assignments.isEmpty, !fresh.hasSameLayout(as: old) {
-            var carried = [UInt32](repeating: 0, count: fresh.count)
-            for (oldIndex, state) in assignments.enumerated() where state != 0 {
+            var carried = AssignmentTable(count: fresh.count)
+            for oldIndex in 0..<assignments.count where assignments[oldIndex] != 0 {
+                let state = assignments[oldIndex]
                 let experiment = old.experiments[oldIndex]
                 guard let newIndex = fresh.index(of: experiment.id) else { continue }
                 let variantID = experiment.variants[Int(state & Self.variantMask) - 1].id

@@ -8,14 +8,14 @@
 ///
 /// `InMemoryEventStore` is `Sendable`: it is a value whose storage is copy-on-write.
 public struct InMemoryEventStore: EventStore, Sendable {
-    public var persistence: PersistencePolicy
     private var events = EventRing()
-    public private(set) var persistedCount = 0
-    public private(set) var eventsLostInCrashes = 0
     public private(set) var commitDeadline = Double.infinity
+    public private(set) var persistedCount = 0
     private var nextSequence: UInt32 = 0
     /// Sequence numbers below this are durably reserved; after a crash numbering resumes here.
     private var reservedSequence: UInt32 = 0
+    public var persistence: PersistencePolicy
+    public private(set) var eventsLostInCrashes = 0
 
     /// How many sequence numbers one durable reservation covers under group commit.
     static let sequenceBlock: UInt32 = 256
