@@ -7,12 +7,18 @@ import Histogram
 /// `Sendable`: plain values, handed from a worker thread to the report writer.
 public struct FleetMetrics: Sendable {
     /// Views per experiment and variant.
-    public internal(set) var views: [[Int]]
+    public var views: [[Int]] { nested(viewCounts) }
     /// Views that converted, per experiment and variant (the users' behaviour, whether or not the
     /// conversion reached the server).
-    public internal(set) var conversionsByVariant: [[Int]]
+    public var conversionsByVariant: [[Int]] { nested(conversionCounts) }
     /// Expected regret per experiment and variant: Σ over views of that variant of (best − its rate).
-    public internal(set) var regretByVariant: [[Double]]
+    public var regretByVariant: [[Double]] { nested(regretSums) }
+    /// The same, flat: experiment `e`'s variants start at `offsets[e]`. One array each, so that
+    /// counting a view checks one buffer's uniqueness, not two.
+    var viewCounts: [Int]
+    var conversionCounts: [Int]
+    var regretSums: [Double]
+    let offsets: [Int]
     /// Views that converted on the best variant's potential outcome.
     public internal(set) var bestConversions = 0
     /// Views of the variant that was best at the time.
@@ -75,15 +81,21 @@ public struct FleetMetrics: Sendable {
     }
 
     init(scenario: Scenario) {
-        views = scenario.experiments.map { Array(repeating: 0, count: $0.rates.count) }
-        conversionsByVariant = views
-        regretByVariant = scenario.experiments.map { Array(repeating: 0, count: $0.rates.count) }
+        let counts = scenario.experiments.map(\.rates.count)
+        offsets = counts.indices.map { counts[..<$0].reduce(0, +) }
+        viewCounts = Array(repeating: 0, count: counts.reduce(0, +))
+        conversionCounts = viewCounts
+        regretSums = Array(repeating: 0, count: viewCounts.count)
+    }
+
+    private func nested<T>(_ flat: [T]) -> [[T]] {
+        offsets.indices.map { e in Array(flat[offsets[e]..<(e + 1 < offsets.count ? offsets[e + 1] : flat.count)]) }
     }
 
     /// Total views.
-    public var totalViews: Int { views.joined().reduce(0, +) }
+    public var totalViews: Int { viewCounts.reduce(0, +) }
     /// Total converting views.
-    public var conversions: Int { conversionsByVariant.joined().reduce(0, +) }
+    public var conversions: Int { conversionCounts.reduce(0, +) }
     /// Σ over views of (best true rate − true rate shown).
     public var expectedRegret: Double { regretByVariant.joined().reduce(0, +) }
     /// Conversions the best variant would have produced on the same potential outcomes, minus those observed.
@@ -98,9 +110,10 @@ public struct FleetMetrics: Sendable {
 
     @inline(__always)
     mutating func view(experiment e: Int, variant: Int, best: Int, rates: [Double], convertsMask: UInt64, converted: Bool) {
-        views[e][variant] += 1
-        regretByVariant[e][variant] += rates[best] - rates[variant]
-        if converted { conversionsByVariant[e][variant] += 1 }
+        let cell = offsets[e] + variant
+        viewCounts[cell] += 1
+        regretSums[cell] += rates[best] - rates[variant]
+        if converted { conversionCounts[cell] += 1 }
         if convertsMask & (1 << UInt64(best)) != 0 { bestConversions += 1 }
         if variant == best { bestViews += 1 }
     }
@@ -116,7 +129,7 @@ public struct FleetMetrics: Sendable {
     mutating func finish<A>(fleet: FleetReplicate<A>) {
         switch fleet.scenario.client.style {
         case .myna:
-            let depths = fleet.peakDepth.sorted()
+            let depths = fleet.devices.map(\.peakDepth).sorted()
             if !depths.isEmpty {
                 deviceDepthP50 = Int(depths[depths.count / 2])
                 deviceDepthP95 = Int(depths[min(depths.count - 1, depths.count * 95 / 100)])

@@ -20,9 +20,11 @@ struct FleetReplicate<A: Allocator> {
     let replicateSeed: StreamSeed
     var server: ExperimentServer<A>
     var devices: [Device] = []
-    /// Each device's online/offline timeline, apart from the rest of its state so that sampling
-    /// the fleet's online fraction scans 24 bytes a device.
-    var links: [Link] = []
+    /// Copies of the online/offline timelines of every `sampleStride`-th device, for measuring the
+    /// fleet's online fraction without touching the devices. A timeline is a pure function of
+    /// its stream, so a copy advanced separately stays identical to the device's own.
+    var sampledLinks: [Link] = []
+    var sampleStride = 1
     var queue = EventQueue<Occurrence>()
     var responses = ResponseSlots()
     var metrics: FleetMetrics
@@ -40,8 +42,6 @@ struct FleetReplicate<A: Allocator> {
     var bestVariants: [Int] = []
     var nextRateChange = -Double.infinity
     var lastRateChange = 0.0
-    /// Each device's largest queue depth so far.
-    var peakDepth: [UInt32] = []
 
     /// In windowed order, the batches sent in the current window; see ``flushDeferredIngests()``.
     var deferredIngests: [DeferredIngest] = []
@@ -89,16 +89,27 @@ struct FleetReplicate<A: Allocator> {
         static func < (a: Occurrence, b: Occurrence) -> Bool { a.raw < b.raw }
     }
 
+    /// What a session touches comes first and next to the engine's own hot fields, so that a
+    /// device's events load as few cache lines as possible.
     struct Device {
-        var engine: ClientEngine<InMemoryEventStore>
         var sessions: SplitMix64
         var outcomes: SplitMix64
         var assignment: SplitMix64
         var network: SplitMix64
         var foregroundUntil: Double = -.infinity
         var wakeAt: Double = .infinity
-        var connectivityWatch = false
+        /// The time of a response on its way to the device, no earlier than the earliest one
+        /// (∞ when none is).
+        var responseBound: Double = .infinity
+        var latestResponse: Double = .infinity
+        var responsesPending: UInt32 = 0
+        /// The largest queue depth so far.
+        var peakDepth: UInt32 = 0
         var version: Int16 = 0
+        var connectivityWatch = false
+        /// The device's online/offline timeline.
+        var link: Link
+        var engine: ClientEngine<InMemoryEventStore>
         /// Server-side sticky decisions in the Conductrics style, per experiment (−1: none).
         var decided: [Int8] = []
     }
@@ -107,6 +118,13 @@ struct FleetReplicate<A: Allocator> {
         var stream: SplitMix64
         var nextToggle: Double
         var online: Bool
+
+        mutating func advance(to now: Double, meanOnline: Double, meanOffline: Double) {
+            while nextToggle <= now {
+                online.toggle()
+                nextToggle += stream.nextExponential(mean: online ? meanOnline : meanOffline)
+            }
+        }
     }
 
     init(scenario: Scenario, replicate: Int, allocatorIndex: Int, allocators: [A], profile: EngineProfile) {
@@ -134,8 +152,7 @@ struct FleetReplicate<A: Allocator> {
         let network = scenario.network
         precondition(population.devices < 0x0FFF_FFFF, "at most 268,435,454 devices per replicate")
         devices.reserveCapacity(population.devices)
-        links.reserveCapacity(population.devices)
-        peakDepth = Array(repeating: 0, count: population.devices)
+        sampleStride = max(1, population.devices / 20_000)
         let window = forcesTimeOrder ? nil : scenario.independentWindow
         queue = window.map { EventQueue(window: $0) } ?? EventQueue()
         let devicesSeed = replicateSeed.derive("devices")
@@ -156,10 +173,11 @@ struct FleetReplicate<A: Allocator> {
             )
             if !online { engine.connectivityChanged(isOnline: false, at: 0) }
             var device = Device(
-                engine: engine, sessions: SplitMix64(seed: seed.derive("sessions")), outcomes: SplitMix64(seed: seed.derive("outcomes")),
-                assignment: SplitMix64(seed: seed.derive("assignment")), network: SplitMix64(seed: seed.derive("network"))
+                sessions: SplitMix64(seed: seed.derive("sessions")), outcomes: SplitMix64(seed: seed.derive("outcomes")),
+                assignment: SplitMix64(seed: seed.derive("assignment")), network: SplitMix64(seed: seed.derive("network")),
+                link: Link(stream: connectivity, nextToggle: nextToggle, online: online), engine: engine
             )
-            links.append(Link(stream: connectivity, nextToggle: nextToggle, online: online))
+            if index % sampleStride == 0 { sampledLinks.append(device.link) }
             if scenario.client.style == .conductrics {
                 device.decided = Array(repeating: -1, count: experimentCount)
             }
@@ -328,7 +346,7 @@ struct FleetReplicate<A: Allocator> {
     mutating func noteDepth(_ d: Int, before: Int) {
         let depth = devices[d].engine.queueDepth
         metrics.queueDepth += depth - before
-        if depth > peakDepth[d] { peakDepth[d] = UInt32(depth) }
+        if depth > devices[d].peakDepth { devices[d].peakDepth = UInt32(depth) }
     }
 
     mutating func mynaView(_ d: Int, experiment e: Int, at now: Double) -> Int {
@@ -420,7 +438,11 @@ struct FleetReplicate<A: Allocator> {
             case .wake(let at):
                 let mayRun = at <= devices[d].foregroundUntil
                     || (scenario.client.backgroundSync && (devices[d].engine.queueDepth > 0 || at <= now))
-                if mayRun && at < devices[d].wakeAt {
+                // A response due by then runs the engine anyway and, in the foreground, gets this
+                // wake asked for again if it is still wanted; scheduling it now would only add a
+                // wake that finds nothing to do (a timeout that the response makes moot).
+                let moot = at <= devices[d].foregroundUntil && devices[d].responseBound <= at
+                if mayRun && at < devices[d].wakeAt && !moot {
                     devices[d].wakeAt = at
                     schedule(Occurrence(kind: .wake, device: Int32(d), detail: 0), at: at)
                 }
@@ -436,7 +458,7 @@ struct FleetReplicate<A: Allocator> {
     mutating func send(_ request: Request, from d: Int, at now: Double) {
         metrics.requests += 1
         guard reachable(d, at: now) else {
-            if !links[d].online {
+            if !devices[d].link.online {
                 // The OS reports no network at once.
                 schedule(.failed(.unreachable), to: request.id, device: d, at: now + 0.01)
             } else if scenario.network.outages.contains(where: { $0.timesOut && $0.start <= now && now < $0.end }) {
@@ -527,12 +549,23 @@ struct FleetReplicate<A: Allocator> {
     }
 
     mutating func schedule(_ response: Response, to id: RequestID, device d: Int, at time: Double) {
+        if devices[d].responsesPending == 0 {
+            devices[d].responseBound = time
+            devices[d].latestResponse = time
+        } else {
+            devices[d].responseBound = min(devices[d].responseBound, time)
+            devices[d].latestResponse = max(devices[d].latestResponse, time)
+        }
+        devices[d].responsesPending += 1
         let slot = responses.store(id: id, response: response)
         schedule(Occurrence(kind: .response, device: Int32(d), detail: Int32(slot)), at: time)
     }
 
     mutating func deliver(slot: Int, to d: Int, at now: Double) {
         let (id, response) = responses.take(slot)
+        // A device's responses arrive in time order, so the latest is still on its way.
+        devices[d].responsesPending -= 1
+        devices[d].responseBound = devices[d].responsesPending == 0 ? .infinity : devices[d].latestResponse
         advanceConnectivity(d, to: now)
         let depthBefore = devices[d].engine.queueDepth
         devices[d].engine.handle(response, to: id, at: now)
@@ -554,17 +587,14 @@ struct FleetReplicate<A: Allocator> {
     ///
     /// - Complexity: O(min(devices, 20,000)).
     mutating func onlineFraction(at now: Double) -> Double {
-        guard scenario.network.meanOnline != nil, !links.isEmpty else { return 1 }
-        let stride = max(1, links.count / 20_000)
-        var count = 0, measured = 0
-        var d = 0
-        while d < links.count {
-            advanceTimeline(d, to: now)
-            if links[d].online { count += 1 }
-            measured += 1
-            d += stride
+        guard let meanOnline = scenario.network.meanOnline, !sampledLinks.isEmpty else { return 1 }
+        let meanOffline = scenario.network.meanOffline
+        var count = 0
+        for i in sampledLinks.indices {
+            sampledLinks[i].advance(to: now, meanOnline: meanOnline, meanOffline: meanOffline)
+            if sampledLinks[i].online { count += 1 }
         }
-        return Double(count) / Double(measured)
+        return Double(count) / Double(sampledLinks.count)
     }
 
     /// The fate of one request on the device's network stream: whether the request or its answer
@@ -579,7 +609,7 @@ struct FleetReplicate<A: Allocator> {
     }
 
     func reachable(_ d: Int, at now: Double) -> Bool {
-        guard links[d].online else { return false }
+        guard devices[d].link.online else { return false }
         let network = scenario.network
         for outage in network.outages where outage.start <= now && now < outage.end { return false }
         for (index, partition) in network.partitions.enumerated() where partition.start <= now && now < partition.end {
@@ -596,34 +626,27 @@ struct FleetReplicate<A: Allocator> {
     /// Brings the device's online/offline timeline up to `now` and tells the engine if it changed.
     mutating func advanceConnectivity(_ d: Int, to now: Double) {
         advanceTimeline(d, to: now)
-        if links[d].online != devices[d].engine.isOnline {
-            devices[d].engine.connectivityChanged(isOnline: links[d].online, at: now)
+        if devices[d].link.online != devices[d].engine.isOnline {
+            devices[d].engine.connectivityChanged(isOnline: devices[d].link.online, at: now)
         }
     }
 
     /// Moves the device's online/offline timeline to `now` without telling the engine (which
     /// learns of it the next time the app runs). The timeline depends only on the device's
     /// connectivity stream, so advancing it early or late gives the same spells.
+    @inline(__always)
     mutating func advanceTimeline(_ d: Int, to now: Double) {
-        guard let meanOnline = scenario.network.meanOnline, links[d].nextToggle <= now else { return }
-        let meanOffline = scenario.network.meanOffline
-        var online = links[d].online
-        var next = links[d].nextToggle
-        var stream = links[d].stream
-        while next <= now {
-            online.toggle()
-            next += stream.nextExponential(mean: online ? meanOnline : meanOffline)
-        }
-        links[d] = Link(stream: stream, nextToggle: next, online: online)
+        guard devices[d].link.nextToggle <= now, let meanOnline = scenario.network.meanOnline else { return }
+        devices[d].link.advance(to: now, meanOnline: meanOnline, meanOffline: scenario.network.meanOffline)
     }
 
     /// An offline device with queued events syncs when the network returns, if the OS allows
     /// background work: watch for the next toggle.
     mutating func watchConnectivity(_ d: Int) {
-        guard scenario.client.backgroundSync, !links[d].online, !devices[d].connectivityWatch,
-              devices[d].engine.queueDepth > 0, links[d].nextToggle < scenario.horizon else { return }
+        guard scenario.client.backgroundSync, !devices[d].link.online, !devices[d].connectivityWatch,
+              devices[d].engine.queueDepth > 0, devices[d].link.nextToggle < scenario.horizon else { return }
         devices[d].connectivityWatch = true
-        schedule(Occurrence(kind: .connectivity, device: Int32(d), detail: 0), at: links[d].nextToggle)
+        schedule(Occurrence(kind: .connectivity, device: Int32(d), detail: 0), at: devices[d].link.nextToggle)
     }
 
     mutating func connectivityWatchFired(_ d: Int, at now: Double) {
