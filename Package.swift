@@ -23,6 +23,7 @@ let package = Package(
             pkgConfig: "gsl",
             providers: [.apt(["libgsl-dev"])]
         ),
+        .target(name: "CPrefetch"),
         .target(name: "Randomness", dependencies: ["CGSL"]),
         .target(name: "Allocators", dependencies: ["Randomness"]),
         .target(name: "ClientEngine", dependencies: ["Allocators", "Randomness"]),
@@ -31,7 +32,7 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "ClientEngine", "ExperimentServer", "Randomness",
+                "Allocators", "ClientEngine", "CPrefetch", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -55,7 +56,7 @@ let package = Package(
 )
 
 // Every Swift target gets the same language settings, as in swift-log.
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.name != "CPrefetch" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     target.swiftSettings = settings

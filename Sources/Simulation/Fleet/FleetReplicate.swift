@@ -1,4 +1,5 @@
 import Allocators
+import CPrefetch
 import ClientEngine
 import ExperimentServer
 import Histogram
@@ -30,14 +31,19 @@ struct FleetReplicate<A: Allocator> {
     var metrics: FleetMetrics
     let upgrades: [Scenario.AppUpgrade]
     let partitionSalt: UInt64
+    /// Scenario values the event loop reads, kept at hand.
+    let variantCounts: [Int]
+    let conversionDelay: Distribution
+    let isMyna: Bool
     let sessionMean: Double
     /// The ingestion capacity model: when the server's backlog clears, and the completion times
     /// of the requests it holds (first in, first out, so they are in increasing order).
     var serverFreeAt = 0.0
     var completions: [Double] = []
     var completionsHead = 0
-    /// The true rates in force, and when they next change.
-    var rates: [[Double]] = []
+    /// The true rates in force, flat (experiment `e`'s variants from `metrics.offsets[e]`), and
+    /// the span of time they hold for.
+    var rates: [Double] = []
     /// The best variant of each experiment under `rates` (ties to the lowest index).
     var bestVariants: [Int] = []
     var nextRateChange = -Double.infinity
@@ -61,6 +67,10 @@ struct FleetReplicate<A: Allocator> {
 
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
+
+    // Helpers the event loop calls are `mutating` even when they only read: called from a
+    // mutating method, a non-mutating one that is not inlined gets a copy of the whole replicate
+    // (over a kilobyte, and a retain of every array in it) on each call.
 
     /// What happens at a point in virtual time, packed into 64 bits (kind, device, detail) so an
     /// entry of the event queue is 16 bytes and equal times order by these bits.
@@ -142,6 +152,9 @@ struct FleetReplicate<A: Allocator> {
         self.metrics = FleetMetrics(scenario: scenario)
         self.upgrades = scenario.population.appUpgrades
         self.partitionSalt = replicateSeed.derive("partition").value
+        self.variantCounts = scenario.experiments.map(\.rates.count)
+        self.conversionDelay = scenario.population.conversionDelay
+        self.isMyna = scenario.client.style == .myna
         self.sessionMean = 86_400 / scenario.population.sessionsPerDay
     }
 
@@ -157,9 +170,12 @@ struct FleetReplicate<A: Allocator> {
         queue = window.map { EventQueue(window: $0) } ?? EventQueue()
         let devicesSeed = replicateSeed.derive("devices")
         let experimentCount = scenario.experiments.count
+        let connectivityLabel = StreamSeed.Label("connectivity"), engineLabel = StreamSeed.Label("engine")
+        let sessionsLabel = StreamSeed.Label("sessions"), outcomesLabel = StreamSeed.Label("outcomes")
+        let assignmentLabel = StreamSeed.Label("assignment"), networkLabel = StreamSeed.Label("network")
         for index in 0..<population.devices {
             let seed = devicesSeed.derive(index)
-            var connectivity = SplitMix64(seed: seed.derive("connectivity"))
+            var connectivity = SplitMix64(seed: seed.derive(connectivityLabel))
             var online = true
             var nextToggle = Double.infinity
             if let meanOnline = network.meanOnline {
@@ -169,12 +185,12 @@ struct FleetReplicate<A: Allocator> {
             }
             var engine = ClientEngine(
                 deviceID: UInt64(index), appVersion: "1", profile: profile,
-                store: InMemoryEventStore(persistence: profile.settings.persistence), seed: seed.derive("engine"), at: 0
+                store: InMemoryEventStore(persistence: profile.settings.persistence), seed: seed.derive(engineLabel), at: 0
             )
             if !online { engine.connectivityChanged(isOnline: false, at: 0) }
             var device = Device(
-                sessions: SplitMix64(seed: seed.derive("sessions")), outcomes: SplitMix64(seed: seed.derive("outcomes")),
-                assignment: SplitMix64(seed: seed.derive("assignment")), network: SplitMix64(seed: seed.derive("network")),
+                sessions: SplitMix64(seed: seed.derive(sessionsLabel)), outcomes: SplitMix64(seed: seed.derive(outcomesLabel)),
+                assignment: SplitMix64(seed: seed.derive(assignmentLabel)), network: SplitMix64(seed: seed.derive(networkLabel)),
                 link: Link(stream: connectivity, nextToggle: nextToggle, online: online), engine: engine
             )
             if index % sampleStride == 0 { sampledLinks.append(device.link) }
@@ -194,11 +210,16 @@ struct FleetReplicate<A: Allocator> {
         schedule(Occurrence(kind: .sample, device: -1, detail: 0), at: min(scenario.timestep, scenario.horizon))
 
         let horizon = scenario.horizon
+        var prefetched = UInt32.max
         while let entry = queue.pop(), entry.time <= horizon {
             let now = entry.time
             let occurrence = entry.payload
             let d = Int(occurrence.device)
             currentOccurrence = occurrence
+            if let upcoming = queue.upcomingGroup(4), upcoming != prefetched {
+                prefetch(device: Int(upcoming))
+                prefetched = upcoming
+            }
             switch occurrence.kind {
             case .session: session(d, at: now)
             case .views:
@@ -235,6 +256,18 @@ struct FleetReplicate<A: Allocator> {
         return metrics
     }
 
+    /// Asks the memory system for the part of a device's state its events touch first.
+    @inline(__always)
+    func prefetch(device d: Int) {
+        guard d < devices.count else { return }
+        devices.withUnsafeBufferPointer { buffer in
+            let start = UnsafeRawPointer(buffer.baseAddress! + d)
+            for offset in stride(from: 0, to: min(MemoryLayout<Device>.stride, 320), by: 64) {
+                aviary_prefetch_for_write(start + offset)
+            }
+        }
+    }
+
     /// Puts an occurrence on the event queue, grouped by its device (fleet-wide ones last).
     @inline(__always)
     mutating func schedule(_ occurrence: Occurrence, at time: Double) {
@@ -243,12 +276,12 @@ struct FleetReplicate<A: Allocator> {
 
     // MARK: - Sessions
 
-    func firstSession(_ stream: inout SplitMix64) -> Double {
+    mutating func firstSession(_ stream: inout SplitMix64) -> Double {
         scenario.population.poisson ? nextArrival(after: 0, &stream) : stream.nextUniform() * sessionMean
     }
 
     /// The next session time: a (possibly time-varying) Poisson process, or a fixed interval.
-    func nextArrival(after t: Double, _ stream: inout SplitMix64) -> Double {
+    mutating func nextArrival(after t: Double, _ stream: inout SplitMix64) -> Double {
         guard scenario.population.poisson else { return t + sessionMean }
         guard let profile = scenario.population.dailyProfile else {
             return t + stream.nextExponential(mean: sessionMean)
@@ -286,7 +319,7 @@ struct FleetReplicate<A: Allocator> {
         // the API call". A device that has never had data and can reach the server asks for it
         // and shows the views once it arrives or the app stops waiting, whichever comes first.
         let wait = scenario.client.firstViewWait
-        if scenario.client.style == .myna, wait > 0, devices[d].engine.isOfflineMode, reachable(d, at: now) {
+        if isMyna, wait > 0, devices[d].engine.isOfflineMode, reachable(d, at: now) {
             drive(d, at: now)
             noteDepth(d, before: depthBefore)
             schedule(Occurrence(kind: .views, device: Int32(d), detail: crashes ? 1 : 0), at: now + wait)
@@ -296,36 +329,37 @@ struct FleetReplicate<A: Allocator> {
         noteDepth(d, before: depthBefore)
     }
 
-    /// The true rates of every experiment at `now`, recomputed only when `now` leaves the span
-    /// between two rate changes they were computed for (in windowed order, time steps back
+    /// Brings `rates` and `bestVariants` to `now`, recomputing them only when `now` leaves the
+    /// span between two rate changes they were computed for (in windowed order, time steps back
     /// from one device to the next).
-    mutating func currentRates(at now: Double) -> [[Double]] {
-        if now >= nextRateChange || now < lastRateChange {
-            let changes = scenario.experiments.flatMap { $0.rateChanges.map(\.at) }
-            rates = scenario.experiments.map { $0.rates(at: now) }
-            bestVariants = rates.map { r in r.indices.max { r[$0] < r[$1] || (r[$0] == r[$1] && $0 > $1) }! }
-            nextRateChange = changes.filter { $0 > now }.min() ?? .infinity
-            lastRateChange = changes.filter { $0 <= now }.max() ?? 0
-        }
-        return rates
+    @inline(__always)
+    mutating func refreshRates(at now: Double) {
+        guard now >= nextRateChange || now < lastRateChange else { return }
+        let changes = scenario.experiments.flatMap { $0.rateChanges.map(\.at) }
+        let nested = scenario.experiments.map { $0.rates(at: now) }
+        rates = nested.flatMap { $0 }
+        bestVariants = nested.map { r in r.indices.max { r[$0] < r[$1] || (r[$0] == r[$1] && $0 > $1) }! }
+        nextRateChange = changes.filter { $0 > now }.min() ?? .infinity
+        lastRateChange = changes.filter { $0 <= now }.max() ?? 0
     }
 
     /// The session's views, conversions and (if the app crashes) the restart.
 
     mutating func views(_ d: Int, crashes: Bool, at now: Double) {
-        let allRates = currentRates(at: now)
-        for e in allRates.indices {
-            let rates = allRates[e]
+        refreshRates(at: now)
+        for e in 0..<variantCounts.count {
+            let first = metrics.offsets[e]
             // Potential outcomes: one uniform per variant, drawn whatever is shown.
             var outcomes = devices[d].outcomes
             var converts: UInt64 = 0
-            for v in rates.indices where outcomes.nextUniform() < rates[v] { converts |= 1 << UInt64(v) }
-            let delay = scenario.population.conversionDelay.sample(using: &outcomes)
+            for v in 0..<variantCounts[e] where outcomes.nextUniform() < rates[first + v] { converts |= 1 << UInt64(v) }
+            let delay = conversionDelay.sample(using: &outcomes)
             devices[d].outcomes = outcomes
 
-            let variant = scenario.client.style == .myna ? mynaView(d, experiment: e, at: now) : conductricsView(d, experiment: e, at: now)
+            let variant = isMyna ? mynaView(d, experiment: e, at: now) : conductricsView(d, experiment: e, at: now)
             let converted = converts & (1 << UInt64(variant)) != 0
-            metrics.view(experiment: e, variant: variant, best: bestVariants[e], rates: rates, convertsMask: converts, converted: converted)
+            let best = bestVariants[e]
+            metrics.view(experiment: e, variant: variant, best: best, regret: rates[first + best] - rates[first + variant], convertsMask: converts, converted: converted)
             if converted {
                 if delay <= 0 {
                     convert(d, experiment: e, variant: variant, at: now)
@@ -430,7 +464,7 @@ struct FleetReplicate<A: Allocator> {
     /// Runs the engine until it waits: sends go on the simulated network, wakes are scheduled
     /// while the app may run (in the foreground, or in the background to sync queued events).
     mutating func drive(_ d: Int, at now: Double) {
-        guard scenario.client.style == .myna else { return }
+        guard isMyna else { return }
         while true {
             switch devices[d].engine.nextAction(at: now) {
             case .send(let request):
@@ -608,7 +642,7 @@ struct FleetReplicate<A: Allocator> {
         return (requestLost, responseLost, latency)
     }
 
-    func reachable(_ d: Int, at now: Double) -> Bool {
+    mutating func reachable(_ d: Int, at now: Double) -> Bool {
         guard devices[d].link.online else { return false }
         let network = scenario.network
         for outage in network.outages where outage.start <= now && now < outage.end { return false }
@@ -618,7 +652,7 @@ struct FleetReplicate<A: Allocator> {
         return true
     }
 
-    func inPartition(_ d: Int, _ index: Int, fraction: Double) -> Bool {
+    mutating func inPartition(_ d: Int, _ index: Int, fraction: Double) -> Bool {
         let h = StreamSeed(partitionSalt &+ UInt64(index)).derive(d).value
         return Double(h >> 11) * 0x1.0p-53 < fraction
     }

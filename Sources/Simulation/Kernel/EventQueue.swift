@@ -3,21 +3,12 @@
 /// **Time order** pops events by (time, payload). **Windowed order** cuts time into windows
 /// `((k − 1)·w, k·w]` and pops window by window, and within a window group by group (a group is
 /// a device, say), each group's events by (time, payload). Windowed order is for simulations
-/// whose groups cannot affect each other within a window: a device's events then run back to
+/// whose groups cannot affect each other within a window: a group's events then run back to
 /// back, touching its state once instead of once per event, and the result is the same as in
 /// time order.
 ///
-/// The queue is a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) on a 64-bit key: the
-/// time's bits, or the window and group. A simulation never schedules before what it last
-/// popped, so every pending key shares a prefix of bits with that key; an event waits in the
-/// bucket named by the highest bit where its key differs from it. Scheduling appends to one of
-/// 65 buckets whose ends stay in the cache, and popping refills the lowest bucket by streaming
-/// through the next non-empty one. A binary or 4-ary heap over a million devices' events pays a
-/// chain of cache misses on every pop; this moves each event a few times, sequentially.
-///
-/// Events with the last popped key wait in a small heap ordered by (time, payload), so ties are
-/// broken by the payload itself (the fleet packs kind, device and detail into one `UInt64`),
-/// not by an insertion counter: the order is a pure function of what was scheduled.
+/// Ties are broken by the payload itself (the fleet packs kind, device and detail into one
+/// `UInt64`), not by an insertion counter: the order is a pure function of what was scheduled.
 ///
 /// - Precondition: times are non-negative and never earlier than the last popped time (in
 ///   windowed order: never in an earlier window, nor in an earlier group of the same window),
@@ -34,26 +25,60 @@ struct EventQueue<Payload: Comparable> {
         func precedes(_ other: Entry) -> Bool {
             key < other.key || (key == other.key && (time < other.time || (time == other.time && payload < other.payload)))
         }
+
+        @inline(__always)
+        fileprivate var window: UInt64 { key >> 32 }
     }
 
     /// The width of a window in seconds, or `nil` for time order.
     let window: Double?
     private let inverseWindow: Double
+    private(set) var count = 0
+
+    // Time order: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) on the time's bits. A
+    // simulation never schedules before the time it last popped, so every pending time shares a
+    // prefix of bits with that time; an event waits in the bucket named by the highest bit where
+    // its time differs from it. Scheduling appends to one of 65 buckets whose ends stay in the
+    // cache, and popping refills the lowest bucket by streaming through the next non-empty one.
+    // A binary heap over a million devices' events pays a chain of cache misses on every pop;
+    // this moves each event a few times, sequentially.
 
     /// Events at exactly `last`, ordered by payload.
     private var ties = MinHeap<Entry>()
     /// `buckets[i]` holds the events whose key first differs from `last` at bit `i` (from 1 at
     /// the lowest bit to 64 at the highest); `buckets[0]` is unused, `ties` stands for it.
-    private var buckets: [[Entry]] = Array(repeating: [], count: 65)
+    private var buckets: [[Entry]] = []
     /// Which buckets are non-empty, one bit each.
     private var occupied: UInt128 = 0
     private var last: UInt64 = 0
-    private(set) var count = 0
+
+    // Windowed order: the windows ahead wait unsorted in a ring (and, beyond its span, in a heap);
+    // the current window is sorted once when it starts and read in order, so the groups to come
+    // are known (see `upcomingGroup(_:)`); the current group's events are a small heap.
+
+    /// The current group's events.
+    private var group = MinHeap<Entry>()
+    /// The key (window and group) of the current group.
+    private var currentKey: UInt64 = 0
+    /// The current window's events, sorted, from `cursor` on.
+    private var sorted: [Entry] = []
+    private var cursor = 0
+    /// The radix sort's second buffer.
+    private var scratch: [Entry] = []
+    /// Events scheduled for later groups of the current window after it was sorted.
+    private var late = MinHeap<Entry>()
+    /// Windows `current + 1 ..< current + ring.count`, at `window % ring.count`.
+    private var ring: [[Entry]] = []
+    private var ringOccupied: [UInt64] = []
+    private var ringCount = 0
+    /// Events in windows beyond the ring.
+    private var far = MinHeap<Entry>()
 
     /// A queue in time order.
     init() {
         window = nil
         inverseWindow = 0
+        buckets = Array(repeating: [], count: 65)
     }
 
     /// A queue in windowed order, with windows of `width` seconds.
@@ -61,6 +86,8 @@ struct EventQueue<Payload: Comparable> {
         precondition(width > 0 && width.isFinite, "window width must be positive")
         window = width
         inverseWindow = 1 / width
+        ring = Array(repeating: [], count: 1024)
+        ringOccupied = Array(repeating: 0, count: 1024 / 64)
     }
 
     var isEmpty: Bool { count == 0 }
@@ -68,50 +95,74 @@ struct EventQueue<Payload: Comparable> {
     /// The time of the earliest event, if any.
     var nextTime: Double? {
         mutating get {
-            if ties.isEmpty && !refill() { return nil }
-            return ties.first?.time
+            if window == nil {
+                if ties.isEmpty && !refill() { return nil }
+                return ties.first?.time
+            }
+            if group.isEmpty && !nextGroup() { return nil }
+            return group.first?.time
         }
     }
 
+    /// The group `ahead` groups after the current one, if the current window has one that far
+    /// and it is already known; `nil` in time order. A hint for prefetching its state.
     @inline(__always)
-    private func bucket(_ key: UInt64) -> Int {
-        Int(truncatingIfNeeded: 64 - (key ^ last).leadingZeroBitCount)
+    func upcomingGroup(_ ahead: Int) -> UInt32? {
+        let index = cursor + ahead
+        return index < sorted.count ? UInt32(truncatingIfNeeded: sorted[index].key) : nil
     }
 
     /// Schedules `payload` at `time`, in `group` (ignored in time order).
     ///
-    /// - Complexity: O(1).
+    /// - Complexity: O(1) in time order and for later windows; O(log k) within the current window.
     @inline(__always)
-    mutating func schedule(_ payload: Payload, at time: Double, group: UInt32 = 0) {
+    mutating func schedule(_ payload: Payload, at time: Double, group g: UInt32 = 0) {
         precondition(time >= 0, "an event scheduled at a negative time")
         let time = time + 0  // turns −0 into +0
-        let key: UInt64
-        if window == nil {
-            key = time.bitPattern
-        } else {
-            let scaled = (time * inverseWindow).rounded(.up)
-            key = (scaled < 0x1p31 ? UInt64(scaled) : 1 << 31) << 32 | UInt64(group)
-        }
-        precondition(key >= last, "an event scheduled before the last one popped")
-        let entry = Entry(time: time, payload: payload, key: key)
         count += 1
-        let b = bucket(key)
-        if b == 0 {
-            ties.push(entry)
+        guard window != nil else {
+            let entry = Entry(time: time, payload: payload, key: time.bitPattern)
+            precondition(entry.key >= last, "an event scheduled before the last one popped")
+            let b = bucket(entry.key)
+            if b == 0 {
+                ties.push(entry)
+            } else {
+                buckets[b].append(entry)
+                occupied |= 1 << UInt128(b)
+            }
+            return
+        }
+        let scaled = (time * inverseWindow).rounded(.up)
+        let key = (scaled < 0x1p31 ? UInt64(scaled) : 1 << 31) << 32 | UInt64(g)
+        precondition(key >= currentKey, "an event scheduled before the last one popped")
+        let entry = Entry(time: time, payload: payload, key: key)
+        if key == currentKey {
+            group.push(entry)
+        } else if entry.window == currentKey >> 32 {
+            late.push(entry)
         } else {
-            buckets[b].append(entry)
-            occupied |= 1 << UInt128(b)
+            place(entry)
         }
     }
 
     /// Removes and returns the earliest event.
-    ///
-    /// - Complexity: amortised O(log(time range)) bucket moves of an event over its life.
     @inline(__always)
     mutating func pop() -> Entry? {
-        if ties.isEmpty && !refill() { return nil }
+        if window == nil {
+            if ties.isEmpty && !refill() { return nil }
+            count -= 1
+            return ties.pop()
+        }
+        if group.isEmpty && !nextGroup() { return nil }
         count -= 1
-        return ties.pop()
+        return group.pop()
+    }
+
+    // MARK: Time order
+
+    @inline(__always)
+    private func bucket(_ key: UInt64) -> Int {
+        Int(truncatingIfNeeded: 64 - (key ^ last).leadingZeroBitCount)
     }
 
     /// Moves the events of the lowest non-empty bucket down to their new buckets, relative to
@@ -138,6 +189,120 @@ struct EventQueue<Payload: Comparable> {
         moving.removeAll(keepingCapacity: true)
         swap(&moving, &buckets[b])
         return true
+    }
+
+    // MARK: Windowed order
+
+    /// Puts an event of a later window in the ring, or beyond it in the far heap.
+    private mutating func place(_ entry: Entry) {
+        let ahead = entry.window &- (currentKey >> 32)
+        if ahead < UInt64(ring.count) {
+            let slot = Int(entry.window) & (ring.count - 1)
+            ring[slot].append(entry)
+            ringOccupied[slot >> 6] |= 1 << UInt64(slot & 63)
+            ringCount += 1
+        } else {
+            far.push(entry)
+        }
+    }
+
+    /// Makes the next group (of this window or a later one) current, with all its events in
+    /// the group heap; false when nothing is left.
+    private mutating func nextGroup() -> Bool {
+        while true {
+            let fromSorted = cursor < sorted.count ? sorted[cursor].key : .max
+            let fromLate = late.first?.key ?? .max
+            let key = min(fromSorted, fromLate)
+            if key == .max {
+                guard startNextWindow() else { return false }
+                continue
+            }
+            currentKey = key
+            while cursor < sorted.count && sorted[cursor].key == key {
+                group.push(sorted[cursor])
+                cursor += 1
+            }
+            while let first = late.first, first.key == key {
+                group.push(late.pop()!)
+            }
+            return true
+        }
+    }
+
+    /// Sorts the next non-empty window into `sorted`.
+    private mutating func startNextWindow() -> Bool {
+        let current = currentKey >> 32
+        let nextInRing = ringCount > 0 ? nextOccupiedWindow(after: current) : .max
+        let nextFar = far.first?.window ?? .max
+        let next = min(nextInRing, nextFar)
+        guard next != .max else { return false }
+        currentKey = next << 32
+        // Far events the ring now reaches move in.
+        while let first = far.first, first.window - next < UInt64(ring.count) {
+            place(far.pop()!)
+        }
+        let slot = Int(next) & (ring.count - 1)
+        sorted.removeAll(keepingCapacity: true)
+        swap(&sorted, &ring[slot])
+        ringOccupied[slot >> 6] &= ~(1 << UInt64(slot & 63))
+        ringCount -= sorted.count
+        cursor = 0
+        sortByGroup()
+        return true
+    }
+
+    /// Sorts the window's events by key alone (a group's events meet again in the group heap,
+    /// which orders them fully): a least-significant-digit radix sort on the group, a byte a
+    /// pass, skipping bytes that are the same throughout. A comparison sort of a million-device
+    /// window costs several times more.
+    private mutating func sortByGroup() {
+        let n = sorted.count
+        guard n > 256 else {
+            sorted.sort { $0.key < $1.key }
+            return
+        }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: sorted)
+        var counts = [Int](repeating: 0, count: 256)
+        var inScratch = false
+        for shift in stride(from: UInt64(0), to: 32, by: 8) {
+            sorted.withUnsafeMutableBufferPointer { a in
+                scratch.withUnsafeMutableBufferPointer { b in
+                    let source = inScratch ? b : a
+                    let target = inScratch ? a : b
+                    for i in 0..<256 { counts[i] = 0 }
+                    for entry in source { counts[Int(truncatingIfNeeded: entry.key >> shift) & 255] += 1 }
+                    guard counts[Int(truncatingIfNeeded: source[0].key >> shift) & 255] != n else { return }
+                    var position = 0
+                    for i in 0..<256 {
+                        let count = counts[i]
+                        counts[i] = position
+                        position += count
+                    }
+                    for entry in source {
+                        let digit = Int(truncatingIfNeeded: entry.key >> shift) & 255
+                        target[counts[digit]] = entry
+                        counts[digit] += 1
+                    }
+                    inScratch.toggle()
+                }
+            }
+        }
+        if inScratch { swap(&sorted, &scratch) }
+    }
+
+    /// The first window after `current` whose ring slot holds events.
+    private func nextOccupiedWindow(after current: UInt64) -> UInt64 {
+        let mask = ring.count - 1
+        let start = Int(current + 1) & mask
+        var word = start >> 6
+        var bits = ringOccupied[word] & (~0 << UInt64(start & 63))
+        while bits == 0 {
+            word = (word + 1) & (ringOccupied.count - 1)
+            bits = ringOccupied[word]
+        }
+        let slot = word << 6 | bits.trailingZeroBitCount
+        return current + 1 + UInt64((slot - start) & mask)
     }
 }
 
@@ -170,30 +335,25 @@ struct MinHeap<Element: HeapOrdered> {
         guard !storage.isEmpty else { return last }
         let top = storage[0]
         storage.withUnsafeMutableBufferPointer { h in
-            Self.siftDown(last, from: 0, in: h)
+            let n = h.count
+            var parent = 0
+            while true {
+                let first = 4 * parent + 1
+                if first >= n { break }
+                var child = first
+                let end = min(first + 4, n)
+                var candidate = first + 1
+                while candidate < end {
+                    if h[candidate].precedes(h[child]) { child = candidate }
+                    candidate += 1
+                }
+                guard h[child].precedes(last) else { break }
+                h[parent] = h[child]
+                parent = child
+            }
+            h[parent] = last
         }
         return top
-    }
-
-    @inline(__always)
-    private static func siftDown(_ element: Element, from start: Int, in h: UnsafeMutableBufferPointer<Element>) {
-        let n = h.count
-        var parent = start
-        while true {
-            let first = 4 * parent + 1
-            if first >= n { break }
-            var child = first
-            let end = min(first + 4, n)
-            var candidate = first + 1
-            while candidate < end {
-                if h[candidate].precedes(h[child]) { child = candidate }
-                candidate += 1
-            }
-            guard h[child].precedes(element) else { break }
-            h[parent] = h[child]
-            parent = child
-        }
-        h[parent] = element
     }
 }
 
@@ -201,4 +361,3 @@ struct MinHeap<Element: HeapOrdered> {
 protocol HeapOrdered {
     func precedes(_ other: Self) -> Bool
 }
-
