@@ -75,8 +75,7 @@ public struct ClientEngine<Store: EventStore> {
     // fewest cache lines, which is what a fleet of a million engines is bound by.
 
     @usableFromInline var generator: Xoshiro256
-    /// The app version the cache belongs to.
-    public private(set) var appVersion: String
+    @usableFromInline var _appVersion: String
     @usableFromInline var _eventsDroppedByOverflow = 0
     /// Events removed because a server permanently refused their batch.
     public internal(set) var eventsRejectedPermanently = 0
@@ -109,17 +108,20 @@ public struct ClientEngine<Store: EventStore> {
 
     /// Creates an engine sharing `profile` with other devices; otherwise as
     /// ``init(deviceID:appVersion:defaults:settings:store:seed:at:)``.
+    @inlinable
     public init(deviceID: UInt64, appVersion: String, profile: EngineProfile, store: Store, seed: StreamSeed, at now: Double) {
         var store = store
         store.persistence = profile.settings.persistence
         self.profile = profile
         self._store = store
         self.deviceID = deviceID
-        self.appVersion = appVersion
+        self._appVersion = appVersion
         self.generator = seed.makeGenerator()
         self.fetchDueAt = now
     }
 
+    /// The app version the cache belongs to.
+    public var appVersion: String { _appVersion }
     /// The engine's settings.
     @inlinable public var settings: EngineSettings { profile.settings }
     /// Whether experiment data has never been retrieved, so the defaults are served.
@@ -338,7 +340,7 @@ extension ClientEngine {
     /// engine does not return to offline mode). The same version is a no-op.
     public mutating func appVersionChanged(to version: String, at now: Double) {
         guard version != appVersion else { return }
-        appVersion = version
+        _appVersion = version
         assignments = AssignmentTable()
         fetchDueAt = min(fetchDueAt, now)
     }

@@ -63,10 +63,11 @@ extension EventStore {
 
 /// A growable ring buffer of events: O(1) append and removal at the front, and storage that
 /// is released when the queue drains so idle devices hold no large buffers.
+@usableFromInline
 struct EventRing: Sendable {
     private var storage: [Event] = []
     private var head = 0
-    private(set) var count = 0
+    @usableFromInline private(set) var count = 0
 
     /// Buffers up to this capacity are kept when the queue empties. None are: a drained queue
     /// has just sent a batch (which allocates anyway), and a million idle devices each keeping

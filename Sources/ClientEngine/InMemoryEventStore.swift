@@ -8,7 +8,7 @@
 ///
 /// `InMemoryEventStore` is `Sendable`: it is a value whose storage is copy-on-write.
 public struct InMemoryEventStore: EventStore, Sendable {
-    private var events = EventRing()
+    @usableFromInline var events = EventRing()
     public private(set) var commitDeadline = Double.infinity
     public private(set) var persistedCount = 0
     private var nextSequence: UInt32 = 0
@@ -25,7 +25,7 @@ public struct InMemoryEventStore: EventStore, Sendable {
         self.persistence = persistence
     }
 
-    public var count: Int { events.count }
+    @inlinable public var count: Int { events.count }
 
     public var oldestCreatedAt: Double? { events.isEmpty ? nil : events[0].createdAt }
 

@@ -23,6 +23,22 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
         StreamSeed(raw: Self.combine(value, Self.fnv1a64(label)))
     }
 
+    /// A label hashed once, for deriving many children with it (one per device, say).
+    public struct Label: Sendable {
+        let hash: UInt64
+
+        /// The label `name`; `seed.derive(Label(name))` equals `seed.derive(name)`.
+        public init(_ name: String) {
+            hash = StreamSeed.fnv1a64(name)
+        }
+    }
+
+    /// Derives the child stream with a prepared label, as deriving with its name would.
+    @inline(__always)
+    public func derive(_ label: Label) -> StreamSeed {
+        StreamSeed(raw: Self.combine(value, label.hash))
+    }
+
     /// Derives the child stream with the numeric label `index` (a replicate, a device, an arm).
     public func derive(_ index: Int) -> StreamSeed {
         StreamSeed(raw: Self.combine(value, UInt64(bitPattern: Int64(index)) &+ 0x5851_F42D_4C95_7F2D))

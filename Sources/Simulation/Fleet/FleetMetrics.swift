@@ -109,10 +109,11 @@ public struct FleetMetrics: Sendable {
     }
 
     @inline(__always)
-    mutating func view(experiment e: Int, variant: Int, best: Int, rates: [Double], convertsMask: UInt64, converted: Bool) {
+    /// Counts a view of `variant` whose expected regret (best rate − its rate) is `regret`.
+    mutating func view(experiment e: Int, variant: Int, best: Int, regret: Double, convertsMask: UInt64, converted: Bool) {
         let cell = offsets[e] + variant
         viewCounts[cell] += 1
-        regretSums[cell] += rates[best] - rates[variant]
+        regretSums[cell] += regret
         if converted { conversionCounts[cell] += 1 }
         if convertsMask & (1 << UInt64(best)) != 0 { bestConversions += 1 }
         if variant == best { bestViews += 1 }
@@ -126,23 +127,28 @@ public struct FleetMetrics: Sendable {
         ))
     }
 
-    mutating func finish<A>(fleet: FleetReplicate<A>) {
+    mutating func finish<A>(fleet: borrowing FleetReplicate<A>) {
         switch fleet.scenario.client.style {
         case .myna:
-            let depths = fleet.devices.map(\.peakDepth).sorted()
+            var depths = [UInt32](repeating: 0, count: fleet.devices.count)
+            for d in fleet.devices.indices {
+                depths[d] = fleet.devices[d].peakDepth
+                retries += fleet.devices[d].engine.transientFailures
+                eventsCreated += fleet.devices[d].engine.eventsCreated
+                eventsDropped += fleet.devices[d].engine.eventsDroppedByOverflow + fleet.devices[d].engine.eventsLostInCrashes
+                    + fleet.devices[d].engine.eventsRejectedPermanently
+                let depth = fleet.devices[d].engine.queueDepth
+                if depth > 0 {
+                    for event in fleet.devices[d].engine.store.oldest(depth) where !fleet.server.hasIngested(event.id) {
+                        eventsPending += 1
+                    }
+                }
+            }
+            depths.sort()
             if !depths.isEmpty {
                 deviceDepthP50 = Int(depths[depths.count / 2])
                 deviceDepthP95 = Int(depths[min(depths.count - 1, depths.count * 95 / 100)])
                 deviceDepthMax = Int(depths[depths.count - 1])
-            }
-            for device in fleet.devices {
-                let engine = device.engine
-                retries += engine.transientFailures
-                eventsCreated += engine.eventsCreated
-                eventsDropped += engine.eventsDroppedByOverflow + engine.eventsLostInCrashes + engine.eventsRejectedPermanently
-                for event in engine.store.oldest(engine.queueDepth) where !fleet.server.hasIngested(event.id) {
-                    eventsPending += 1
-                }
             }
             eventsAcked = fleet.server.eventsAccepted
             duplicatesIgnored = fleet.server.duplicatesIgnored
