@@ -123,13 +123,7 @@ struct EventQueue<Payload: Comparable> {
         guard window != nil else {
             let entry = Entry(time: time, payload: payload, key: time.bitPattern)
             precondition(entry.key >= last, "an event scheduled before the last one popped")
-            let b = bucket(entry.key)
-            if b == 0 {
-                ties.push(entry)
-            } else {
-                buckets[b].append(entry)
-                occupied |= 1 << UInt128(b)
-            }
+            file(entry)
             return
         }
         let scaled = (time * inverseWindow).rounded(.up)
@@ -165,6 +159,18 @@ struct EventQueue<Payload: Comparable> {
         Int(truncatingIfNeeded: 64 - (key ^ last).leadingZeroBitCount)
     }
 
+    /// Puts an event in the bucket its key names relative to `last`.
+    @inline(__always)
+    private mutating func file(_ entry: Entry) {
+        let b = bucket(entry.key)
+        if b == 0 {
+            ties.push(entry)
+        } else {
+            buckets[b].append(entry)
+            occupied |= 1 << UInt128(b)
+        }
+    }
+
     /// Moves the events of the lowest non-empty bucket down to their new buckets, relative to
     /// their smallest time, which becomes `last`.
     private mutating func refill() -> Bool {
@@ -176,15 +182,7 @@ struct EventQueue<Payload: Comparable> {
         var minimum = UInt64.max
         for entry in moving where entry.key < minimum { minimum = entry.key }
         last = minimum
-        for entry in moving {
-            let target = bucket(entry.key)
-            if target == 0 {
-                ties.push(entry)
-            } else {
-                buckets[target].append(entry)
-                occupied |= 1 << UInt128(target)
-            }
-        }
+        for entry in moving { file(entry) }
         // Hand the emptied buffer back so the bucket does not allocate when it fills again.
         moving.removeAll(keepingCapacity: true)
         swap(&moving, &buckets[b])
