@@ -240,7 +240,9 @@ struct EventQueue<Payload: Comparable> {
             place(far.pop()!)
         }
         let slot = Int(next) & (ring.count - 1)
-        sorted.removeAll(keepingCapacity: true)
+        // The window's buffer becomes `sorted` and the slot starts afresh: handing `sorted`'s old
+        // buffer back would leave every slot of the ring holding a window's worth of capacity.
+        sorted = []
         swap(&sorted, &ring[slot])
         ringOccupied[slot >> 6] &= ~(1 << UInt64(slot & 63))
         ringCount -= sorted.count
