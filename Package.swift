@@ -23,7 +23,7 @@ let package = Package(
             pkgConfig: "gsl",
             providers: [.apt(["libgsl-dev"])]
         ),
-        .target(name: "CPrefetch"),
+        .target(name: "CMemoryHints"),
         .target(name: "Randomness", dependencies: ["CGSL"]),
         .target(name: "Allocators", dependencies: ["Randomness"]),
         .target(name: "ClientEngine", dependencies: ["Allocators", "Randomness"]),
@@ -32,7 +32,7 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "ClientEngine", "CPrefetch", "ExperimentServer", "Randomness",
+                "Allocators", "ClientEngine", "CMemoryHints", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -56,7 +56,7 @@ let package = Package(
 )
 
 // Every Swift target gets the same language settings, as in swift-log.
-for target in package.targets where target.type != .system && target.name != "CPrefetch" {
+for target in package.targets where target.type != .system && target.name != "CMemoryHints" {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     target.swiftSettings = settings
