@@ -65,3 +65,12 @@ struct AssignmentTableTests {
         #expect(!ExperimentData(version: 5, experiments: Array(first.experiments.prefix(4)), replacing: first).hasSameLayout(as: first))
     }
 }
+
+struct EngineFootprintTests {
+    /// A million engines live in one simulation: this is the budget the README states, and a
+    /// field added to the engine has to earn its bytes.
+    @Test func anEngineFitsItsBudget() {
+        #expect(MemoryLayout<ClientEngine<InMemoryEventStore>>.stride <= 328)
+        #expect(MemoryLayout<AssignmentTable>.stride == 24)
+    }
+}

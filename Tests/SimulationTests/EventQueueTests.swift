@@ -112,4 +112,20 @@ struct EventQueueTests {
         #expect(queue.pop()?.payload == 1)
         #expect(queue.pop() == nil)
     }
+
+    /// A publication at exactly k·w ends window k. With w = 600 s, (k·600)·(1/600) rounds above
+    /// k for 4,423 of the first 20,000 k, which would push the publication after the next
+    /// window's devices; the window must come from a division.
+    @Test(arguments: [600.0, 3600, 1800, 3, 0.5])
+    func anEventAtAWindowsEndBelongsToThatWindow(width: Double) {
+        var queue = EventQueue<Int>(window: width)
+        for k in 1...5_000 {
+            let end = Double(k) * width
+            queue.schedule(2 * k, at: end, group: 1)
+            queue.schedule(2 * k + 1, at: end.nextUp, group: 0)
+        }
+        var order: [Int] = []
+        while let entry = queue.pop() { order.append(entry.payload) }
+        #expect(order == Array(2...10_001))
+    }
 }

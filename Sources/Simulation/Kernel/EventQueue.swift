@@ -32,7 +32,6 @@ struct EventQueue<Payload: Comparable> {
 
     /// The width of a window in seconds, or `nil` for time order.
     let window: Double?
-    private let inverseWindow: Double
     private(set) var count = 0
 
     // Time order: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) on the time's bits. A
@@ -77,7 +76,6 @@ struct EventQueue<Payload: Comparable> {
     /// A queue in time order.
     init() {
         window = nil
-        inverseWindow = 0
         buckets = Array(repeating: [], count: 65)
     }
 
@@ -85,7 +83,6 @@ struct EventQueue<Payload: Comparable> {
     init(window width: Double) {
         precondition(width > 0 && width.isFinite, "window width must be positive")
         window = width
-        inverseWindow = 1 / width
         ring = Array(repeating: [], count: 1024)
         ringOccupied = Array(repeating: 0, count: 1024 / 64)
     }
@@ -126,7 +123,9 @@ struct EventQueue<Payload: Comparable> {
             file(entry)
             return
         }
-        let scaled = (time * inverseWindow).rounded(.up)
+        // Divided, not multiplied by the inverse: a window's end k·w must give exactly k, or an
+        // event at a publication would fall into the next window.
+        let scaled = (time / window!).rounded(.up)
         let key = (scaled < 0x1p31 ? UInt64(scaled) : 1 << 31) << 32 | UInt64(g)
         precondition(key >= currentKey, "an event scheduled before the last one popped")
         let entry = Entry(time: time, payload: payload, key: key)

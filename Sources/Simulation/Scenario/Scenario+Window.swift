@@ -4,14 +4,15 @@ extension Scenario {
     /// the same result as in time order.
     ///
     /// Myna-style devices meet only through the server. When it publishes every Δ, devices see
-    /// nothing new between publications; what they send it is only gathered until the next one
-    /// (in an order-free way: a set of ids, counts, a histogram), and nothing it does to one
-    /// device depends on another while it has no capacity limit. So between publications each
-    /// device's events can run in any order relative to other devices', as long as each
-    /// device's events run in time order and every window ends at a publication, a sample and the
-    /// horizon. Rate changes must also fall on window ends, so that the expected regret adds the
-    /// same numbers. Conductrics-style decisions draw from the allocator's shared stream, and a
-    /// capacity limit serves requests first come first served: both need time order.
+    /// nothing new between publications, and what they send it is only gathered until the next
+    /// one (the fleet hands it over at the window's end, in the order time order would have);
+    /// nothing the server does to one device depends on another while it has no capacity limit.
+    /// So within a window each device's events can run apart from other devices', as long as
+    /// each device's events run in time order and every window ends at a publication, a sample
+    /// and the horizon. Rate changes must also fall on window ends, so that the expected regret
+    /// adds the same numbers in the same order. Conductrics-style decisions draw from the
+    /// allocator's shared stream, and a capacity limit serves requests first come first served:
+    /// both need time order.
     var independentWindow: Double? {
         guard client.style == .myna, server.capacity == nil,
               case .every(let width) = server.update else { return nil }
