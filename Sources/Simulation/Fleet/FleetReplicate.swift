@@ -83,7 +83,8 @@ struct FleetReplicate<A: Allocator> {
 
         /// - Parameters:
         ///   - device: Below 2²⁸, or −1 for fleet-wide occurrences.
-        ///   - detail: A response slot, or an experiment index and variant for a delayed conversion.
+        ///   - detail: A response's slot (low 24 bits) under its request number's low byte, or an
+        ///     experiment index and variant for a delayed conversion.
         @inline(__always)
         init(kind: Kind, device: Int32, detail: Int32) {
             raw = UInt64(kind.rawValue) << 60 | (UInt64(UInt32(bitPattern: device)) & 0x0FFF_FFFF) << 32 | UInt64(UInt32(bitPattern: detail))
@@ -238,10 +239,13 @@ struct FleetReplicate<A: Allocator> {
                 if devices[d].wakeAt == now {
                     devices[d].wakeAt = .infinity
                     let depthBefore = devices[d].engine.queueDepth
+                    // The app runs, so it learns of the network as it is now, and what it sends
+                    // meets the network as it is now.
+                    advanceConnectivity(d, to: now)
                     drive(d, at: now)
                     noteDepth(d, before: depthBefore)
                 }
-            case .response: deliver(slot: Int(occurrence.detail), to: d, at: now)
+            case .response: deliver(slot: Int(occurrence.detail & 0x00FF_FFFF), to: d, at: now)
             case .connectivity: connectivityWatchFired(d, at: now)
             case .serverTick:
                 flushDeferredIngests()
@@ -486,7 +490,8 @@ struct FleetReplicate<A: Allocator> {
                     || (scenario.client.backgroundSync && (devices[d].engine.queueDepth > 0 || at <= now))
                 // A response due by then runs the engine anyway and, in the foreground, gets this
                 // wake asked for again if it is still wanted; scheduling it now would only add a
-                // wake that finds nothing to do (a timeout that the response makes moot).
+                // wake for a timeout the response makes moot. (The device then learns of the
+                // network at its next event, as it does between any two events.)
                 let moot = at <= devices[d].foregroundUntil && devices[d].responseBound <= at
                 if mayRun && at < devices[d].wakeAt && !moot {
                     devices[d].wakeAt = at
@@ -604,7 +609,13 @@ struct FleetReplicate<A: Allocator> {
         }
         devices[d].responsesPending += 1
         let slot = responses.store(id: id, response: response)
-        schedule(Occurrence(kind: .response, device: Int32(d), detail: Int32(slot)), at: time)
+        precondition(slot < 1 << 24, "more than 16,777,216 responses in flight")
+        // Two responses to one device due at the same time (both requests refused at once, say)
+        // come in request order: the request number's low byte leads the detail. The slot alone
+        // would order them by where the free list put them, which windowed and time order
+        // reach differently.
+        let detail = UInt32(truncatingIfNeeded: id.rawValue & 0xFF) << 24 | UInt32(slot)
+        schedule(Occurrence(kind: .response, device: Int32(d), detail: Int32(bitPattern: detail)), at: time)
     }
 
     mutating func deliver(slot: Int, to d: Int, at now: Double) {
