@@ -44,6 +44,12 @@ struct WindowedOrderTests {
             "network": "network:\n  outages:\n    - {start: 1d, end: 1d6h, mode: timeout}\n  partitions:\n    - {start: 2d, end: 2d12h, fraction: 0.5}",
             "allocators": allAllocators,
         ],
+        "offline-and-outage": [
+            "network": "network:\n  offline_fraction: 0.3\n  mean_offline: 1h\n  outages:\n    - {start: 1d, end: 1d8h, mode: fail}",
+            "client": "client:\n  background_sync: true\n  batch_size: 3",
+            "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.05}, {id: green, rate: 0.10}]",
+            "allocators": allAllocators,
+        ],
         "rate-change": [
             "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.10}, {id: green, rate: 0.05}]\n    rate_changes:\n      - {at: 1d, rates: [0.05, 0.10]}\n  - id: title\n    variants: [{id: a, rate: 0.2}, {id: b, rate: 0.3}, {id: c, rate: 0.25}]",
             "allocators": allAllocators,
