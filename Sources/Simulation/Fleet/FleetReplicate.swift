@@ -20,7 +20,7 @@ struct FleetReplicate<A: Allocator> {
     let profile: EngineProfile
     let replicateSeed: StreamSeed
     var server: ExperimentServer<A>
-    var devices: [Device] = []
+    var devices = InPlaceBuffer<Device>(capacity: 0)
     /// Copies of the online/offline timelines of every `sampleStride`-th device, for measuring the
     /// fleet's online fraction without touching the devices. A timeline is a pure function of
     /// its stream, so a copy advanced separately stays identical to the device's own.
@@ -165,13 +165,7 @@ struct FleetReplicate<A: Allocator> {
         let population = scenario.population
         let network = scenario.network
         precondition(population.devices < 0x0FFF_FFFF, "at most 268,435,454 devices per replicate")
-        devices.reserveCapacity(population.devices)
-        devices.withUnsafeMutableBufferPointer { buffer in
-            // Advice only: without huge pages the run is the same, a little slower.
-            if let base = buffer.baseAddress {
-                _ = aviary_advise_huge_pages(base, MemoryLayout<Device>.stride * population.devices)
-            }
-        }
+        devices = InPlaceBuffer(capacity: population.devices)
         sampleStride = max(1, population.devices / 20_000)
         let window = forcesTimeOrder ? nil : scenario.independentWindow
         queue = window.map { EventQueue(window: $0) } ?? EventQueue()
@@ -270,17 +264,15 @@ struct FleetReplicate<A: Allocator> {
     @inline(__always)
     func prefetch(device d: Int) {
         guard d < devices.count else { return }
-        devices.withUnsafeBufferPointer { buffer in
-            // The hot fields end about 320 bytes in (the engine's counters and strings follow);
-            // a device need not start on a cache line, so its lines are counted from the one
-            // holding its first byte.
-            let start = UnsafeRawPointer(buffer.baseAddress! + d)
-            let end = start + min(MemoryLayout<Device>.stride, 320)
-            var line = UnsafeRawPointer(bitPattern: UInt(bitPattern: start) & ~63)!
-            while line < end {
-                aviary_prefetch_for_write(line)
-                line += 64
-            }
+        // The hot fields end about 320 bytes in (the engine's counters and strings follow); a
+        // device need not start on a cache line, so its lines are counted from the one holding
+        // its first byte.
+        let start = devices.address(d)
+        let end = start + min(MemoryLayout<Device>.stride, 320)
+        var line = UnsafeRawPointer(bitPattern: UInt(bitPattern: start) & ~63)!
+        while line < end {
+            aviary_prefetch_for_write(line)
+            line += 64
         }
     }
 
