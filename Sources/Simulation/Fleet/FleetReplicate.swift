@@ -73,7 +73,8 @@ struct FleetReplicate<A: Allocator> {
     // (over a kilobyte, and a retain of every array in it) on each call.
 
     /// What happens at a point in virtual time, packed into 64 bits (kind, device, detail) so an
-    /// entry of the event queue is 16 bytes and equal times order by these bits.
+    /// entry of the event queue stays small (24 bytes with its time and key) and equal times
+    /// order by these bits.
     struct Occurrence: Comparable {
         enum Kind: UInt8 {
             case session, views, conversion, wake, response, connectivity, serverTick, sample
@@ -352,7 +353,6 @@ struct FleetReplicate<A: Allocator> {
     }
 
     /// The session's views, conversions and (if the app crashes) the restart.
-
     mutating func views(_ d: Int, crashes: Bool, at now: Double) {
         refreshRates(at: now)
         for e in 0..<variantCounts.count {
