@@ -7,8 +7,10 @@ import ClientEngine
 ///
 /// Ingestion is idempotent: every event id is remembered, so a batch retried after a lost
 /// acknowledgement is acknowledged again but counted once (its repeats are counted as
-/// duplicates). The allocators see feedback according to ``UpdateCadence``; published data is an
-/// immutable ``ExperimentData`` shared by every device that fetches it.
+/// duplicates). The allocators see feedback according to ``UpdateCadence``; buffered feedback
+/// reaches them in the order it arrived (by arrival time, then event id), whatever order the
+/// batches were handed in, since some allocators (a sequential stopping test) depend on that
+/// order. Published data is an immutable ``ExperimentData`` shared by every device that fetches it.
 ///
 /// Not `Sendable`: one owner (one simulated replicate) drives it.
 public struct ExperimentServer<A: Allocator> {
@@ -49,7 +51,7 @@ public struct ExperimentServer<A: Allocator> {
     public private(set) var decisions = 0
 
     private var seen = Set<EventID>()
-    private var pending: [(experiment: Int, feedback: Feedback)] = []
+    private var pending: [PendingFeedback] = []
     private var dirty = false
     private var lastPublished: Double
     private var version = 1
@@ -106,7 +108,7 @@ public struct ExperimentServer<A: Allocator> {
             case .conversion: feedback = .conversion(variant, value: event.value)
             default: continue
             }
-            learn(feedback, experiment: experiment, at: now)
+            learn(feedback, experiment: experiment, at: now, event: event.id)
         }
         eventsAccepted += result.accepted
         duplicatesIgnored += result.duplicates
@@ -134,15 +136,15 @@ public struct ExperimentServer<A: Allocator> {
     }
 
     /// Feeds the allocator now or buffers the feedback, as the cadence says.
-    private mutating func learn(_ feedback: Feedback, experiment: Int, at now: Double) {
+    private mutating func learn(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID? = nil) {
         switch cadence {
         case .immediate:
             allocators[experiment].record(feedback)
             dirty = true
         case .every:
-            pending.append((experiment, feedback))
+            pending.append(PendingFeedback(time: now, event: event, order: pending.count, experiment: experiment, feedback: feedback))
         case .everyEvents(let count):
-            pending.append((experiment, feedback))
+            pending.append(PendingFeedback(time: now, event: event, order: pending.count, experiment: experiment, feedback: feedback))
             if pending.count >= count {
                 applyPending()
                 publish(at: now)
@@ -173,8 +175,9 @@ public struct ExperimentServer<A: Allocator> {
     }
 
     private mutating func applyPending() {
-        for (experiment, feedback) in pending {
-            allocators[experiment].record(feedback)
+        pending.sort(by: PendingFeedback.arrivesBefore)
+        for entry in pending {
+            allocators[entry.experiment].record(entry.feedback)
         }
         pending.removeAll(keepingCapacity: true)
     }
@@ -191,5 +194,27 @@ public struct ExperimentServer<A: Allocator> {
         version += 1
         lastPublished = now
         dirty = false
+    }
+}
+
+/// Feedback waiting for the next update, with what orders it.
+private struct PendingFeedback {
+    /// When it reached the server.
+    var time: Double
+    /// The event it came from; `nil` for server-side decisions and goals.
+    var event: EventID?
+    /// Its place in the buffer, the last tie-break.
+    var order: Int
+    var experiment: Int
+    var feedback: Feedback
+
+    static func arrivesBefore(_ a: PendingFeedback, _ b: PendingFeedback) -> Bool {
+        if a.time != b.time { return a.time < b.time }
+        switch (a.event, b.event) {
+        case let (x?, y?) where x != y: return x < y
+        case (nil, _?): return true
+        case (_?, nil): return false
+        default: return a.order < b.order
+        }
     }
 }

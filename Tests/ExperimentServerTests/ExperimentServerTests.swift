@@ -175,6 +175,19 @@ struct UpdateCadenceTests {
         #expect(approximately(server.published.experiments[0].snapshot.weights, [1.0 / 3, 2.0 / 3]))
     }
 
+    @Test func bufferedFeedbackIsLearntInArrivalOrderWhateverTheOrderOfTheBatches() {
+        // Three batches handed over out of order: by arrival time, then event id, then (for
+        // server-side decisions, which have no event) as recorded.
+        let late = [ServerFixtures.conversion(device: 2, 0, variant: 1)]
+        let early = [ServerFixtures.view(device: 9, 0, variant: 0), ServerFixtures.view(device: 1, 3, variant: 1)]
+        var server = ServerFixtures.server(.every(seconds: 100), choices: [1])
+        _ = server.ingest(late, at: 30)
+        _ = server.ingest(early, at: 20)
+        _ = server.decide(experiment: 0, at: 20)
+        server.tick(at: 100)
+        #expect(server.allocators[0].received == [.view(1), .view(1), .view(0), .conversion(1, value: 1)])
+    }
+
     @Test func everyEventsAppliesAndPublishesWhenEnoughEventsAreBuffered() {
         var server = ServerFixtures.server(.everyEvents(3))
         #expect(server.nextUpdate(after: 0) == nil)

@@ -20,7 +20,7 @@ struct FleetReplicate<A: Allocator> {
     let profile: EngineProfile
     let replicateSeed: StreamSeed
     var server: ExperimentServer<A>
-    var devices = InPlaceBuffer<Device>(capacity: 0)
+    let devices: InPlaceBuffer<Device>
     /// Copies of the online/offline timelines of every `sampleStride`-th device, for measuring the
     /// fleet's online fraction without touching the devices. A timeline is a pure function of
     /// its stream, so a copy advanced separately stays identical to the device's own.
@@ -48,19 +48,6 @@ struct FleetReplicate<A: Allocator> {
     var bestVariants: [Int] = []
     var nextRateChange = -Double.infinity
     var lastRateChange = 0.0
-
-    /// In windowed order, the batches sent in the current window; see ``flushDeferredIngests()``.
-    var deferredIngests: [DeferredIngest] = []
-    /// The occurrence being handled.
-    var currentOccurrence = Occurrence(kind: .session, device: 0, detail: 0)
-
-    struct DeferredIngest {
-        var sentAt: Double
-        var occurrence: Occurrence
-        var sequence: Int
-        var batch: [Event]
-        var arrival: Double
-    }
 
     /// Runs in time order even where windowed order is possible (to check they agree).
     var forcesTimeOrder = false
@@ -154,6 +141,7 @@ struct FleetReplicate<A: Allocator> {
         self.metrics = FleetMetrics(scenario: scenario)
         self.upgrades = scenario.population.appUpgrades
         self.partitionSalt = replicateSeed.derive("partition").value
+        self.devices = InPlaceBuffer(capacity: scenario.population.devices)
         self.variantCounts = scenario.experiments.map(\.rates.count)
         self.conversionDelay = scenario.population.conversionDelay
         self.isMyna = scenario.client.style == .myna
@@ -166,7 +154,6 @@ struct FleetReplicate<A: Allocator> {
         let population = scenario.population
         let network = scenario.network
         precondition(population.devices < 0x0FFF_FFFF, "at most 268,435,454 devices per replicate")
-        devices = InPlaceBuffer(capacity: population.devices)
         sampleStride = max(1, population.devices / 20_000)
         let window = forcesTimeOrder ? nil : scenario.independentWindow
         queue = window.map { EventQueue(window: $0) } ?? EventQueue()
@@ -217,7 +204,6 @@ struct FleetReplicate<A: Allocator> {
             let now = entry.time
             let occurrence = entry.payload
             let d = Int(occurrence.device)
-            currentOccurrence = occurrence
             if let upcoming = queue.upcomingGroup(4), upcoming != prefetched {
                 prefetch(device: Int(upcoming))
                 prefetched = upcoming
@@ -243,12 +229,10 @@ struct FleetReplicate<A: Allocator> {
             case .response: deliver(slot: Int(occurrence.detail & 0x00FF_FFFF), to: d, at: now)
             case .connectivity: connectivityWatchFired(d, at: now)
             case .serverTick:
-                flushDeferredIngests()
                 server.tick(at: now)
                 let next = server.nextUpdate(after: now) ?? (now + 60)
                 schedule(occurrence, at: max(next, now + 1))
             case .sample:
-                flushDeferredIngests()
                 metrics.sample(at: now, onlineFraction: onlineFraction(at: now), serverBacklog: serverBacklog(at: now))
                 onSample?(now, metrics.sessions)
                 if now < horizon {
@@ -256,7 +240,6 @@ struct FleetReplicate<A: Allocator> {
                 }
             }
         }
-        flushDeferredIngests()
         metrics.finish(fleet: self)
         return metrics
     }
@@ -545,11 +528,7 @@ struct FleetReplicate<A: Allocator> {
                 completions.append(completion)
                 metrics.peakServerBacklog = max(metrics.peakServerBacklog, (completion - arrival) * capacity.eventsPerSecond)
             }
-            if queue.window == nil {
-                ingest(batch, at: completion)
-            } else {
-                deferredIngests.append(DeferredIngest(sentAt: now, occurrence: currentOccurrence, sequence: deferredIngests.count, batch: batch, arrival: completion))
-            }
+            ingest(batch, at: completion)
             metrics.batches += 1
             response = .acknowledged(batch.map(\.id))
         }
@@ -574,21 +553,6 @@ struct FleetReplicate<A: Allocator> {
         }
         metrics.acceptedEvents += result.accepted
         metrics.queueLatency = latencies
-    }
-
-    /// Hands the window's batches to the server in the order time order would have: by send
-    /// time, then by the occurrence that sent them (as the event queue orders them), then as
-    /// sent. Some allocators' learning depends on the order of their feedback.
-    mutating func flushDeferredIngests() {
-        guard !deferredIngests.isEmpty else { return }
-        var batches = deferredIngests
-        deferredIngests = []
-        batches.sort { a, b in
-            a.sentAt < b.sentAt || (a.sentAt == b.sentAt && (a.occurrence < b.occurrence || (a.occurrence == b.occurrence && a.sequence < b.sequence)))
-        }
-        for entry in batches { ingest(entry.batch, at: entry.arrival) }
-        batches.removeAll(keepingCapacity: true)
-        deferredIngests = batches
     }
 
     mutating func schedule(_ response: Response, to id: RequestID, device d: Int, at time: Double) {

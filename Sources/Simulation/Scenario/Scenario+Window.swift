@@ -5,8 +5,8 @@ extension Scenario {
     ///
     /// Myna-style devices meet only through the server. When it publishes every Δ, devices see
     /// nothing new between publications, and what they send it is only gathered until the next
-    /// one (the fleet hands it over at the window's end, in the order time order would have);
-    /// nothing the server does to one device depends on another while it has no capacity limit.
+    /// one (and then learnt in arrival order, whatever order it was handed in); nothing the
+    /// server does to one device depends on another while it has no capacity limit.
     /// So within a window each device's events can run apart from other devices', as long as
     /// each device's events run in time order and every window ends at a publication, a sample
     /// and the horizon. Rate changes must also fall on window ends, so that the expected regret
