@@ -97,7 +97,7 @@ public struct FleetMetrics: Sendable {
     /// Total converting views.
     public var conversions: Int { conversionCounts.reduce(0, +) }
     /// Σ over views of (best true rate − true rate shown).
-    public var expectedRegret: Double { regretByVariant.joined().reduce(0, +) }
+    public var expectedRegret: Double { regretSums.reduce(0, +) }
     /// Conversions the best variant would have produced on the same potential outcomes, minus those observed.
     public var realizedRegret: Double { Double(bestConversions - conversions) }
 
