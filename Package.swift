@@ -12,10 +12,21 @@ let package = Package(
         .library(name: "Simulation", targets: ["Simulation"]),
         .library(name: "Randomness", targets: ["Randomness"]),
     ],
+    traits: [
+        .trait(
+            name: "Live",
+            description: "aviary serve and aviary loadtest --live: a real HTTP server (Hummingbird) and real devices over sockets (async-http-client)."
+        ),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // Live mode only (trait `Live`): a plain `swift build --product aviary` never builds these.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -38,9 +49,31 @@ let package = Package(
             ]
         ),
         .target(
+            name: "LiveServer",
+            dependencies: [
+                "Allocators", "ClientEngine", "ExperimentServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .target(
+            name: "LiveDevices",
+            dependencies: [
+                "Allocators", "ClientEngine", "LiveServer", "Randomness", "Simulation",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "AviaryCommands",
             dependencies: [
                 "Simulation", "Allocators", "ClientEngine", "ClientFeatures",
+                .target(name: "LiveServer", condition: .when(traits: ["Live"])),
+                .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -52,6 +85,13 @@ let package = Package(
         .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ClientEngine", "Allocators"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
         .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Simulation"]),
+        .testTarget(
+            name: "LiveTests",
+            dependencies: [
+                "LiveServer", "LiveDevices", "ExperimentServer", "ClientEngine", "Allocators", "Simulation",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
     ]
 )
 

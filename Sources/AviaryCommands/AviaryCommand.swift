@@ -1,11 +1,11 @@
 import ArgumentParser
 
 /// The `aviary` command line: simulate and benchmark mobile A/B-testing clients.
-public struct AviaryCommand: ParsableCommand {
+public struct AviaryCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "aviary",
         abstract: "Simulate mobile A/B-testing clients and compare allocation strategies.",
-        subcommands: [RunCommand.self, LoadTestCommand.self, ValidateCommand.self, ScenariosCommand.self, BanditCommand.self, QueueWriterCommand.self]
+        subcommands: [RunCommand.self, LoadTestCommand.self, ValidateCommand.self, ScenariosCommand.self, BanditCommand.self, QueueWriterCommand.self, ServeCommand.self]
     )
 
     public init() {}

@@ -130,6 +130,20 @@ public struct ExperimentServer<A: Allocator> {
         return variant
     }
 
+    /// Chooses a variant for `experiment` without learning anything: with
+    /// ``recordDecision(experiment:variant:at:)`` it makes ``decide(experiment:at:)`` in two
+    /// steps, for a server that writes the decision down before it takes effect.
+    public mutating func choose(experiment: Int) -> Int {
+        allocators[experiment].choose()
+    }
+
+    /// Records a decision taken earlier, as ``decide(experiment:at:)`` would have after choosing
+    /// `variant`: a server replaying its durable log learns its decisions without choosing again.
+    public mutating func recordDecision(experiment: Int, variant: Int, at now: Double) {
+        decisions += 1
+        learn(.view(variant), experiment: experiment, at: now)
+    }
+
     /// Records a goal reported directly (the Conductrics style, no event queue).
     public mutating func goal(experiment: Int, variant: Int, value: Double, at now: Double) {
         learn(.conversion(variant, value: value), experiment: experiment, at: now)

@@ -1,0 +1,107 @@
+import Allocators
+import ArgumentParser
+import ClientEngine
+import Foundation
+import Simulation
+#if Live
+import LiveServer
+#endif
+
+/// `aviary serve [SCENARIO]`: the experiment server over real HTTP.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a scenario's experiments over HTTP: experiment data, event ingestion, server-side decisions.",
+        discussion: """
+            The scenario gives the experiments, the allocator (its first), the update cadence, the capacity \
+            (server.capacity) and the data TTL (client.data_ttl). The API is described at /openapi.yaml. \
+            With --data-dir, accepted events and decisions are written to an append-only log before they are \
+            acknowledged and replayed on start, so a restart loses nothing acknowledged. Stops on SIGINT or SIGTERM.
+            """
+    )
+
+    @Argument(help: "A scenario file. Omit for the built-in default scenario.")
+    var scenario: String?
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 picks a free one.")
+    var port = 8080
+
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp("Folder of the durable log; without it nothing survives a restart.", valueName: "dir"))
+    var dataDirectory: String?
+
+    @Flag(help: "Flush every log append to disk (fdatasync) before acknowledging: survives power loss, not only a killed process.")
+    var fsync = false
+
+    @Option(name: .customLong("allocator"), help: ArgumentHelp("Replaces the scenario's allocator, e.g. 'thompson(floor=0.01)'.", valueName: "spec"))
+    var allocator: String?
+
+    @Option(name: .customLong("max-body"), help: ArgumentHelp("Largest request body in bytes; larger ones get 413.", valueName: "bytes"))
+    var maxBody = 1 << 20
+
+    @Option(name: .customLong("port-file"), help: ArgumentHelp("Write the bound port to this file once listening (for scripts using --port 0).", valueName: "path"))
+    var portFile: String?
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port is \(port); it must be between 0 and 65535") }
+        guard maxBody >= 1024 else { throw ValidationError("--max-body is \(maxBody); it must be at least 1024 bytes") }
+    }
+
+    func run() async throws {
+        #if Live
+        let scenario = try loadScenarios(scenario)[0]
+        let configuration = try serverConfiguration(scenario)
+        let service: ExperimentService
+        do {
+            service = try ExperimentService(configuration)
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        let host = self.host, portFile = self.portFile
+        let stats = service.stats()
+        try await ExperimentHTTPServer(service: service).run(host: host, port: port, handleSignals: true) { port in
+            if let portFile { try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
+            var line = "aviary serve: \(scenario.name) on http://\(host):\(port) (\(configuration.experiments.count) experiments, allocator \(configuration.allocator))"
+            if let directory = configuration.dataDirectory {
+                line += ", log \(directory)/events.log: \(stats.eventsAccepted) events and \(stats.decisions) decisions replayed"
+            }
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+        #else
+        throw CommandFailure(liveModeMissing)
+        #endif
+    }
+
+    #if Live
+    func serverConfiguration(_ scenario: Scenario) throws -> ServerConfiguration {
+        var spec = scenario.allocators[0].spec
+        if let allocator {
+            do {
+                spec = try AllocatorSpec(parsing: allocator)
+            } catch {
+                throw CommandFailure("--allocator: \(error)")
+            }
+        }
+        let experiments = scenario.experiments.map { experiment in
+            ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
+        }
+        let cadence: ServerConfiguration.Cadence = switch scenario.server.update {
+        case .immediate: .immediate(minimumInterval: 1)
+        case .every(let seconds): .every(seconds: seconds)
+        case .everyEvents(let count): .everyEvents(count)
+        }
+        let capacity = scenario.server.capacity.map {
+            ServerConfiguration.Capacity(eventsPerSecond: $0.eventsPerSecond, maxConcurrent: $0.maxConcurrent, maxBacklog: $0.maxBacklog, rejectStatus: $0.rejectStatus, retryAfter: $0.retryAfter)
+        }
+        return ServerConfiguration(
+            experiments: experiments, allocator: spec, seed: scenario.seed, cadence: cadence, capacity: capacity,
+            dataTTL: scenario.client.dataTTL, maxBodyBytes: maxBody, dataDirectory: dataDirectory, syncWrites: fsync
+        )
+    }
+    #endif
+}
+
+/// Why `serve` and `loadtest --live` are missing from a build, and how to get them.
+let liveModeMissing = "this aviary was built without live mode; build it with `swift build -c release --traits Live --product aviary` (or run `scripts/live`)"

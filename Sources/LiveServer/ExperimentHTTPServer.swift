@@ -1,0 +1,253 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The HTTP face of an ``ExperimentService``: Aviary's JSON API under `/v1/`, the Conductrics
+/// wrapper's wire format (`GET /{owner}/{agent}/decision/a,b`, `POST /{owner}/{agent}/goal`),
+/// and the API's OpenAPI document at `/openapi.yaml`.
+///
+/// Every refusal is a 4xx or 503 with a JSON ``Wire/ErrorBody``; no input makes it answer 500.
+///
+/// `Sendable`: it holds only the service, which is `Sendable`.
+public struct ExperimentHTTPServer: Sendable {
+    public let service: ExperimentService
+
+    /// Creates the HTTP server for `service`.
+    public init(service: ExperimentService) {
+        self.service = service
+    }
+
+    /// Serves on `host`:`port` (0 picks a free port) until the task is cancelled or, with
+    /// `handleSignals`, until SIGINT or SIGTERM.
+    ///
+    /// - Parameter onRunning: Called with the bound port once the server accepts connections.
+    public func run(host: String = "127.0.0.1", port: Int, handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let app = Application(
+            router: router(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "aviary", backlog: 4096),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: Self.logger
+        )
+        if handleSignals {
+            try await app.runService()
+        } else {
+            try await app.run()
+        }
+    }
+
+    /// The routes.
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.add(middleware: JSONErrorMiddleware())
+        let service = self.service
+        let maxBody = service.configuration.maxBodyBytes
+
+        router.get("/health") { _, _ in Self.json(200, Data(#"{"status":"ok"}"#.utf8)) }
+        router.get("/openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        }
+        router.get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
+
+        router.get("/v1/experiments") { request, _ in
+            let published = service.published()
+            var headers: HTTPFields = [.eTag: published.etag, .cacheControl: "max-age=\(Int(service.configuration.dataTTL.rounded()))"]
+            if let tags = request.headers[.ifNoneMatch], Self.matches(tags, published.etag) {
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: published.body)))
+        }
+
+        router.post("/v1/events") { request, _ in
+            await Self.respond {
+                let body = try await Self.jsonBody(request, limit: maxBody)
+                let batch = try Wire.decode(Wire.EventBatch.self, from: body)
+                let delay = try service.admit(events: max(1, batch.events.count))
+                defer { service.release() }
+                if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
+                return Wire.encode(try service.ingest(batch))
+            }
+        }
+
+        router.post("/v1/decisions") { request, _ in
+            await Self.respond {
+                let body = try await Self.jsonBody(request, limit: maxBody)
+                let decision = try Wire.decode(Wire.DecisionRequest.self, from: body)
+                let variant = try service.decide(decision.experiment, session: decision.session)
+                return Wire.encode(Wire.Decision(experiment: decision.experiment, variant: variant, session: decision.session))
+            }
+        }
+
+        router.post("/v1/goals") { request, _ in
+            await Self.respond {
+                let body = try await Self.jsonBody(request, limit: maxBody)
+                let goal = try Wire.decode(Wire.GoalRequest.self, from: body)
+                guard let session = goal.session, !session.isEmpty else { throw APIError.badField("session", expected: "the session whose decision the goal rewards", status: 400) }
+                if let value = goal.value, !value.isFinite { throw APIError.badField("value", expected: "a finite number", status: 400) }
+                let credited = try service.goal(goal.experiment, session: session, value: goal.value ?? 1)
+                return Wire.encode(Wire.GoalResult(experiment: goal.experiment, credited: credited.first))
+            }
+        }
+
+        // The Conductrics wrapper's wire format, as its README documents it.
+        router.get("/:owner/:agent/decision/:choices") { request, context in
+            await Self.respond {
+                let agent = try Self.agent(context)
+                let choices = try Self.choiceList(context.parameters.get("choices") ?? "", field: "choices")
+                let session = Self.session(request)
+                let variant = try service.decide(agent, choices: choices, session: session, field: "choices")
+                return Wire.encode(ConductricsDecision(decision: variant, session: session))
+            }
+        }
+        router.get("/:owner/:agent/decisions/**") { request, context in
+            await Self.respond {
+                let agent = try Self.agent(context)
+                let session = Self.session(request)
+                let specs = context.parameters.getCatchAll()
+                guard !specs.isEmpty else { throw APIError.badField("decisions", expected: "name:choice,choice/name:choice,choice", status: 400) }
+                var decisions: [String: ConductricsDecisions.Code] = [:]
+                for spec in specs {
+                    let parts = spec.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+                    guard parts.count == 2, Self.isCode(parts[0]) else {
+                        throw APIError.badField("decisions", expected: "name:choice,choice/name:choice,choice (\"\(spec)\" has no name)", status: 400)
+                    }
+                    let name = String(parts[0])
+                    guard decisions[name] == nil else { throw APIError.badField("decisions", expected: "distinct decision names (\(name) is repeated)", status: 400) }
+                    let choices = try Self.choiceList(parts[1], field: "decisions.\(name)")
+                    decisions[name] = .init(code: try service.decide("\(agent)/\(name)", choices: choices, session: session, field: "decisions.\(name)"))
+                }
+                return Wire.encode(ConductricsDecisions(decisions: decisions, session: session))
+            }
+        }
+        let goal: @Sendable (Request, BasicRequestContext) async -> Response = { request, context in
+            await Self.respond {
+                let agent = try Self.agent(context)
+                guard let session = Self.session(request) else {
+                    throw APIError.badField("session", expected: "a session query parameter or x-mpath-session header naming the session that saw the decision", status: 400)
+                }
+                var value = 1.0
+                if let reward = request.uri.queryParameters["reward"] {
+                    guard let parsed = Double(String(reward)), parsed.isFinite else { throw APIError.badField("reward", expected: "a finite number such as 3.99", status: 400) }
+                    value = parsed
+                }
+                let credited = try service.goal(agent, session: session, value: value)
+                return Wire.encode(ConductricsGoal(status: credited.isEmpty ? "ignored" : "ok", credited: credited))
+            }
+        }
+        router.post("/:owner/:agent/goal", use: goal)
+        router.post("/:owner/:agent/goal/:goal", use: goal)
+        router.post("/:owner/:agent/expire") { request, context in
+            await Self.respond {
+                let agent = try Self.agent(context)
+                guard let session = Self.session(request) else {
+                    throw APIError.badField("session", expected: "a session query parameter or x-mpath-session header", status: 400)
+                }
+                try service.expire(agent, session: session)
+                return Wire.encode(ConductricsGoal(status: "ok", credited: []))
+            }
+        }
+        return router
+    }
+
+    // MARK: - Helpers
+
+    /// Warnings and errors only: the command prints its own line when the server is up.
+    private static var logger: Logger {
+        var logger = Logger(label: "aviary-serve")
+        logger.logLevel = .warning
+        return logger
+    }
+
+    /// The session header of Conductrics' API.
+    private static let sessionHeader = HTTPFields.Element.Name("x-mpath-session")!
+
+    private struct ConductricsDecision: Encodable {
+        var decision: String
+        var session: String?
+    }
+
+    private struct ConductricsDecisions: Encodable {
+        struct Code: Encodable { var code: String }
+        var decisions: [String: Code]
+        var session: String?
+    }
+
+    private struct ConductricsGoal: Encodable {
+        var status: String
+        var credited: [String]
+    }
+
+    /// Runs a handler, turning its ``APIError`` (or any other failure) into a JSON response.
+    private static func respond(_ body: () async throws -> Data) async -> Response {
+        do {
+            return json(200, try await body())
+        } catch let error as APIError {
+            return failure(error)
+        } catch {
+            return failure(APIError(status: 503, "the server could not complete the request: \(error)", retryAfter: 1))
+        }
+    }
+
+    static func failure(_ error: APIError) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter = error.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return Response(status: .init(code: error.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: Wire.encode(error.body))))
+    }
+
+    private static func json(_ status: Int, _ data: Data) -> Response {
+        Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// A POST's JSON body, refusing other content types (415) and bodies over `limit` (413).
+    private static func jsonBody(_ request: Request, limit: Int) async throws(APIError) -> Data {
+        let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == "application/json" else {
+            throw APIError(status: 415, "unsupported content type \(type.map { "\"\($0)\"" } ?? "(none)")", field: "Content-Type", expected: "application/json")
+        }
+        var request = request
+        do {
+            let buffer = try await request.collectBody(upTo: limit)
+            return Data(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw APIError(status: 413, "request body over \(limit) bytes", field: "body", expected: "at most \(limit) bytes")
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError(status: 413, "request body over \(limit) bytes", field: "body", expected: "at most \(limit) bytes")
+        } catch {
+            throw APIError(status: 400, "cannot read the request body: \(error)", field: "body")
+        }
+    }
+
+    private static func matches(_ header: String, _ etag: String) -> Bool {
+        header.split(separator: ",").contains { tag in
+            var tag = tag.trimmingCharacters(in: .whitespaces)
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == "*" || tag == etag
+        }
+    }
+
+    /// Letters, digits, underscores and dashes, as the Conductrics README allows in codes.
+    private static func isCode<S: StringProtocol>(_ text: S) -> Bool {
+        !text.isEmpty && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-" }
+    }
+
+    private static func agent(_ context: BasicRequestContext) throws(APIError) -> String {
+        let agent = context.parameters.get("agent") ?? ""
+        guard isCode(agent) else { throw APIError.badField("agent", expected: "an agent code of letters, digits, underscores and dashes", status: 400) }
+        return agent
+    }
+
+    private static func choiceList<S: StringProtocol>(_ text: S, field: String) throws(APIError) -> [String] {
+        let choices = String(text).split(separator: ",", omittingEmptySubsequences: false).map { String($0) }
+        guard !choices.isEmpty, choices.allSatisfy({ isCode($0) }), Set(choices).count == choices.count else {
+            throw APIError.badField(field, expected: "distinct choice codes separated by commas, such as a,b", status: 400)
+        }
+        return choices
+    }
+
+    private static func session(_ request: Request) -> String? {
+        if let session = request.uri.queryParameters["session"], !session.isEmpty { return String(session) }
+        if let session = request.headers[Self.sessionHeader], !session.isEmpty { return session }
+        return nil
+    }
+}

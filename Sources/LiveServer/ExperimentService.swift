@@ -1,0 +1,396 @@
+import Allocators
+import ClientEngine
+import ExperimentServer
+import Foundation
+import Randomness
+import Synchronization
+
+/// The live server's state and rules, apart from HTTP: the ``ExperimentServer`` of the
+/// simulation behind a lock, a durable ``EventLog``, Conductrics-style agents and sessions, and
+/// the capacity model. Every change is validated whole, written to the log, then applied, so a
+/// request is applied entirely or not at all.
+///
+/// `Sendable`: all mutable state is behind `state`'s lock.
+public final class ExperimentService: Sendable {
+    /// Counters for `GET /v1/stats` and the load test's report.
+    ///
+    /// `Sendable`: a plain value.
+    public struct Stats: Codable, Sendable, Hashable {
+        public var eventsAccepted = 0
+        public var duplicatesIgnored = 0
+        public var batches = 0
+        public var rejectedOverCapacity = 0
+        public var decisions = 0
+        public var goals = 0
+        public var goalsIgnored = 0
+        public var dataVersion = 0
+        public var logBytes = 0
+
+        enum CodingKeys: String, CodingKey {
+            case eventsAccepted = "events_accepted", duplicatesIgnored = "duplicates_ignored", batches
+            case rejectedOverCapacity = "rejected_over_capacity", decisions, goals
+            case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes"
+        }
+    }
+
+    /// The experiment data as served: its version, its entity tag and its JSON body.
+    public struct Published: Sendable {
+        public let version: Int
+        public let etag: String
+        public let body: Data
+    }
+
+    /// An agent created on the fly by a Conductrics decision naming choices the server did not
+    /// know, with its own allocator (it learns at once).
+    private struct Agent {
+        var choices: [String]
+        var allocator: AnyAllocator
+    }
+
+    private struct State: ~Copyable {
+        var server: ExperimentServer<AnyAllocator>
+        var log: EventLog?
+        var agents: [String: Agent] = [:]
+        /// Sticky decisions: experiment or agent key → session → variant index.
+        var sessions: [String: [String: Int]] = [:]
+        var published: Published?
+        var stats = Stats()
+        var busyUntil = 0.0
+        var inFlight = 0
+    }
+
+    public let configuration: ServerConfiguration
+    private let clock: @Sendable () -> Double
+    private let state: Mutex<State>
+
+    /// Creates the service and, with a data directory, replays what the log holds.
+    ///
+    /// - Parameter clock: Seconds since 1970; tests pass their own.
+    /// - Throws: ``ServeError`` if the allocator cannot be made or the log cannot be opened or read.
+    public init(_ configuration: ServerConfiguration, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(ServeError) {
+        self.configuration = configuration
+        self.clock = clock
+        let seed = StreamSeed(configuration.seed).derive("live")
+        var allocators: [AnyAllocator] = []
+        for (index, experiment) in configuration.experiments.enumerated() {
+            do {
+                allocators.append(AnyAllocator(try configuration.allocator.makeAllocator(variantCount: experiment.variants.count, seed: seed.derive(index))))
+            } catch {
+                throw ServeError("allocator \(configuration.allocator) cannot serve experiment \(experiment.id): \(error)")
+            }
+        }
+        let cadence: ExperimentServer<AnyAllocator>.UpdateCadence = switch configuration.cadence {
+        case .immediate(let minimum): .immediate(minimumInterval: minimum)
+        case .every(let seconds): .every(seconds: seconds)
+        case .everyEvents(let count): .everyEvents(count)
+        }
+        let now = clock()
+        var initial = State(server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: cadence, at: now))
+        if let directory = configuration.dataDirectory {
+            do {
+                let log = try EventLog(directory: directory, sync: configuration.syncWrites)
+                for record in try log.replay() {
+                    // Replayed records were valid when written, against this configuration.
+                    do {
+                        try Self.apply(record, to: &initial, configuration: configuration)
+                    } catch {
+                        throw EventLog.Failure(description: "\(directory)/events.log does not match the served experiments (\(error)); serve it with the scenario that wrote it, or use another --data-dir")
+                    }
+                }
+                initial.log = log
+                initial.stats.logBytes = log.size
+            } catch let error as EventLog.Failure {
+                throw ServeError(error.description)
+            } catch {
+                throw ServeError("\(error)")
+            }
+        }
+        state = Mutex(initial)
+    }
+
+    // MARK: - Experiment data
+
+    /// The data devices download now.
+    public func published() -> Published {
+        let now = clock()
+        return state.withLock { state in
+            state.server.tick(at: now)
+            let data = state.server.published
+            if let cached = state.published, cached.version == data.version { return cached }
+            let body = Wire.encode(Wire.payload(data))
+            let published = Published(version: data.version, etag: "\"v\(data.version)\"", body: body)
+            state.published = published
+            state.stats.dataVersion = data.version
+            return published
+        }
+    }
+
+    // MARK: - Capacity
+
+    /// Admits `events` of work under the capacity model, or refuses the request.
+    ///
+    /// - Returns: seconds until the server has processed the work; call ``release()`` after.
+    /// - Throws: ``APIError`` with the configured status and `Retry-After` when it does not fit.
+    public func admit(events: Int) throws(APIError) -> Double {
+        guard let capacity = configuration.capacity else { return 0 }
+        let now = clock()
+        return try state.withLock { state throws(APIError) -> Double in
+            let backlog = max(0, state.busyUntil - now)
+            let work = Double(events) / capacity.eventsPerSecond
+            guard state.inFlight < capacity.maxConcurrent, backlog + work <= capacity.maxBacklog else {
+                state.stats.rejectedOverCapacity += 1
+                let wait = max(1, Int(backlog.rounded(.up)))
+                throw APIError(status: capacity.rejectStatus, "over capacity: \(Int(backlog.rounded(.up))) s of work queued", retryAfter: capacity.retryAfter ? wait : nil)
+            }
+            state.busyUntil = max(state.busyUntil, now) + work
+            state.inFlight += 1
+            return state.busyUntil - now
+        }
+    }
+
+    /// Ends a request admitted by ``admit(events:)``.
+    public func release() {
+        guard configuration.capacity != nil else { return }
+        state.withLock { $0.inFlight -= 1 }
+    }
+
+    // MARK: - Events
+
+    /// Ingests a batch: all of it or, if any event is invalid or the log cannot be written,
+    /// none of it.
+    ///
+    /// - Throws: ``APIError`` 422 naming the first invalid event's field, or 503 if the log
+    ///   cannot be written.
+    public func ingest(_ batch: Wire.EventBatch) throws(APIError) -> Wire.Acknowledgement {
+        try Self.validate(batch, experiments: configuration.experiments)
+        let now = clock()
+        return try state.withLock { state throws(APIError) -> Wire.Acknowledgement in
+            state.server.tick(at: now)
+            var fresh: [Wire.Event] = []
+            var seenHere = Set<EventID>()
+            for event in batch.events {
+                let id = Wire.eventID(event.id)!
+                if !state.server.hasIngested(id), seenHere.insert(id).inserted { fresh.append(event) }
+            }
+            if !fresh.isEmpty {
+                try Self.write(EventLog.Record(kind: .events, time: now, events: fresh), to: &state)
+            }
+            let events = batch.events.map { Self.event($0, experiments: configuration.experiments) }
+            let result = state.server.ingest(events, at: now)
+            state.stats.eventsAccepted += result.accepted
+            state.stats.duplicatesIgnored += result.duplicates
+            state.stats.batches += 1
+            return Wire.Acknowledgement(acknowledged: batch.events.map(\.id), accepted: result.accepted, duplicates: result.duplicates)
+        }
+    }
+
+    private static func validate(_ batch: Wire.EventBatch, experiments: [ExperimentDefinition]) throws(APIError) {
+        let names = EventKind.allCases.map(Wire.name).joined(separator: ", ")
+        for (index, event) in batch.events.enumerated() {
+            let path = "events[\(index)]"
+            guard Wire.eventID(event.id) != nil else {
+                throw .badField("\(path).id", expected: "DEVICE#SEQUENCE: a device number (0 to 2^64−1), '#', a sequence number (0 to 2^32−1)")
+            }
+            guard Wire.kind(named: event.kind) != nil else {
+                throw .badField("\(path).kind", expected: "one of \(names)")
+            }
+            guard let experiment = experiments.first(where: { $0.id == event.experiment }) else {
+                throw .badField("\(path).experiment", expected: "one of the served experiments: \(experiments.map(\.id).joined(separator: ", "))")
+            }
+            guard experiment.variantIndex(of: event.variant) != nil else {
+                throw .badField("\(path).variant", expected: "one of \(experiment.id)'s variants: \(experiment.variants.map(\.id).joined(separator: ", "))")
+            }
+            if let value = event.value, !value.isFinite {
+                throw .badField("\(path).value", expected: "a finite number")
+            }
+            if let created = event.createdAt, !created.isFinite {
+                throw .badField("\(path).created_at", expected: "seconds since 1970")
+            }
+        }
+    }
+
+    /// A validated wire event as the server's ``Event``.
+    private static func event(_ wire: Wire.Event, experiments: [ExperimentDefinition]) -> Event {
+        let experiment = experiments.firstIndex { $0.id == wire.experiment }!
+        let kind = Wire.kind(named: wire.kind)!
+        let value = wire.value ?? (kind == .conversion || kind == .goal ? 1 : 0)
+        return Event(
+            id: Wire.eventID(wire.id)!, kind: kind, experiment: Int32(experiment),
+            variant: Int32(experiments[experiment].variantIndex(of: wire.variant)!), value: value, createdAt: wire.createdAt ?? 0
+        )
+    }
+
+    // MARK: - Decisions and goals
+
+    /// Decides a variant for `experiment` (a served experiment, or an agent), sticky within
+    /// `session`.
+    ///
+    /// - Parameter choices: The Conductrics form names the choices: they must be a served
+    ///   experiment's variants, or they create an agent with them on the fly; `nil` requires a
+    ///   served experiment or an agent created before.
+    /// - Throws: ``APIError`` 404 for an unknown experiment, 409 for choices that contradict it.
+    public func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") throws(APIError) -> String {
+        let now = clock()
+        return try state.withLock { state throws(APIError) -> String in
+            state.server.tick(at: now)
+            let choiceList = try Self.choices(of: experiment, proposed: choices, in: state, experiments: configuration.experiments, field: field)
+            if let session, let sticky = state.sessions[experiment]?[session] {
+                return choiceList[sticky]
+            }
+            if state.agents[experiment] == nil, configuration.experiments.firstIndex(where: { $0.id == experiment }) == nil {
+                try Self.write(EventLog.Record(kind: .agent, time: now, experiment: experiment, choices: choiceList), to: &state)
+                try Self.apply(EventLog.Record(kind: .agent, time: now, experiment: experiment, choices: choiceList), to: &state, configuration: configuration)
+            }
+            let variant = Self.choose(experiment, in: &state, experiments: configuration.experiments)
+            let record = EventLog.Record(kind: .decision, time: now, experiment: experiment, variant: choiceList[variant], session: session)
+            try Self.write(record, to: &state)
+            try Self.apply(record, to: &state, configuration: configuration)
+            return choiceList[variant]
+        }
+    }
+
+    /// Credits `session`'s decision in `experiment` (every decision of a multi-decision agent
+    /// whose key starts with `experiment/`) with a goal worth `value`.
+    ///
+    /// - Returns: the variants credited; empty when the session had no decision (ignored, as
+    ///   Conductrics does).
+    public func goal(_ experiment: String, session: String, value: Double) throws(APIError) -> [String] {
+        let now = clock()
+        return try state.withLock { state throws(APIError) -> [String] in
+            state.server.tick(at: now)
+            let keys = state.sessions.keys.filter { $0 == experiment || $0.hasPrefix(experiment + "/") }.sorted()
+            var credited: [String] = []
+            for key in keys {
+                guard let variant = state.sessions[key]?[session] else { continue }
+                let choiceList = try Self.choices(of: key, proposed: nil, in: state, experiments: configuration.experiments, field: "experiment")
+                let record = EventLog.Record(kind: .goal, time: now, experiment: key, variant: choiceList[variant], session: session, value: value)
+                try Self.write(record, to: &state)
+                try Self.apply(record, to: &state, configuration: configuration)
+                credited.append(choiceList[variant])
+            }
+            if credited.isEmpty {
+                guard state.agents[experiment] != nil || configuration.experiments.contains(where: { $0.id == experiment })
+                    || state.sessions.keys.contains(where: { $0.hasPrefix(experiment + "/") }) || state.agents.keys.contains(where: { $0.hasPrefix(experiment + "/") })
+                else {
+                    throw .notFound("experiment", field: "experiment", expected: "a served experiment or an agent that has made a decision")
+                }
+                state.stats.goalsIgnored += 1
+            }
+            return credited
+        }
+    }
+
+    /// Ends `session` in `experiment` (and its multi-decision keys): its next decision is new.
+    public func expire(_ experiment: String, session: String) throws(APIError) {
+        let now = clock()
+        try state.withLock { state throws(APIError) in
+            guard state.sessions.keys.contains(where: { $0 == experiment || $0.hasPrefix(experiment + "/") }) else { return }
+            let record = EventLog.Record(kind: .expire, time: now, experiment: experiment, session: session)
+            try Self.write(record, to: &state)
+            try Self.apply(record, to: &state, configuration: configuration)
+        }
+    }
+
+    /// The counters now.
+    public func stats() -> Stats {
+        state.withLock { $0.stats }
+    }
+
+    // MARK: - Applying records
+
+    private static func write(_ record: EventLog.Record, to state: inout State) throws(APIError) {
+        guard let log = state.log else { return }
+        do {
+            try log.append(record)
+            state.stats.logBytes = log.size
+        } catch {
+            throw APIError(status: 503, "storage unavailable: \(error.description)", retryAfter: 5)
+        }
+    }
+
+    private static func choices(of key: String, proposed: [String]?, in state: borrowing State, experiments: [ExperimentDefinition], field: String) throws(APIError) -> [String] {
+        let known: [String]? = experiments.first { $0.id == key }.map { $0.variants.map(\.id) } ?? state.agents[key]?.choices
+        switch (known, proposed) {
+        case (let known?, nil):
+            return known
+        case (let known?, let proposed?):
+            guard Set(known) == Set(proposed), proposed.count == known.count else {
+                throw APIError(status: 409, "\(key) has other choices", field: field, expected: known.joined(separator: ","))
+            }
+            return known
+        case (nil, let proposed?):
+            guard !proposed.isEmpty, Set(proposed).count == proposed.count, proposed.allSatisfy({ !$0.isEmpty }) else {
+                throw .badField(field, expected: "distinct, non-empty choices separated by commas", status: 400)
+            }
+            return proposed
+        case (nil, nil):
+            throw .notFound("experiment", field: field, expected: "one of the served experiments: \(experiments.map(\.id).joined(separator: ", "))")
+        }
+    }
+
+    private static func choose(_ key: String, in state: inout State, experiments: [ExperimentDefinition]) -> Int {
+        if let index = experiments.firstIndex(where: { $0.id == key }) {
+            return state.server.choose(experiment: index)
+        }
+        return state.agents[key]!.allocator.choose()
+    }
+
+    /// Applies a validated record: the one place a change reaches the state, live or replayed.
+    private static func apply(_ record: EventLog.Record, to state: inout State, configuration: ServerConfiguration) throws(APIError) {
+        let experiments = configuration.experiments
+        switch record.kind {
+        case .events:
+            let batch = Wire.EventBatch(events: record.events ?? [])
+            try validate(batch, experiments: experiments)
+            let result = state.server.ingest(batch.events.map { event($0, experiments: experiments) }, at: record.time)
+            state.stats.eventsAccepted += result.accepted
+            state.stats.batches += 1
+        case .agent:
+            guard let key = record.experiment, let choices = record.choices, !choices.isEmpty else { throw .badField("agent", expected: "a key and choices") }
+            let seed = StreamSeed(configuration.seed).derive("live-agent").derive(key)
+            do {
+                state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed)))
+            } catch {
+                throw APIError(status: 422, "allocator \(configuration.allocator) cannot serve \(choices.count) choices: \(error)", field: "choices")
+            }
+        case .decision, .goal:
+            guard let key = record.experiment, let name = record.variant else { throw .badField("decision", expected: "an experiment and a variant") }
+            let choiceList = try choices(of: key, proposed: nil, in: state, experiments: experiments, field: "experiment")
+            guard let variant = choiceList.firstIndex(of: name) else { throw .badField("variant", expected: choiceList.joined(separator: ",")) }
+            let index = experiments.firstIndex { $0.id == key }
+            if record.kind == .decision {
+                if let index {
+                    state.server.recordDecision(experiment: index, variant: variant, at: record.time)
+                } else {
+                    state.agents[key]!.allocator.record(.view(variant))
+                }
+                if let session = record.session { state.sessions[key, default: [:]][session] = variant }
+                state.stats.decisions += 1
+            } else {
+                let value = record.value ?? 1
+                if let index {
+                    state.server.goal(experiment: index, variant: variant, value: value, at: record.time)
+                } else {
+                    state.agents[key]!.allocator.record(.conversion(variant, value: value))
+                }
+                state.stats.goals += 1
+            }
+        case .expire:
+            guard let key = record.experiment, let session = record.session else { throw .badField("expire", expected: "an experiment and a session") }
+            for sessionKey in state.sessions.keys where sessionKey == key || sessionKey.hasPrefix(key + "/") {
+                state.sessions[sessionKey]?[session] = nil
+            }
+        }
+    }
+}
+
+/// Why the server cannot start: one line for the command to print.
+///
+/// `Sendable`: a plain value.
+public struct ServeError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,165 @@
+import ClientEngine
+import Foundation
+
+/// The JSON bodies of Aviary's HTTP API, version 1 (`/v1/…`), shared by the server and the
+/// live devices' transport. `openapi.yaml` (served at `/openapi.yaml`) is their reference.
+///
+/// Every type is `Sendable`: plain values.
+public enum Wire {
+    /// `POST /v1/events`: a batch of events, applied all or nothing.
+    public struct EventBatch: Codable, Sendable {
+        public var events: [Event]
+
+        public init(events: [Event]) {
+            self.events = events
+        }
+    }
+
+    /// One event on the wire: experiment and variant by id, so a device and a server agree on
+    /// them whatever order their data lists them in.
+    public struct Event: Codable, Sendable, Hashable {
+        /// `DEVICE#SEQUENCE`, unique per event; the server ingests each id once.
+        public var id: String
+        /// `view`, `conversion`, `goal` or `participation`.
+        public var kind: String
+        public var experiment: String
+        public var variant: String
+        /// The conversion's value; defaults to 1 for conversions and goals, 0 for views.
+        public var value: Double?
+        /// When the device created the event, in seconds since 1970.
+        public var createdAt: Double?
+
+        public init(id: String, kind: String, experiment: String, variant: String, value: Double? = nil, createdAt: Double? = nil) {
+            self.id = id
+            self.kind = kind
+            self.experiment = experiment
+            self.variant = variant
+            self.value = value
+            self.createdAt = createdAt
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, kind, experiment, variant, value
+            case createdAt = "created_at"
+        }
+    }
+
+    /// The answer to an event batch: every id in it, whether new or a repeat.
+    public struct Acknowledgement: Codable, Sendable, Hashable {
+        public var acknowledged: [String]
+        /// Events seen for the first time.
+        public var accepted: Int
+        /// Events ingested before (retries), acknowledged again and not counted.
+        public var duplicates: Int
+
+        public init(acknowledged: [String], accepted: Int, duplicates: Int) {
+            self.acknowledged = acknowledged
+            self.accepted = accepted
+            self.duplicates = duplicates
+        }
+    }
+
+    /// `POST /v1/decisions`: the server chooses (the Conductrics style).
+    public struct DecisionRequest: Codable, Sendable {
+        public var experiment: String
+        /// Sticky within a session: the same session gets the same variant until it expires.
+        public var session: String?
+
+        public init(experiment: String, session: String? = nil) {
+            self.experiment = experiment
+            self.session = session
+        }
+    }
+
+    /// The server's decision.
+    public struct Decision: Codable, Sendable, Hashable {
+        public var experiment: String
+        public var variant: String
+        public var session: String?
+    }
+
+    /// `POST /v1/goals`: a reward for the session's decision.
+    public struct GoalRequest: Codable, Sendable {
+        public var experiment: String
+        public var session: String?
+        /// The goal's value, 1 when absent.
+        public var value: Double?
+
+        public init(experiment: String, session: String? = nil, value: Double? = nil) {
+            self.experiment = experiment
+            self.session = session
+            self.value = value
+        }
+    }
+
+    /// What a goal credited: the session's variant, or nothing when the session had no decision
+    /// (ignored silently, as Conductrics does).
+    public struct GoalResult: Codable, Sendable, Hashable {
+        public var experiment: String
+        public var credited: String?
+    }
+
+    /// Every 4xx and 5xx body: the field at fault and what was expected there.
+    public struct ErrorBody: Codable, Sendable, Hashable {
+        public var error: String
+        /// A JSON path such as `events[3].kind`, a query parameter or a header; absent when the
+        /// request as a whole is at fault.
+        public var field: String?
+        public var expected: String?
+    }
+
+    /// The experiment data payload (`GET /v1/experiments`) in the format
+    /// ``ClientEngine/ExperimentData/init(payload:)`` reads.
+    public static func payload(_ data: ExperimentData) -> JSONValue {
+        .object([
+            "version": .number(Double(data.version)),
+            "experiments": .array(data.experiments.map { experiment in
+                .object([
+                    "id": .string(experiment.id),
+                    "sticky": .bool(experiment.sticky),
+                    "metadata": experiment.metadata,
+                    "variants": .array(zip(experiment.variants, experiment.snapshot.weights).map { variant, weight in
+                        .object(["id": .string(variant.id), "weight": .number(weight), "metadata": variant.metadata])
+                    }),
+                ])
+            }),
+        ])
+    }
+
+    /// The wire id of an event.
+    public static func id(_ id: EventID) -> String {
+        "\(id.device)#\(id.sequence)"
+    }
+
+    /// Parses `DEVICE#SEQUENCE`.
+    public static func eventID(_ text: String) -> EventID? {
+        guard let hash = text.firstIndex(of: "#"),
+              let device = UInt64(text[..<hash]),
+              let sequence = UInt32(text[text.index(after: hash)...])
+        else { return nil }
+        return EventID(device: device, sequence: sequence)
+    }
+
+    /// The wire name of an event kind.
+    public static func name(_ kind: EventKind) -> String {
+        switch kind {
+        case .view: "view"
+        case .conversion: "conversion"
+        case .goal: "goal"
+        case .participation: "participation"
+        }
+    }
+
+    /// The event kind named `name`, or `nil`.
+    public static func kind(named name: String) -> EventKind? {
+        EventKind.allCases.first { self.name($0) == name }
+    }
+
+    /// Encodes a body as compact JSON with sorted keys (stable bytes for ETags and tests).
+    public static func encode(_ value: some Encodable) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Only plain structs, strings and finite numbers are encoded here.
+        return try! encoder.encode(value)
+    }
+}

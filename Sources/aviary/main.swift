@@ -1,3 +1,0 @@
-import AviaryCommands
-
-AviaryCommand.main()
