@@ -3,11 +3,16 @@ import Foundation
 import Simulation
 
 /// `aviary loadtest [SCENARIO]`: client policies against a server with limited capacity.
-struct LoadTestCommand: ParsableCommand {
+struct LoadTestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loadtest",
         abstract: "Load-test the event path: client retry/batching policies against a server of limited capacity.",
-        discussion: "With no scenario file, runs the built-in thundering-herd test (Scenarios/loadtest-thundering-herd.yaml). Writes loadtest.csv and loadtest-timeseries.csv."
+        discussion: """
+            With no scenario file, runs the built-in thundering-herd test (Scenarios/loadtest-thundering-herd.yaml). \
+            Writes loadtest.csv and loadtest-timeseries.csv. With --live, real engines send real HTTP requests in \
+            real time (scenario time sped up by --speedup) to --url or to an embedded `aviary serve`, with the \
+            scenario's outages, partitions, latency and loss applied by a proxy between them.
+            """
     )
 
     @Argument(help: "A scenario file with a server capacity and a list of policies. Omit for the built-in load test.")
@@ -15,8 +20,13 @@ struct LoadTestCommand: ParsableCommand {
 
     @OptionGroup var overrides: ScenarioOverrides
     @OptionGroup var options: RunOptions
+    @OptionGroup var live: LiveOptions
 
-    func run() throws {
+    func run() async throws {
+        if live.live {
+            try await runLive()
+            return
+        }
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
         let folder = options.folder(default: base[0].sweepParent ?? base[0].name)
         var results: [LoadTest.Result] = []

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The HTTP face of an ``ExperimentService``: Aviary's JSON API under `/v1/`, the Conductrics
 /// wrapper's wire format (`GET /{owner}/{agent}/decision/a,b`, `POST /{owner}/{agent}/goal`),
@@ -36,6 +37,53 @@ public struct ExperimentHTTPServer: Sendable {
         }
     }
 
+    /// A server started by ``start(host:port:)``.
+    ///
+    /// `Sendable`: immutable references to `Sendable` values.
+    public final class Running: Sendable {
+        /// The port it listens on.
+        public let port: Int
+        private let group: ServiceGroup
+        private let task: Task<Void, any Error>
+
+        init(port: Int, group: ServiceGroup, task: Task<Void, any Error>) {
+            self.port = port
+            self.group = group
+            self.task = task
+        }
+
+        /// Stops accepting connections, lets requests in progress finish, and returns when the
+        /// server has stopped.
+        public func stop() async {
+            await group.triggerGracefulShutdown()
+            _ = try? await task.value
+        }
+    }
+
+    /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens.
+    ///
+    /// - Throws: ``ServeError`` if it cannot listen.
+    public func start(host: String = "127.0.0.1", port: Int = 0) async throws(ServeError) -> Running {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "aviary", backlog: 4096),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) },
+            logger: Self.logger
+        )
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Self.logger))
+        let task = Task {
+            defer { continuation.finish() }
+            try await group.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let bound = await iterator.next() else {
+            let failure = await task.result
+            throw ServeError("cannot listen on \(host):\(port): \(failure)")
+        }
+        return Running(port: bound, group: group, task: task)
+    }
+
     /// The routes.
     func router() -> Router<BasicRequestContext> {
         let router = Router()
@@ -61,12 +109,15 @@ public struct ExperimentHTTPServer: Sendable {
 
         router.post("/v1/events") { request, _ in
             await Self.respond {
+                let started = ContinuousClock.now
                 let body = try await Self.jsonBody(request, limit: maxBody)
                 let batch = try Wire.decode(Wire.EventBatch.self, from: body)
                 let delay = try service.admit(events: max(1, batch.events.count))
                 defer { service.release() }
-                if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
-                return Wire.encode(try service.ingest(batch))
+                if delay > 0 { try? await Task.sleep(for: .seconds(delay / service.configuration.speedup)) }
+                let acknowledgement = Wire.encode(try service.ingest(batch))
+                service.recordIngest(ContinuousClock.now - started)
+                return acknowledgement
             }
         }
 

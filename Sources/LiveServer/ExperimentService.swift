@@ -2,6 +2,7 @@ import Allocators
 import ClientEngine
 import ExperimentServer
 import Foundation
+import Histogram
 import Randomness
 import Synchronization
 
@@ -62,6 +63,8 @@ public final class ExperimentService: Sendable {
     public let configuration: ServerConfiguration
     private let clock: @Sendable () -> Double
     private let state: Mutex<State>
+    /// Wall-clock microseconds from an event batch's arrival to its acknowledgement.
+    private let ingestLatency = Mutex(Histogram<UInt64>(numberOfSignificantValueDigits: .three))
 
     /// Creates the service and, with a data directory, replays what the log holds.
     ///
@@ -289,6 +292,29 @@ public final class ExperimentService: Sendable {
             try Self.write(record, to: &state)
             try Self.apply(record, to: &state, configuration: configuration)
         }
+    }
+
+    /// Events queued for processing under the capacity model (0 without one).
+    public func backlogEvents() -> Double {
+        guard let capacity = configuration.capacity else { return 0 }
+        let now = clock()
+        return state.withLock { max(0, $0.busyUntil - now) * capacity.eventsPerSecond }
+    }
+
+    /// How many of `ids` the server has ingested.
+    public func ingestedCount(_ ids: [EventID]) -> Int {
+        state.withLock { state in ids.reduce(0) { $0 + (state.server.hasIngested($1) ? 1 : 0) } }
+    }
+
+    /// Records how long an accepted event batch took, arrival to acknowledgement.
+    public func recordIngest(_ duration: Duration) {
+        let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+        ingestLatency.withLock { _ = $0.record(UInt64(max(0, microseconds))) }
+    }
+
+    /// The ingest latency percentile in wall-clock milliseconds (`nan` before the first batch).
+    public func ingestLatencyMilliseconds(percentile: Double) -> Double {
+        ingestLatency.withLock { $0.totalCount == 0 ? .nan : Double($0.valueAtPercentile(percentile)) / 1000 }
     }
 
     /// The counters now.

@@ -24,6 +24,9 @@ public struct ServerConfiguration: Sendable {
     /// Whether each log append is flushed to disk (`fdatasync`) before the response. Without it
     /// an acknowledged event survives the process being killed, not the machine losing power.
     public var syncWrites: Bool
+    /// How many times faster than the wall clock the service's clock runs (an embedded server
+    /// in a sped-up load test): the capacity model's waits are that much shorter in real time.
+    public var speedup: Double = 1
 
     /// When feedback reaches the allocators and a new snapshot is published.
     public enum Cadence: Sendable, Hashable {

@@ -100,6 +100,11 @@ public enum LoadTestReport {
     /// to their level before the first fault began (within 10 %, or 10 events); `nil` if there
     /// was no fault or the queues never drained within the horizon.
     package static func timeToDrain(_ scenario: Scenario, _ samples: [FleetMetrics.Sample]) -> Double? {
+        timeToDrain(scenario, samples.map { (time: $0.time, queueDepth: $0.queueDepth) })
+    }
+
+    /// ``timeToDrain(_:_:)`` for any time series of device queue totals (a live run's, say).
+    package static func timeToDrain(_ scenario: Scenario, _ samples: [(time: Double, queueDepth: Int)]) -> Double? {
         let faults = scenario.network.outages.map { ($0.start, $0.end) } + scenario.network.partitions.map { ($0.start, $0.end) }
         guard let start = faults.map(\.0).min(), let end = faults.map(\.1).max() else { return nil }
         let before = samples.last { $0.time <= start }?.queueDepth ?? 0

@@ -1,0 +1,130 @@
+import ArgumentParser
+import Foundation
+import Simulation
+#if Live
+import LiveDevices
+#endif
+
+/// `aviary loadtest --live`: the flags of a real-time run.
+struct LiveOptions: ParsableArguments {
+    @Flag(name: .long, help: "Run in real time over real sockets instead of simulating.")
+    var live = false
+
+    @Option(name: .long, help: ArgumentHelp("With --live: the server to load, e.g. http://127.0.0.1:8080 (default: an embedded server on loopback).", valueName: "url"))
+    var url: String?
+
+    @Option(name: .long, help: "With --live: scenario seconds per wall-clock second (60: an hour a minute).")
+    var speedup = 60.0
+
+    @Option(name: .long, help: "With --live: HTTP connections the devices share.")
+    var connections = 64
+
+    func validate() throws {
+        guard live || url == nil else { throw ValidationError("--url needs --live") }
+        guard speedup.isFinite, speedup > 0, speedup <= 100_000 else { throw ValidationError("--speedup is \(speedup); it must be above 0 and at most 100000") }
+        guard (1...10_000).contains(connections) else { throw ValidationError("--connections is \(connections); it must be between 1 and 10000") }
+    }
+}
+
+extension LoadTestCommand {
+    func runLive() async throws {
+        #if Live
+        let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
+        let folder = options.folder(default: (base[0].sweepParent ?? base[0].name) + "-live")
+        let stop = StopFlag()
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        signal(SIGINT, SIG_IGN)
+        interrupt.setEventHandler {
+            FileHandle.standardError.write(Data("\naviary loadtest: stopping; writing what was measured\n".utf8))
+            stop.stop()
+        }
+        interrupt.resume()
+        defer {
+            interrupt.cancel()
+            signal(SIGINT, SIG_DFL)
+        }
+        var results: [LiveLoadTest.Result] = []
+        for scenario in base where !stop.isSet {
+            let scenario = try overrides.apply(to: scenario)
+            let runs = LoadTest(scenario: scenario).policyScenarios.count * scenario.replicates
+            let wall = Double(runs) * scenario.horizon / live.speedup
+            FileHandle.standardError.write(Data("aviary loadtest --live: \(scenario.name), \(scenario.population.devices) devices, \(runs) run(s) of \(formatDuration(scenario.horizon)) at \(fixed(live.speedup, 0))× ≈ \(formatDuration(wall)) of wall-clock time, against \(live.url ?? "an embedded server")\n".utf8))
+            let progress = LiveProgress(enabled: !options.quiet, horizon: scenario.horizon)
+            let test = LiveLoadTest(scenario: scenario, options: .init(url: live.url, speedup: live.speedup, connections: live.connections))
+            do {
+                results += try await test.run(stop: stop) { policy, time, sessions in progress.update(policy: policy, time: time, sessions: sessions) }
+            } catch {
+                throw CommandFailure(error.description)
+            }
+            progress.finish()
+        }
+        guard !results.isEmpty else { throw CommandFailure("stopped before any run finished; nothing to report") }
+        print(renderLive(results))
+        print("")
+        do {
+            for file in try LiveLoadTestReport.write(results, to: folder) { print("Wrote \(file.path)") }
+        } catch {
+            throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
+        }
+        #else
+        throw CommandFailure(liveModeMissing)
+        #endif
+    }
+
+    #if Live
+    func renderLive(_ results: [LiveLoadTest.Result]) -> String {
+        var table = TextTable(["policy", "rep", "accepted ev/s", "2xx", "429/503", "conn err", "timeouts", "dup", "latency p50/p99/max s", "req p99 ms", "drain s", "balanced"])
+        for result in results {
+            let m = result.metrics, scenario = result.scenario
+            let span = max(1, m.samples.last?.time ?? scenario.horizon)
+            let drain = LoadTestReport.timeToDrain(scenario, m.samples.map { (time: $0.time, queueDepth: $0.queueDepth) })
+            let latencies = [50.0, 99, 100].map { m.queueLatencySeconds(percentile: $0) }.map { $0.isNaN ? "-" : fixed($0, 1) }
+            table.append([
+                result.policy, "\(result.replicate)", fixed(Double(m.acceptedEvents) / span, 1), "\(m.status2xx)", "\(m.status429 + m.status503)",
+                "\(m.connectionErrors)", "\(m.timeouts)", "\(m.duplicatesIgnored)", latencies.joined(separator: "/"),
+                fixed(m.requestLatencyMilliseconds(percentile: 99), 1), drain.map { fixed($0, 0) } ?? "-", m.isBalanced ? "yes" : "NO",
+            ])
+        }
+        let first = results[0]
+        let cpu = results.map(\.metrics.clientCPUSeconds).reduce(0, +), wall = results.map(\.metrics.wallSeconds).reduce(0, +)
+        let events = results.map(\.metrics.offeredEvents).reduce(0, +)
+        let ingest = results.map(\.metrics.serverIngestP99Milliseconds).filter(\.isFinite).max()
+        return "\(first.scenario.name) live against \(first.target) at \(fixed(first.speedup, 0))×: \(first.scenario.population.devices) devices, \(results.count) run(s)\n\n"
+            + table.rendered
+            + "\n\(events) events sent in \(fixed(wall, 1)) s of wall-clock time (\(fixed(Double(events) / max(wall, 0.001), 0)) events/s), \(fixed(cpu, 1)) CPU seconds in this process"
+            + (ingest.map { "; embedded server ingest p99 \(fixed($0, 2)) ms" } ?? "")
+    }
+    #endif
+}
+
+/// A progress line on stderr for a live run: redrawn on a terminal, a line every 10 s otherwise.
+///
+/// `@unchecked Sendable` is safe because all mutable state is guarded by `lock`.
+final class LiveProgress: @unchecked Sendable {
+    private let enabled: Bool
+    private let terminal = isatty(2) == 1
+    private let horizon: Double
+    private let lock = NSLock()
+    private var lastDraw = Date.distantPast
+
+    init(enabled: Bool, horizon: Double) {
+        self.enabled = enabled
+        self.horizon = horizon
+    }
+
+    func update(policy: String, time: Double, sessions: Int) {
+        guard enabled else { return }
+        lock.withLock {
+            let now = Date()
+            guard now.timeIntervalSince(lastDraw) > (terminal ? 0.5 : 10) else { return }
+            lastDraw = now
+            let line = "\(policy): \(formatDuration(time)) of \(formatDuration(horizon)), \(sessions) sessions"
+            FileHandle.standardError.write(Data((terminal ? "\r\(line)   " : line + "\n").utf8))
+        }
+    }
+
+    func finish() {
+        guard enabled, terminal else { return }
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+}

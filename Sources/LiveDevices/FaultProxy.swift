@@ -1,0 +1,231 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A TCP proxy in front of the server that applies a scenario's network faults for real:
+/// during a refusing outage its listener is closed (connections are refused and open ones
+/// reset); during a hanging outage it accepts but forwards nothing, so requests time out;
+/// outside outages it delays each chunk by half a round trip and loses a chunk (hanging its
+/// connection until the client gives up) with the scenario's loss probability.
+///
+/// Each route is one listening port with its own fault windows: route 0 carries the
+/// outages, and each partition gets a route whose devices also lose the server during it.
+///
+/// `Sendable`: its mutable state is behind a lock; channels are used on their event loops.
+public final class FaultProxy: Sendable {
+    /// A window of faults in wall-clock seconds from the proxy's start.
+    ///
+    /// `Sendable`: a plain value.
+    public struct Window: Sendable, Hashable {
+        public var start: Double
+        public var end: Double
+        /// Hang (accept, forward nothing) rather than refuse.
+        public var hangs: Bool
+
+        public init(start: Double, end: Double, hangs: Bool) {
+            self.start = start
+            self.end = end
+            self.hangs = hangs
+        }
+    }
+
+    /// What the proxy does outside fault windows.
+    ///
+    /// `Sendable`: a plain value.
+    public struct Link: Sendable {
+        /// Seconds (wall clock) of one-way delay, drawn per chunk; `nil` forwards at once.
+        public var delay: (@Sendable () -> Double)?
+        /// The probability that a chunk is lost (and its connection hangs).
+        public var loss: Double
+
+        public init(delay: (@Sendable () -> Double)? = nil, loss: Double = 0) {
+            self.delay = delay
+            self.loss = loss
+        }
+    }
+
+    private struct Route {
+        var windows: [Window]
+        var port: Int
+        var listener: (any Channel)?
+        var connections: [ObjectIdentifier: any Channel] = [:]
+    }
+
+    private let group: any EventLoopGroup
+    private let upstreamHost: String
+    private let upstreamPort: Int
+    private let link: Link
+    private let clock: @Sendable () -> Double
+    private let routes: Mutex<[Route]>
+    private let stopped = Atomic<Bool>(false)
+    private let supervisor = Mutex<Task<Void, Never>?>(nil)
+
+    /// Starts listening on `routes.count` free loopback ports.
+    ///
+    /// - Parameters:
+    ///   - routes: Each route's fault windows.
+    ///   - clock: Wall-clock seconds since the run began, the windows' time scale.
+    public init(upstreamHost: String, upstreamPort: Int, routes windows: [[Window]], link: Link, group: any EventLoopGroup, clock: @escaping @Sendable () -> Double) async throws {
+        self.group = group
+        self.upstreamHost = upstreamHost
+        self.upstreamPort = upstreamPort
+        self.link = link
+        self.clock = clock
+        self.routes = Mutex(windows.map { Route(windows: $0, port: 0) })
+        for index in windows.indices {
+            try await listen(route: index)
+        }
+        let task = Task { [weak self] in _ = await self?.supervise() }
+        supervisor.withLock { $0 = task }
+    }
+
+    /// The port of each route.
+    public var ports: [Int] {
+        routes.withLock { $0.map(\.port) }
+    }
+
+    /// Closes every listener and connection.
+    public func stop() async {
+        stopped.store(true, ordering: .relaxed)
+        await supervisor.withLock { $0 }?.value
+        let channels = routes.withLock { routes in routes.flatMap { [$0.listener].compactMap { $0 } + Array($0.connections.values) } }
+        for channel in channels { try? await channel.close() }
+    }
+
+    private var elapsed: Double {
+        clock()
+    }
+
+    private func window(route: Int, at time: Double) -> Window? {
+        routes.withLock { $0[route].windows.first { $0.start <= time && time < $0.end } }
+    }
+
+    /// Opens and closes listeners as refusing windows begin and end.
+    private func supervise() async {
+        while !stopped.load(ordering: .relaxed) {
+            let now = elapsed
+            let count = routes.withLock { $0.count }
+            for route in 0..<count {
+                let refusing = window(route: route, at: now).map { !$0.hangs } ?? false
+                let (listener, connections) = routes.withLock { ($0[route].listener, Array($0[route].connections.values)) }
+                if refusing, let listener {
+                    routes.withLock { $0[route].listener = nil }
+                    try? await listener.close()
+                    for connection in connections { connection.close(promise: nil) }
+                } else if !refusing, listener == nil {
+                    try? await listen(route: route)
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    private func listen(route: Int) async throws {
+        let port = routes.withLock { $0[route].port }
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 4096)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [self] inbound in self.accept(inbound, route: route) }
+            .bind(host: "127.0.0.1", port: port)
+            .get()
+        routes.withLock {
+            $0[route].listener = channel
+            $0[route].port = channel.localAddress?.port ?? port
+        }
+    }
+
+    private func accept(_ inbound: any Channel, route: Int) -> EventLoopFuture<Void> {
+        let key = ObjectIdentifier(inbound)
+        routes.withLock { $0[route].connections[key] = inbound }
+        inbound.closeFuture.whenComplete { [self] _ in _ = routes.withLock { $0[route].connections.removeValue(forKey: key) } }
+        let faults: @Sendable () -> Window? = { [self] in window(route: route, at: elapsed) }
+        let toServer = Relay(link: link, faults: faults)
+        return inbound.pipeline.addHandler(toServer).flatMap { [self] in
+            ClientBootstrap(group: inbound.eventLoop)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { outbound in
+                    outbound.pipeline.addHandler(Relay(link: self.link, faults: faults, peer: inbound))
+                }
+                .connect(host: upstreamHost, port: upstreamPort)
+                .map { outbound in toServer.peer = outbound }
+                .flatMapError { _ in inbound.close() }
+        }
+    }
+}
+
+/// Forwards what one side of a proxied connection reads to the other side, late or not at all.
+///
+/// `@unchecked Sendable`: a handler is used only on its channel's event loop, and both channels
+/// of a connection share that loop.
+private final class Relay: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+
+    let link: FaultProxy.Link
+    let faults: @Sendable () -> FaultProxy.Window?
+    var peer: (any Channel)?
+    /// Chunks keep their order: each leaves no earlier than the one before.
+    var releaseAt = NIODeadline.uptimeNanoseconds(0)
+    var hung = false
+    var pending: [ByteBuffer] = []
+
+    init(link: FaultProxy.Link, faults: @escaping @Sendable () -> FaultProxy.Window?, peer: (any Channel)? = nil) {
+        self.link = link
+        self.faults = faults
+        self.peer = peer
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let chunk = unwrapInboundIn(data)
+        if hung { return }
+        if let window = faults(), window.hangs {
+            // The server does not answer: the client times out and closes the connection.
+            hung = true
+            return
+        }
+        if link.loss > 0, Double.random(in: 0..<1) < link.loss {
+            hung = true
+            return
+        }
+        guard let peer else {
+            // Connected upstream yet? Hold the bytes until then.
+            pending.append(chunk)
+            context.eventLoop.scheduleTask(in: .milliseconds(1)) { self.flushPending(context) }
+            return
+        }
+        forward(chunk, to: peer, on: context.eventLoop)
+    }
+
+    private func flushPending(_ context: ChannelHandlerContext) {
+        guard let peer else {
+            if context.channel.isActive { context.eventLoop.scheduleTask(in: .milliseconds(1)) { self.flushPending(context) } }
+            return
+        }
+        let chunks = pending
+        pending = []
+        for chunk in chunks { forward(chunk, to: peer, on: context.eventLoop) }
+    }
+
+    private func forward(_ chunk: ByteBuffer, to peer: any Channel, on loop: any EventLoop) {
+        guard let delay = link.delay?(), delay > 0 else {
+            if releaseAt <= .now() {
+                peer.writeAndFlush(chunk, promise: nil)
+                return
+            }
+            loop.scheduleTask(deadline: releaseAt) { peer.writeAndFlush(chunk, promise: nil) }
+            return
+        }
+        releaseAt = max(releaseAt, .now() + .nanoseconds(Int64(delay * 1e9)))
+        loop.scheduleTask(deadline: releaseAt) { peer.writeAndFlush(chunk, promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        peer?.close(promise: nil)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}

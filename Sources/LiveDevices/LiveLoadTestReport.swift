@@ -1,0 +1,95 @@
+import Foundation
+import Randomness
+import Simulation
+
+/// The CSV reports of a live load test: the simulated load test's columns, then the ones only a
+/// real network has. Column meanings are documented in the README.
+public enum LiveLoadTestReport {
+    /// The columns after ``Simulation/LoadTestReport/columns``.
+    public static let liveColumns = [
+        "target", "speedup", "http_2xx", "http_304", "http_429", "http_503", "http_other", "connection_errors",
+        "request_latency_p50_ms", "request_latency_p99_ms", "request_latency_max_ms", "server_ingest_p99_ms",
+        "client_cpu_seconds", "generator_max_lag_s",
+    ]
+
+    /// One row per policy × replicate.
+    public static func summary(_ results: [LiveLoadTest.Result]) -> CSVTable {
+        var table = CSVTable(columns: LoadTestReport.columns + liveColumns)
+        for result in results {
+            let scenario = result.scenario, m = result.metrics
+            let rates = stepRates(m.samples)
+            // A run stopped early covers less than the horizon; rates are over what it covered.
+            let span = max(1, m.samples.last?.time ?? scenario.horizon)
+            table.append([
+                .text(scenario.name), .text(result.policy), .integer(result.replicate), .text(String(StreamSeed(scenario.seed).derive(result.replicate).value)), .integer(scenario.population.devices),
+                .decimal(Double(m.offeredEvents) / span, places: 3), .decimal(rates.map(\.offered).max() ?? 0, places: 3),
+                .decimal(Double(m.acceptedEvents) / span, places: 3), .decimal(rates.map(\.accepted).max() ?? 0, places: 3),
+                .decimal(m.samples.contains { $0.serverBacklog.isFinite } ? m.peakServerBacklog : .nan, places: 0), .decimal(m.samples.last?.serverBacklog ?? .nan, places: 0),
+                .integer(m.samples.map(\.queueDepth).max() ?? 0), .integer(m.samples.last?.queueDepth ?? 0),
+                .decimal(LoadTestReport.timeToDrain(scenario, m.samples.map { (time: $0.time, queueDepth: $0.queueDepth) }) ?? .nan, places: 0),
+                .integer(m.rejectedRequests), .integer(m.retries), .integer(m.timeouts), .integer(m.duplicatesIgnored),
+                .decimal(m.queueLatencySeconds(percentile: 50), places: 3), .decimal(m.queueLatencySeconds(percentile: 95), places: 3), .decimal(m.queueLatencySeconds(percentile: 99), places: 3),
+                .decimal(m.queueLatencySeconds(percentile: 99.9), places: 3), .decimal(m.queueLatencySeconds(percentile: 100), places: 3),
+                .integer(m.deviceDepthP50), .integer(m.deviceDepthP95), .integer(m.deviceDepthMax),
+                .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .text(m.isBalanced ? "true" : "false"),
+                .decimal(m.wallSeconds, places: 3),
+                .text(result.target), .decimal(result.speedup, places: 3),
+                .integer(m.status2xx), .integer(m.status304), .integer(m.status429), .integer(m.status503), .integer(m.statusOther), .integer(m.connectionErrors),
+                .decimal(m.requestLatencyMilliseconds(percentile: 50), places: 3), .decimal(m.requestLatencyMilliseconds(percentile: 99), places: 3),
+                .decimal(m.requestLatencyMilliseconds(percentile: 100), places: 3), .decimal(m.serverIngestP99Milliseconds, places: 3),
+                .decimal(m.clientCPUSeconds, places: 3), .decimal(m.maxLagSeconds, places: 3),
+            ])
+        }
+        return table
+    }
+
+    /// One row per policy × replicate × sample time, with the simulated load test's columns.
+    public static func timeseries(_ results: [LiveLoadTest.Result]) -> CSVTable {
+        var table = CSVTable(columns: [
+            "scenario", "policy", "replicate", "time_hours", "offered_events_per_second", "accepted_events_per_second",
+            "rejected_requests", "server_backlog", "device_queue_total", "online_fraction",
+        ])
+        for result in results {
+            for (sample, rate) in zip(result.metrics.samples, stepRates(result.metrics.samples)) {
+                table.append([
+                    .text(result.scenario.name), .text(result.policy), .integer(result.replicate), .decimal(sample.time / 3600, places: 4),
+                    .decimal(rate.offered, places: 3), .decimal(rate.accepted, places: 3), .integer(rate.rejected),
+                    .decimal(sample.serverBacklog, places: 0), .integer(sample.queueDepth), .number(sample.onlineFraction),
+                ])
+            }
+        }
+        return table
+    }
+
+    /// Writes `loadtest.csv` and `loadtest-timeseries.csv` to `folder`, creating it.
+    ///
+    /// - Throws: The file system's error.
+    public static func write(_ results: [LiveLoadTest.Result], to folder: URL) throws -> [URL] {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return try [("loadtest.csv", summary(results)), ("loadtest-timeseries.csv", timeseries(results))].map { name, table in
+            let url = folder.appendingPathComponent(name)
+            try table.write(to: url)
+            return url
+        }
+    }
+
+    struct StepRate {
+        var offered: Double
+        var accepted: Double
+        var rejected: Int
+    }
+
+    static func stepRates(_ samples: [LiveMetrics.Sample]) -> [StepRate] {
+        var previous: LiveMetrics.Sample?
+        return samples.map { sample in
+            let span = sample.time - (previous?.time ?? 0)
+            defer { previous = sample }
+            guard span > 0 else { return StepRate(offered: 0, accepted: 0, rejected: 0) }
+            return StepRate(
+                offered: Double(sample.offeredEvents - (previous?.offeredEvents ?? 0)) / span,
+                accepted: Double(sample.acceptedEvents - (previous?.acceptedEvents ?? 0)) / span,
+                rejected: sample.rejectedRequests - (previous?.rejectedRequests ?? 0)
+            )
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import Synchronization
+
+/// Scenario time for a live run: seconds since ``begin()``, `speedup` times faster than the
+/// wall clock. The devices, the embedded server and the fault proxy all read the same one.
+///
+/// `Sendable`: its only mutable state is atomic.
+public final class ScenarioClock: Sendable {
+    public let speedup: Double
+    private let start = Atomic<UInt64>(0)
+
+    public init(speedup: Double) {
+        self.speedup = speedup
+    }
+
+    /// Starts the clock at scenario time 0.
+    public func begin() {
+        start.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    }
+
+    /// The wall-clock reading (`DispatchTime` nanoseconds) of scenario time 0.
+    public var origin: UInt64 { start.load(ordering: .relaxed) }
+
+    /// Wall-clock seconds since the start.
+    public var wallSeconds: Double {
+        Double(DispatchTime.now().uptimeNanoseconds &- origin) / 1e9
+    }
+
+    /// Scenario seconds since the start.
+    public var now: Double {
+        wallSeconds * speedup
+    }
+
+    /// The scenario time of a wall-clock reading.
+    public func scenarioTime(ofUptime nanoseconds: UInt64) -> Double {
+        Double(Int64(bitPattern: nanoseconds &- origin)) / 1e9 * speedup
+    }
+}
