@@ -26,8 +26,8 @@ struct ForestPlot {
     /// Where the reference line is drawn (0: no difference from the baseline).
     var reference: Double? = 0
 
-    static let width = 760.0
-    private static let labelRight = 186.0, plotLeft = 196.0, plotRight = 500.0, textLeft = 512.0
+    static let width = 860.0
+    private static let labelRight = 226.0, plotLeft = 236.0, plotRight = 600.0, textLeft = 612.0
     private static let rowHeight = 22.0, headerHeight = 24.0, axisHeight = 22.0, gap = 10.0
 
     /// The number of series: distinct colours among the rows.
@@ -116,8 +116,8 @@ struct BarChart {
     var valueLabel: String
     var bars: [Bar]
 
-    static let width = 760.0
-    private static let labelRight = 186.0, plotLeft = 196.0, plotRight = 560.0, barHeight = 26.0
+    static let width = 860.0
+    private static let labelRight = 226.0, plotLeft = 236.0, plotRight = 640.0, barHeight = 26.0
 
     var height: Double { 56 + Double(bars.count) * Self.barHeight + 54 }
 

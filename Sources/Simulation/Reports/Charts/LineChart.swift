@@ -15,6 +15,8 @@ struct LineChart {
         var points: [Point]
         /// Index into ``Palette``, so one allocator keeps its colour across charts.
         var color: Int
+        /// Colours from ``Palette/variants`` instead (variants, not allocators).
+        var variantColors = false
     }
 
     /// A shaded range of x, such as an outage.
@@ -47,8 +49,8 @@ struct LineChart {
     /// Labels for x = 0, 1, 2, … instead of numbers (a sweep's values).
     var categories: [String]? = nil
 
-    static let width = 760.0, height = 380.0
-    private static let left = 78.0, top = 48.0, right = 560.0, bottom = 318.0
+    static let width = 860.0, height = 380.0
+    private static let left = 78.0, top = 48.0, right = 620.0, bottom = 318.0
 
     /// The chart as a standalone SVG document.
     ///
@@ -120,7 +122,7 @@ struct LineChart {
         // Series.
         var base = [Double: Double]()
         for s in series {
-            let color = Palette.color(s.color)
+            let color = s.variantColors ? Palette.variant(s.color) : Palette.color(s.color)
             let valid = s.points.filter { $0.y.isFinite && (!logX || $0.x > 0) }
             out.group("g", ["class": "series", "data-series-name": s.name]) { out in
                 if stacked {
@@ -159,7 +161,7 @@ struct LineChart {
         out.group("g", ["class": "legend"]) { out in
             for (index, s) in series.enumerated() {
                 let rowY = top + 8 + Double(index) * 20
-                let color = Palette.color(s.color)
+                let color = s.variantColors ? Palette.variant(s.color) : Palette.color(s.color)
                 if stacked {
                     out.element("rect", ["x": SVGWriter.number(legendX), "y": SVGWriter.number(rowY - 9), "width": "16", "height": "12", "fill": color, "fill-opacity": "0.8"])
                 } else {
@@ -182,6 +184,6 @@ struct LineChart {
 
     /// A legend entry short enough for the margin.
     static func short(_ name: String) -> String {
-        name.count <= 26 ? name : String(name.prefix(25)) + "…"
+        name.count <= 30 ? name : String(name.prefix(29)) + "…"
     }
 }

@@ -82,6 +82,12 @@ enum Palette {
     static let colors = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C6D1F", "#000000"]
 
     static func color(_ index: Int) -> String { colors[index % colors.count] }
+
+    /// Colours for an experiment's variants, apart from the allocators' so that a reader never
+    /// takes a variant for an allocator: the first variant (usually the control) in grey.
+    static let variants = ["#9A9A9A", "#2B8CBE", "#F0A030", "#7B3294", "#1B9E77", "#E7298A", "#66A61E", "#A6761D"]
+
+    static func variant(_ index: Int) -> String { variants[index % variants.count] }
 }
 
 /// Tick values and their labels, for chart axes.
