@@ -9,6 +9,7 @@ of series (counted from the CSVs here, independently of the Swift code that drew
 drawn with that many series elements; a full-page screenshot is saved as DIR/report.png and
 must not be blank. Exits non-zero with one line per problem.
 """
+import base64
 import csv
 import os
 import sys
@@ -140,10 +141,14 @@ def check(driver, folder):
             problems.append(f"{where}: drawn {c['width']:.0f}×{c['height']:.0f} px; too small to read")
 
     # A full-page screenshot, checked not to be blank.
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(1280, min(max(height, 600), 16000))
     shot = os.path.join(folder, "report.png")
-    driver.save_screenshot(shot)
+    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    capture = driver.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16000), "scale": 1},
+    })
+    with open(shot, "wb") as f:
+        f.write(base64.b64decode(capture["data"]))
     with Image.open(shot) as image:
         pixels = image.convert("RGB").resize((160, max(1, image.height * 160 // image.width)))
         colors = pixels.getcolors(maxcolors=1 << 16) or []

@@ -155,9 +155,11 @@ struct BarChart {
                                      "height": SVGWriter.number(Self.barHeight - 8), "fill": color, "fill-opacity": "0.85"])
                 var textX = end + 6
                 if let low = bar.low, let high = bar.high, low.isFinite, high.isFinite, high > low {
+                    // The axis starts at 0: a wide interval from few replicates is cut there,
+                    // without the cap that marks a real end.
                     let mid = rowY + Self.barHeight / 2
-                    out.line(scale(low), mid, scale(high), mid, stroke: "#222", width: 1.5)
-                    out.line(scale(low), mid - 5, scale(low), mid + 5, stroke: "#222", width: 1.5)
+                    out.line(scale(max(0, low)), mid, scale(high), mid, stroke: "#222", width: 1.5)
+                    if low >= 0 { out.line(scale(low), mid - 5, scale(low), mid + 5, stroke: "#222", width: 1.5) }
                     out.line(scale(high), mid - 5, scale(high), mid + 5, stroke: "#222", width: 1.5)
                     textX = max(textX, scale(high) + 6)
                 }

@@ -113,36 +113,16 @@ struct FleetCharts {
         let rows = timeseries.rows(where: "scenario", is: scenario)
         let allocators = try summary.distinct("allocator", in: summary.rows(where: "scenario", is: scenario))
         let color = Dictionary(uniqueKeysWithValues: allocators.enumerated().map { ($0.element, $0.offset) })
-        let (a, r, t) = (try timeseries.index("allocator"), try timeseries.index("replicate"), try timeseries.index("time_hours"))
-        let (e, v) = (try timeseries.index("experiment"), try timeseries.index("variant"))
-        let (regretColumn, shareColumn) = (try timeseries.index("cumulative_expected_regret"), try timeseries.index("step_share"))
-        let (depthColumn, onlineColumn) = (try timeseries.index("queue_depth"), try timeseries.index("online_fraction"))
+        let (a, t) = (try timeseries.index("allocator"), try timeseries.index("time_hours"))
+        let (e, v, shareColumn) = (try timeseries.index("experiment"), try timeseries.index("variant"), try timeseries.index("step_share"))
         let axis = TimeAxis(maximumHours: rows.map { number($0[t]) }.filter(\.isFinite).max() ?? 0)
         let spans = faultSpans(scenario, axis: axis)
         var charts: [Chart] = []
 
-        // Cumulative expected regret: summed over experiments and variants per replicate, then
-        // averaged over replicates.
-        var regret: [String: [String: [Double: Double]]] = [:]
-        var depth: [String: [String: [Double: Double]]] = [:]
-        var online: [Double: [String: Double]] = [:]
-        for row in rows {
-            let x = number(row[t]) / axis.divisor
-            regret[row[a], default: [:]][row[r], default: [:]][x, default: 0] += number(row[regretColumn])
-            depth[row[a], default: [:]][row[r], default: [:]][x] = number(row[depthColumn])
-            online[x, default: [:]][row[a] + "\u{1}" + row[r]] = number(row[onlineColumn])
-        }
-        func series(_ values: [String: [String: [Double: Double]]]) -> [LineChart.Series] {
-            allocators.compactMap { allocator in
-                guard let byReplicate = values[allocator] else { return nil }
-                var byX: [Double: [Double]] = [:]
-                for (_, points) in byReplicate { for (x, y) in points { byX[x, default: []].append(y) } }
-                return LineChart.Series(name: allocator, points: meanPoints(byX), color: color[allocator] ?? 0)
-            }
-        }
+        let (regretSeries, depthSeries, onlineSeries) = try lines(rows, allocators: allocators, color: color, axis: axis)
         let regretChart = LineChart(
             title: "Conversions lost to exploration, over time", xLabel: axis.label,
-            yLabel: "cumulative expected regret (conversions)", series: series(regret), intervals: .band, spans: spans
+            yLabel: "cumulative expected regret (conversions)", series: regretSeries, intervals: .band, spans: spans
         )
         charts.append(Chart(id: prefix + "regret", kind: "regret", title: regretChart.title,
                             question: "How many conversions did each allocator give up, compared with always showing the best variant? Lower is better; the shaded band is the 95 % interval over replicates, and a line that flattens has found the winner.",
@@ -177,13 +157,13 @@ struct FleetCharts {
 
         // The fleet's queues and connectivity.
         let depthChart = LineChart(title: "Events waiting on devices", xLabel: axis.label, yLabel: "events queued on devices (all devices)",
-                                   series: series(depth), spans: spans)
+                                   series: depthSeries, spans: spans)
         charts.append(Chart(id: prefix + "queue", kind: "queue", title: depthChart.title,
                             question: "How many analytics events sat on devices, not yet acknowledged by the server? It rises while devices are offline or the server is unreachable (shaded) and falls as they sync.",
                             svg: depthChart.svg(kind: "queue")))
         let onlineChart = LineChart(
             title: "Devices online", xLabel: axis.label, yLabel: "share of devices online",
-            series: [LineChart.Series(name: "devices online", points: meanPoints(online.mapValues { Array($0.values) }), color: 2)],
+            series: onlineSeries,
             yPercent: true, yTop: 1, spans: spans
         )
         charts.append(Chart(id: prefix + "online", kind: "online", title: onlineChart.title,
@@ -203,6 +183,34 @@ struct FleetCharts {
                                 svg: forest.svg(kind: "forest")))
         }
         return charts
+    }
+
+    /// The fleet-wide lines of one scenario's `timeseries.csv` rows: cumulative expected regret
+    /// per allocator (summed over experiments and variants within a replicate, then the mean over
+    /// replicates with its 95 % interval), events queued on devices per allocator, and the share
+    /// of devices online (the same devices under every allocator, so one line over all runs).
+    func lines(_ rows: [[String]], allocators: [String], color: [String: Int], axis: TimeAxis) throws(ReportError)
+        -> (regret: [LineChart.Series], depth: [LineChart.Series], online: [LineChart.Series]) {
+        let (a, r, t) = (try timeseries.index("allocator"), try timeseries.index("replicate"), try timeseries.index("time_hours"))
+        let (regretColumn, depthColumn, onlineColumn) = (try timeseries.index("cumulative_expected_regret"), try timeseries.index("queue_depth"), try timeseries.index("online_fraction"))
+        var regret: [String: [Double: [String: Double]]] = [:]
+        var depth: [String: [Double: [String: Double]]] = [:]
+        var online: [Double: [String: Double]] = [:]
+        for row in rows {
+            let x = number(row[t]) / axis.divisor
+            regret[row[a], default: [:]][x, default: [:]][row[r], default: 0] += number(row[regretColumn])
+            // Fleet-wide values repeat on every row of a time: one per replicate.
+            depth[row[a], default: [:]][x, default: [:]][row[r]] = number(row[depthColumn])
+            online[x, default: [:]][row[a] + "," + row[r]] = number(row[onlineColumn])
+        }
+        // Replicates in a fixed order, so that sums round the same way in every process.
+        func ordered(_ byRun: [String: Double]) -> [Double] { byRun.keys.sorted().map { byRun[$0]! } }
+        func series(_ values: [String: [Double: [String: Double]]]) -> [LineChart.Series] {
+            allocators.compactMap { allocator in
+                values[allocator].map { LineChart.Series(name: allocator, points: meanPoints($0.mapValues(ordered)), color: color[allocator] ?? 0) }
+            }
+        }
+        return (series(regret), series(depth), [LineChart.Series(name: "devices online", points: meanPoints(online.mapValues(ordered)), color: 2)])
     }
 
     /// Differences from the baseline per metric, from `comparison.csv`.
