@@ -55,10 +55,10 @@ func scenarioText(path: String?, builtIn: String) -> String? {
     return try? String(contentsOf: URL(fileURLWithPath: path), encoding: .utf8)
 }
 
-/// This process's command line as a shell would take it back: `aviary` and the arguments,
+/// A command line (this process's by default) as a shell would take it back: `aviary` and the arguments,
 /// quoted where needed.
-func commandLine() -> String {
-    let arguments = CommandLine.arguments.dropFirst().map { argument -> String in
+func commandLine(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> String {
+    let arguments = arguments.map { argument -> String in
         let plain = !argument.isEmpty && argument.allSatisfy { $0.isLetter || $0.isNumber || "-_./=:,+@%".contains($0) }
         return plain ? argument : "'" + argument.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
