@@ -52,7 +52,8 @@ def expected_charts(folder):
             expected[("queue", len(allocators))] += 1
             expected[("online", 1)] += 1
             with_events = [a for a in allocators if any(int(r["events"]) > 0 for r in latency if r["scenario"] == scenario and r["allocator"] == a)]
-            expected[("latency", len(with_events))] += 1
+            if with_events:
+                expected[("latency", len(with_events))] += 1
             if len(allocators) > 1:
                 differing = [r for r in comparison if r["scenario"] == scenario and r["allocator"] != allocators[0]
                              and any(r[c] not in ("0", "") for c in ("difference_from_baseline", "difference_ci95_low", "difference_ci95_high"))]
@@ -66,8 +67,12 @@ def expected_charts(folder):
         for scenario in distinct(loadtest, "scenario"):
             rows = [r for r in loadtest if r["scenario"] == scenario]
             policies = len(distinct(rows, "policy"))
-            for kind in ("offered", "accepted", "backlog", "devices", "latency"):
+            for kind in ("offered", "accepted", "backlog", "devices"):
                 expected[(kind, policies)] += 1
+            latency = read_csv(folder, "loadtest-latency.csv") or []
+            with_events = distinct([r for r in latency if r["scenario"] == scenario and int(r["events"]) > 0], "policy")
+            if with_events:
+                expected[("latency", len(with_events))] += 1
             if any(f["scenario"] == scenario for f in faults) or any(r["time_to_drain_s"] for r in rows):
                 expected[("drain", policies)] += 1
     bandit = read_csv(folder, "bandit-comparison.csv")

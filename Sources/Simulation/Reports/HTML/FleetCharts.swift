@@ -170,8 +170,8 @@ struct FleetCharts {
                             question: "What share of the fleet had a network connection at each moment? Shaded spans are scheduled outages or partitions, when the server could not be reached.",
                             svg: onlineChart.svg(kind: "online")))
 
-        if let latency {
-            let chart = try latencyChart(latency, scenario: scenario, labelColumn: "allocator", labels: allocators, color: color)
+        // Conductrics-style devices keep no event queue: no latency to draw.
+        if let latency, case let chart = try latencyChart(latency, scenario: scenario, labelColumn: "allocator", labels: allocators, color: color), !chart.series.isEmpty {
             charts.append(Chart(id: prefix + "latency", kind: "latency", title: chart.title,
                                 question: "How long did events wait on the device before the server had them? Each line is the share of events delivered within the time on the (logarithmic) axis; further left is faster. Lines on top of one another mean the allocators did not change how events travel.",
                                 svg: chart.svg(kind: "latency")))
@@ -260,7 +260,7 @@ struct FleetCharts {
                                   yLabel: style.title.replacingOccurrences(of: "percentage points", with: "%"),
                                   series: series, intervals: .errorBars, categories: sweep.values)
             section.charts.append(Chart(id: "sweep-" + slug(metric), kind: "sweep", title: title,
-                                        question: "How does \(style.title.lowercased()) change as \(sweep.parameter) changes, for each allocator? \(style.lowerIsBetter ? "Lower" : "Higher") is better.",
+                                        question: "How does \(style.title.lowercased().replacingOccurrences(of: "percentage points", with: "%")) change as \(sweep.parameter) changes, for each allocator? \(style.lowerIsBetter ? "Lower" : "Higher") is better.",
                                         svg: chart.svg(kind: "sweep")))
         }
         return section

@@ -140,10 +140,14 @@ public enum HTMLReport {
         Intervals are 95 % confidence intervals over replicates.</p>
 
         """
-        let charts = sections.flatMap(\.charts)
-        out += "<nav><b>Charts</b> (each also in <code>charts/</code> as an SVG file)<ul>\n"
-        for chart in charts { out += "<li><a href=\"#\(html(chart.id))\">\(html(chart.title))</a></li>\n" }
-        out += "</ul></nav>\n"
+        out += "<nav><b>Charts</b> (each also in <code>charts/</code> as an SVG file)\n"
+        for section in sections {
+            if sections.count > 1 { out += "<div class=\"note\">\(html(section.title))</div>\n" }
+            out += "<ul>\n"
+            for chart in section.charts { out += "<li><a href=\"#\(html(chart.id))\">\(html(chart.title))</a></li>\n" }
+            out += "</ul>\n"
+        }
+        out += "</nav>\n"
         for section in sections {
             out += "<section>\n<h2>\(html(section.title))</h2>\n" + section.introduction
             for chart in section.charts {

@@ -74,8 +74,7 @@ struct LoadTestCharts {
             let chart = LineChart(title: spec.title, xLabel: axis.label, yLabel: spec.y, series: try series(spec.column), spans: spans)
             charts.append(Chart(id: prefix + spec.kind, kind: spec.kind, title: spec.title, question: spec.question, svg: chart.svg(kind: spec.kind)))
         }
-        if let latency {
-            let chart = try latencyChart(latency, scenario: scenario, labelColumn: "policy", labels: policies, color: color)
+        if let latency, case let chart = try latencyChart(latency, scenario: scenario, labelColumn: "policy", labels: policies, color: color), !chart.series.isEmpty {
             charts.append(Chart(id: prefix + "latency", kind: "latency", title: chart.title,
                                 question: "How long did events wait on the device before the server had them, per policy? Each line is the share of events delivered within the time on the (logarithmic) axis; further left is faster.",
                                 svg: chart.svg(kind: "latency")))
