@@ -78,21 +78,6 @@ extension CSVTable {
         }
         try self.init(parsing: text, file: url.lastPathComponent)
     }
-
-    /// The cells of column `name`, one per row.
-    ///
-    /// - Throws: ``ReportError`` when the table has no such column.
-    func cells(_ name: String, file: String) throws(ReportError) -> [String] {
-        guard let index = columns.firstIndex(of: name) else {
-            throw ReportError("\(file): has no column '\(name)'; was it written by an older aviary?")
-        }
-        return rows.map { $0[index] }
-    }
-
-    /// The numbers in column `name`; an empty or unreadable cell is NaN (a missing value).
-    func numbers(_ name: String, file: String) throws(ReportError) -> [Double] {
-        try cells(name, file: file).map { Double($0) ?? .nan }
-    }
 }
 
 /// A report that cannot be drawn: a missing or malformed CSV file, named with what is wrong.
@@ -106,5 +91,6 @@ public struct ReportError: Error, Sendable, CustomStringConvertible {
         self.message = message
     }
 
+    /// The message, for printing.
     public var description: String { message }
 }

@@ -97,7 +97,7 @@ public enum HTMLReport {
     static func page(sections: [ReportSection], command: String?, scenarioText: String?, files: [String]) -> String {
         // The scenario's own name and one-line description, when its text can be read.
         let scenarios = scenarioText.flatMap { try? Scenario.scenarios(yaml: $0) }
-        let name = scenarios?.first.map { $0.sweepParent ?? $0.name } ?? "Aviary run"
+        let name = scenarios?.first.map { $0.sweepParent ?? $0.name } ?? (command?.hasPrefix("aviary bandit") == true ? "Bandit comparison" : "Aviary report")
         let description = scenarios?.first?.description ?? ""
         var out = """
         <!DOCTYPE html>
