@@ -10,8 +10,9 @@ struct ReportCommand: ParsableCommand {
         discussion: """
         Reads summary.csv, timeseries.csv, comparison.csv, latency.csv and faults.csv (aviary run), \
         loadtest.csv, loadtest-timeseries.csv and loadtest-latency.csv (aviary loadtest) or \
-        bandit-comparison.csv (aviary bandit), and command.txt and scenario.yaml when present. \
-        run, loadtest and bandit draw the same report themselves after writing the CSVs.
+        bandit-comparison.csv (aviary bandit), and command.txt and scenario.yaml when present; \
+        every kind of result in the folder is drawn. run, loadtest and bandit draw the same \
+        report themselves after writing the CSVs.
         """
     )
 
@@ -55,8 +56,8 @@ func scenarioText(path: String?, builtIn: String) -> String? {
     return try? String(contentsOf: URL(fileURLWithPath: path), encoding: .utf8)
 }
 
-/// A command line (this process's by default) as a shell would take it back: `aviary` and the arguments,
-/// quoted where needed.
+/// A command line (this process's by default) as a shell would take it back: `aviary` and the
+/// arguments, quoted where needed.
 func commandLine(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> String {
     let arguments = arguments.map { argument -> String in
         let plain = !argument.isEmpty && argument.allSatisfy { $0.isLetter || $0.isNumber || "-_./=:,+@%".contains($0) }

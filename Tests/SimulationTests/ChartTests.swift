@@ -46,6 +46,8 @@ struct TickTests {
         #expect(Ticks.label(250) == "250")
         #expect(Ticks.label(0.05) == "0.05")
         #expect(Ticks.label(0) == "0")
+        #expect(Ticks.label(-500) == "\u{2212}500")
+        #expect(Ticks.label(-0.5) == "\u{2212}0.5")
     }
 
     @Test func aLogScalePutsEachDecadeTheSameDistanceApart() {

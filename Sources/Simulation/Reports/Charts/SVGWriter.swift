@@ -120,9 +120,14 @@ enum Ticks {
         return (first...last).map { pow(10, Double($0)) }
     }
 
-    /// A short label: `1.5M`, `20k`, `0.05`, `3`.
+    /// A short label: `1.5M`, `20k`, `0.05`, `3`, `−500` (a minus sign, as in the page's text).
     static func label(_ value: Double) -> String {
-        let magnitude = abs(value)
+        let text = unsignedLabel(abs(value))
+        return value < 0 && text != "0" ? "\u{2212}" + text : text
+    }
+
+    private static func unsignedLabel(_ value: Double) -> String {
+        let magnitude = value
         if magnitude >= 1e6 { return trimmed(value / 1e6, 2) + "M" }
         if magnitude >= 1e4 { return trimmed(value / 1e3, 1) + "k" }
         if magnitude >= 100 || magnitude == 0 { return String(format: "%.0f", value) }
