@@ -100,8 +100,7 @@ def check(driver, folder):
     page = os.path.abspath(os.path.join(folder, "report.html"))
     if not os.path.exists(page):
         return [f"{page}: missing"]
-    driver.get("file://" + page)
-    driver.execute_script("return document.readyState")
+    driver.get("file://" + page)  # returns once the page has loaded
 
     for entry in driver.get_log("browser"):
         if entry.get("level") in ("SEVERE", "ERROR"):
