@@ -89,6 +89,7 @@ struct BanditCommand: ParsableCommand {
         print("")
         print("Wrote \(replicatesFile.path)")
         print("Wrote \(comparisonFile.path)")
+        try writeHTMLReport(in: folder, scenarioText: nil)
     }
 }
 

@@ -43,6 +43,7 @@ struct LoadTestCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
         }
+        try writeHTMLReport(in: folder, scenarioText: scenarioText(path: scenario, builtIn: Scenario.builtInLoadTestText))
     }
 
     func render(_ results: [LoadTest.Result]) -> String {

@@ -38,6 +38,7 @@ struct RunCommand: ParsableCommand {
             throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
         }
         for file in files { print("Wrote \(file.path)") }
+        try writeHTMLReport(in: folder, scenarioText: scenarioText(path: scenario, builtIn: Scenario.builtInDefaultText))
     }
 }
 

@@ -44,7 +44,7 @@ struct DeterminismTests {
         defer { try? FileManager.default.removeItem(at: base) }
         let files1 = try FleetReport.write(scenario, Tiny.run(scenario, jobs: 1), to: base.appendingPathComponent("one"))
         let files2 = try FleetReport.write(scenario, Tiny.run(scenario, jobs: 2), to: base.appendingPathComponent("two"))
-        #expect(files1.map(\.lastPathComponent) == ["summary.csv", "timeseries.csv", "comparison.csv"])
+        #expect(files1.map(\.lastPathComponent) == ["summary.csv", "timeseries.csv", "comparison.csv", "latency.csv", "faults.csv"])
         for (a, b) in zip(files1, files2).dropFirst() {
             #expect(try Data(contentsOf: a) == Data(contentsOf: b), "\(a.lastPathComponent)")
         }

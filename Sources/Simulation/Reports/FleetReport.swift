@@ -115,7 +115,8 @@ public enum FleetReport {
         })
     }
 
-    /// Writes `summary.csv`, `timeseries.csv` and `comparison.csv` to `folder`, creating it.
+    /// Writes `summary.csv`, `timeseries.csv` and `comparison.csv` to `folder`, creating it, and
+    /// the charts' `latency.csv` and `faults.csv`.
     ///
     /// - Returns: The files written.
     /// - Throws: The file system's error.
@@ -125,6 +126,8 @@ public enum FleetReport {
             ("summary.csv", summary(results)),
             ("timeseries.csv", timeseries(results)),
             ("comparison.csv", comparison(results)),
+            ("latency.csv", latency(results)),
+            ("faults.csv", faults(results)),
         ]
         return try files.map { name, table in
             let url = folder.appendingPathComponent(name)

@@ -63,12 +63,16 @@ public enum LoadTestReport {
         return table
     }
 
-    /// Writes `loadtest.csv` and `loadtest-timeseries.csv` to `folder`, creating it.
+    /// Writes `loadtest.csv` and `loadtest-timeseries.csv` to `folder`, creating it, and the
+    /// charts' `loadtest-latency.csv` and `faults.csv`.
     ///
     /// - Throws: The file system's error.
     public static func write(_ results: [LoadTest.Result], to folder: URL) throws -> [URL] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return try [("loadtest.csv", summary(results)), ("loadtest-timeseries.csv", timeseries(results))].map { name, table in
+        return try [
+            ("loadtest.csv", summary(results)), ("loadtest-timeseries.csv", timeseries(results)),
+            ("loadtest-latency.csv", latency(results)), ("faults.csv", faults(results)),
+        ].map { name, table in
             let url = folder.appendingPathComponent(name)
             try table.write(to: url)
             return url
