@@ -168,6 +168,8 @@ final class LiveFleet {
         switch occurrence {
         case .session:
             session(d, at: time)
+        case .views(let crashes):
+            views(d, crashes: crashes, at: time)
         case .conversion(let experiment, let variant):
             devices[d].foregroundUntil = max(devices[d].foregroundUntil, time + 60)
             if devices[d].engine.recordConversion(experiment: experiment, variant: variant, at: time) == .recorded {
@@ -199,6 +201,19 @@ final class LiveFleet {
         timers.schedule(.session, device: d, at: next)
         devices[d].foregroundUntil = now + scenario.population.sessionLength
         metrics.sessions += 1
+        // As in the simulated fleet (and Myna's viewVariant): a first launch that can reach the
+        // server asks for data and shows its views when the app stops waiting for it.
+        let wait = scenario.client.firstViewWait
+        if wait > 0, devices[d].engine.isOfflineMode, devices[d].online {
+            drive(d, at: now)
+            timers.schedule(.views(crashes: crashes), device: d, at: now + wait)
+            return
+        }
+        views(d, crashes: crashes, at: now)
+    }
+
+    /// The session's views and conversions, and (if the app crashes) the restart.
+    private func views(_ d: Int, crashes: Bool, at now: Double) {
         for (e, experiment) in scenario.experiments.enumerated() {
             let rates = experiment.rates(at: now)
             var converts: UInt64 = 0

@@ -3,6 +3,8 @@ import ClientEngine
 /// What a device does at a moment of scenario time.
 enum LiveOccurrence: Sendable {
     case session
+    /// A first launch's views, shown once it has waited for experiment data.
+    case views(crashes: Bool)
     case conversion(experiment: Int, variant: Int)
     case wake
     case connectivity
