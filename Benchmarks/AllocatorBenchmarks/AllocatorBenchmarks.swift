@@ -29,7 +29,7 @@ let benchmarks: @Sendable () -> Void = {
             try ThompsonSampling(variantCount: variants, seed: BenchmarkWorkload.allocatorSeed)
         }
         registerAssignments("ucb1", variants: variants, rates: rates) {
-            try UCB1(variantCount: variants)
+            try UCB1(variantCount: variants, seed: BenchmarkWorkload.allocatorSeed)
         }
         // An A/A test at a strict level, so the whole iteration stays in the exploration phase,
         // where every recorded view runs the significance test: the allocator's costly phase.

@@ -21,12 +21,23 @@ public protocol Allocator {
     mutating func record<S: Sequence<Feedback>>(contentsOf batch: S)
     /// Publishes the current policy as per-variant weights.
     mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot
+    /// Publishes the current policy, leaving costly weights to be computed when first needed.
+    ///
+    /// Resolving the result gives exactly what ``snapshot(version:issuedAt:)`` would have
+    /// returned now, whatever the allocator learns or chooses in between; the default
+    /// computes the snapshot at once.
+    mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot
 }
 
 extension Allocator {
     /// Records each element in order.
     public mutating func record<S: Sequence<Feedback>>(contentsOf batch: S) {
         for feedback in batch { record(feedback) }
+    }
+
+    /// The snapshot, computed now.
+    public mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
+        DeferredSnapshot(snapshot(version: version, issuedAt: issuedAt))
     }
 
     /// The snapshot with version 0 at time 0.

@@ -145,7 +145,7 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         case .thompson(let priorAlpha, let priorBeta, let draws, let floor):
             try ThompsonSampling(variantCount: variantCount, priorAlpha: priorAlpha, priorBeta: priorBeta, draws: draws, floor: floor, seed: seed)
         case .ucb1:
-            try UCB1(variantCount: variantCount)
+            try UCB1(variantCount: variantCount, seed: seed)
         case .exploreThenCommit(let views, let significance, let minimum, let weights):
             try ExploreThenCommit(variantCount: variantCount, explorationViews: views, significance: significance, minimumViewsPerVariant: minimum, weights: weights, seed: seed)
         }

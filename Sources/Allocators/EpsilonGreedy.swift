@@ -52,10 +52,18 @@ public struct EpsilonGreedy: Allocator {
         totalTrials += feedback.trials
     }
 
+    /// ε spread evenly, and 1 − ε on the variant with the best mean reward, shared evenly where
+    /// several tie for it (as all do before any feedback).
+    ///
+    /// A snapshot serves a whole batch of views, so a tie broken once for it would send the
+    /// batch's exploiting share to one variant picked by a coin; sharing it keeps a tie a tie.
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
         let explore = currentEpsilon
         var weights = Array(repeating: explore / Double(variantCount), count: variantCount)
-        weights[greedyVariant()] += 1 - explore
+        let means = statistics.map(\.meanReward)
+        let best = means.max()!
+        let leaders = means.indices.filter { means[$0] == best }
+        for index in leaders { weights[index] += (1 - explore) / Double(leaders.count) }
         return try! PolicySnapshot(weights: weights, version: version, issuedAt: issuedAt)
     }
 

@@ -82,9 +82,9 @@ public struct ExploreThenCommit: Allocator {
         totalTrials += feedback.trials
         guard committedVariant == nil else { return }
         if let explorationViews, totalTrials >= explorationViews {
-            committedVariant = leader()
+            committedVariant = leaderBreakingTies()
         } else if significance != nil, leaderIsSignificant() {
-            committedVariant = leader()
+            committedVariant = leaderBreakingTies()
         }
     }
 
@@ -95,7 +95,16 @@ public struct ExploreThenCommit: Allocator {
         return try! PolicySnapshot(weights: split.weights, version: version, issuedAt: issuedAt)
     }
 
-    /// The variant with the highest observed conversion rate (ties to the lowest index).
+    /// The variant to commit to: the highest observed conversion rate, ties broken at random so
+    /// that the variant listed first is not favoured (with few conversions, exact ties happen).
+    private mutating func leaderBreakingTies() -> Int {
+        statistics.withUnsafeBufferPointer { stats in
+            argmaxBreakingTies(count: variantCount, using: &generator) { stats[$0].conversionRate }
+        }
+    }
+
+    /// The variant with the highest observed conversion rate (ties to the lowest index; the
+    /// significance test needs no tie-break, as a tied variant is never significantly worse).
     private func leader() -> Int {
         var best = 0
         for index in 1..<variantCount where statistics[index].conversionRate > statistics[best].conversionRate {

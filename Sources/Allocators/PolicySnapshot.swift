@@ -102,3 +102,35 @@ public struct BetaParameters: Hashable, Sendable {
     /// The distribution's mean, α / (α + β).
     public var mean: Double { alpha / (alpha + beta) }
 }
+
+/// A published policy whose weights may be computed later: the state they depend on is captured
+/// when it is published, and ``resolve()`` computes them when a device first fetches it.
+///
+/// Computing Thompson sampling's P(best) by Monte Carlo costs far more than capturing the
+/// posteriors, and with server-side decisions and frequent updates no device ever fetches most
+/// publications. A deferred snapshot resolves to the same weights whenever, and however often,
+/// it is resolved: what it computes depends only on what it captured.
+///
+/// Not `Sendable`: it may hold an allocator's captured state in a closure; resolve it on the
+/// thread that owns the allocator.
+public struct DeferredSnapshot {
+    private let compute: () -> PolicySnapshot
+
+    /// A snapshot already computed.
+    public init(_ snapshot: PolicySnapshot) {
+        compute = { snapshot }
+    }
+
+    /// A snapshot computed by `compute` when first needed; `compute` must depend only on values
+    /// it captured, so that it gives the same snapshot whenever it runs.
+    public init(computing compute: @escaping () -> PolicySnapshot) {
+        self.compute = compute
+    }
+
+    /// The snapshot's weights, computed now.
+    ///
+    /// - Complexity: whatever the allocator's snapshot costs; callers keep the result.
+    public func resolve() -> PolicySnapshot {
+        compute()
+    }
+}

@@ -10,6 +10,12 @@ import Randomness
 /// exact (by numerical integration) for two variants, Monte Carlo with ``draws`` samples
 /// otherwise. A floor keeps every variant's weight at or above a minimum, so a variant that
 /// starts badly still gets some traffic while devices run on a cached snapshot.
+///
+/// The Monte Carlo draws of snapshot *v* come from a stream of their own, derived from the
+/// allocator's seed and *v*, not from the stream ``choose()`` draws from. A snapshot's weights
+/// are then a function of the posteriors it was published with and its version alone, so
+/// ``deferredSnapshot(version:issuedAt:)`` can leave them uncomputed until a device fetches
+/// them (or forever) without changing any decision or any other snapshot.
 public struct ThompsonSampling: Allocator {
     public let variantCount: Int
     public private(set) var statistics: [ArmStatistics]
@@ -26,6 +32,8 @@ public struct ThompsonSampling: Allocator {
     private var beta: [Double]
     private var scratch: [Double]
     private let random: GSLRandom
+    /// The root of the snapshots' streams: snapshot `v` draws from `snapshotSeed.derive(v)`.
+    private let snapshotSeed: StreamSeed
 
     /// Creates a Thompson-sampling allocator.
     ///
@@ -66,6 +74,7 @@ public struct ThompsonSampling: Allocator {
         self.beta = Array(repeating: priorBeta, count: variantCount)
         self.scratch = Array(repeating: 0, count: variantCount)
         self.random = GSLRandom(seed: seed)
+        self.snapshotSeed = seed.derive("snapshot")
     }
 
     /// The current posterior of each variant.
@@ -103,18 +112,38 @@ public struct ThompsonSampling: Allocator {
     }
 
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
-        var weights = probabilityBest()
-        if floor > 0 {
-            let free = 1 - floor * Double(variantCount)
-            weights = weights.map { floor + free * $0 }
-        }
-        return try! PolicySnapshot(weights: weights, posteriors: posteriors, version: version, issuedAt: issuedAt)
+        deferredSnapshot(version: version, issuedAt: issuedAt).resolve()
     }
 
-    /// The posterior probability that each variant has the highest conversion rate.
+    /// The posteriors captured now; with three or more variants, P(best) is estimated when the
+    /// snapshot is resolved, on the snapshot's own stream.
+    ///
+    /// - Complexity: O(*k*) now; resolving costs O(``draws`` × *k*) Beta draws for *k* > 2.
+    public mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
+        let posteriors = self.posteriors, floor = self.floor
+        let finish = { (best: [Double]) -> PolicySnapshot in
+            var weights = best
+            if floor > 0 {
+                let free = 1 - floor * Double(best.count)
+                weights = weights.map { floor + free * $0 }
+            }
+            // Cannot throw: probabilities (and a floor below 1/k) are finite, non-negative, sum to 1.
+            return try! PolicySnapshot(weights: weights, posteriors: posteriors, version: version, issuedAt: issuedAt)
+        }
+        guard variantCount > 2 else {
+            return DeferredSnapshot(finish(probabilityBest(version: version)))
+        }
+        let alpha = self.alpha, beta = self.beta, draws = self.draws, seed = snapshotSeed.derive(version)
+        return DeferredSnapshot {
+            finish(Self.monteCarloProbabilityBest(alpha: alpha, beta: beta, draws: draws, random: GSLRandom(seed: seed)))
+        }
+    }
+
+    /// The posterior probability that each variant has the highest conversion rate, as snapshot
+    /// `version` estimates it.
     ///
     /// - Complexity: O(1) CDF integrations for two variants; O(``draws`` × *k*) Beta draws otherwise.
-    public mutating func probabilityBest() -> [Double] {
+    public func probabilityBest(version: Int = 0) -> [Double] {
         switch variantCount {
         case 1:
             return [1]
@@ -122,11 +151,25 @@ public struct ThompsonSampling: Allocator {
             let secondBest = BetaDistribution.probabilityGreater(aX: alpha[1], bX: beta[1], aY: alpha[0], bY: beta[0])
             return [1 - secondBest, secondBest]
         default:
-            var wins = Array(repeating: 0, count: variantCount)
-            for _ in 0..<draws {
-                wins[choose()] += 1
-            }
-            return wins.map { Double($0) / Double(draws) }
+            return Self.monteCarloProbabilityBest(alpha: alpha, beta: beta, draws: draws, random: GSLRandom(seed: snapshotSeed.derive(version)))
         }
+    }
+
+    /// The share of `draws` joint posterior draws in which each variant's draw is highest.
+    private static func monteCarloProbabilityBest(alpha: [Double], beta: [Double], draws: Int, random: GSLRandom) -> [Double] {
+        var wins = Array(repeating: 0, count: alpha.count)
+        for _ in 0..<draws {
+            var best = 0
+            var bestDraw = -1.0
+            for index in 0..<alpha.count {
+                let draw = random.beta(alpha[index], beta[index])
+                if draw > bestDraw {
+                    best = index
+                    bestDraw = draw
+                }
+            }
+            wins[best] += 1
+        }
+        return wins.map { Double($0) / Double(draws) }
     }
 }

@@ -11,7 +11,8 @@ struct BanditCommand: ParsableCommand {
         discussion: """
         The first allocator is the baseline; every other one is reported with its paired \
         difference from it (same seeds, same potential outcomes). Writes bandit.csv and \
-        bandit-comparison.csv to the output folder.
+        bandit-comparison.csv to the output folder. --update-every N delays feedback: the \
+        allocator still decides every view, but learns outcomes in batches of N views.
         """
     )
 
@@ -31,6 +32,9 @@ struct BanditCommand: ParsableCommand {
         "An allocator, repeatable; the first is the baseline. E.g. uniform, 'thompson(floor=0.01)', 'epsilon-greedy(epsilon=0.1)'.",
         valueName: "spec"))
     var allocators: [String] = []
+
+    @Option(name: .customLong("update-every"), help: "Views between two updates of the allocator (1: immediate feedback).")
+    var updateEvery: Int = 1
 
     @Option(name: .long, help: "Replicates run in parallel (results are identical for any value).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
@@ -52,7 +56,7 @@ struct BanditCommand: ParsableCommand {
         if let repeated = specs.map(\.description).firstRepeated {
             throw CommandFailure("--allocator: '\(repeated)' is given twice")
         }
-        let comparison = BanditComparison(rates: rates, views: views, replicates: replicates, seed: seed, allocators: specs)
+        let comparison = BanditComparison(rates: rates, views: views, replicates: replicates, seed: seed, allocators: specs, updateEvery: updateEvery)
         let outcomes: [BanditComparison.Outcome]
         do {
             outcomes = try comparison.run(jobs: jobs)
@@ -67,7 +71,8 @@ struct BanditCommand: ParsableCommand {
         try BanditReport.comparison(outcomes).write(to: comparisonFile)
 
         let rateList = rates.map { fixed($0 * 100, 2) + " %" }.joined(separator: " vs ")
-        print("Bandit comparison: \(rateList), \(views) views × \(replicates) replicates, seed \(seed), immediate feedback")
+        let feedback = updateEvery == 1 ? "immediate feedback" : "feedback every \(updateEvery) views"
+        print("Bandit comparison: \(rateList), \(views) views × \(replicates) replicates, seed \(seed), \(feedback)")
         print("")
         var table = TextTable(["allocator", "expected regret (95% CI)", "vs \(specs[0].description)", "conversion rate", "best share", "assignments/s"])
         let grouped = Dictionary(grouping: outcomes, by: \.allocator)

@@ -12,6 +12,12 @@ import ClientEngine
 /// batches were handed in, since some allocators (a sequential stopping test) depend on that
 /// order. Published data is an immutable ``ExperimentData`` shared by every device that fetches it.
 ///
+/// Publication is lazy: an update captures each allocator's policy
+/// (``Allocator/deferredSnapshot(version:issuedAt:)``) and the data is built when it is first
+/// read through ``published``. With server-side decisions no device fetches the data, and a
+/// Thompson sampler's Monte Carlo estimate of P(best) for ten variants would otherwise cost
+/// more than all the decisions between two updates.
+///
 /// Not `Sendable`: one owner (one simulated replicate) drives it.
 public struct ExperimentServer<A: Allocator> {
     /// When feedback reaches the allocators and snapshots are republished.
@@ -39,8 +45,27 @@ public struct ExperimentServer<A: Allocator> {
     /// The experiments served.
     public let definitions: [ExperimentDefinition]
     public let cadence: UpdateCadence
-    /// The data devices download now.
-    public private(set) var published: ExperimentData
+    /// The data devices download now, built on first read after each update.
+    public var published: ExperimentData {
+        mutating get {
+            if let publication {
+                let experiments = definitions.indices.map { index in
+                    let definition = definitions[index]
+                    return ExperimentDefinition(
+                        id: definition.id, variants: definition.variants, metadata: definition.metadata,
+                        snapshot: publication.snapshots[index].resolve(), sticky: definition.sticky
+                    )
+                }
+                built = ExperimentData(version: publication.version, experiments: experiments, replacing: built)
+                self.publication = nil
+            }
+            return built
+        }
+    }
+    /// The data last built from a publication.
+    private var built: ExperimentData
+    /// The latest publication, if its data has not been built yet.
+    private var publication: (version: Int, snapshots: [DeferredSnapshot])?
     /// Distinct events ingested.
     public private(set) var eventsAccepted = 0
     /// Repeated events ignored.
@@ -73,7 +98,7 @@ public struct ExperimentServer<A: Allocator> {
         self.allocators = allocators
         self.cadence = cadence
         self.lastPublished = now
-        self.published = ExperimentData(version: 0, experiments: experiments)
+        self.built = ExperimentData(version: 0, experiments: experiments)
         publish(at: now)
     }
 
@@ -196,15 +221,10 @@ public struct ExperimentServer<A: Allocator> {
         pending.removeAll(keepingCapacity: true)
     }
 
+    /// Captures every allocator's policy now; ``published`` builds the data when it is read.
     private mutating func publish(at now: Double) {
-        let experiments = definitions.indices.map { index in
-            let definition = definitions[index]
-            return ExperimentDefinition(
-                id: definition.id, variants: definition.variants, metadata: definition.metadata,
-                snapshot: allocators[index].snapshot(version: version, issuedAt: now), sticky: definition.sticky
-            )
-        }
-        published = ExperimentData(version: version, experiments: experiments, replacing: published)
+        let snapshots = allocators.indices.map { allocators[$0].deferredSnapshot(version: version, issuedAt: now) }
+        publication = (version, snapshots)
         version += 1
         lastPublished = now
         dirty = false

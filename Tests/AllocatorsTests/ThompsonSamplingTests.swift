@@ -51,7 +51,7 @@ struct ThompsonSamplingTests {
 
     @Test(arguments: [(100, 10, 100, 15), (1_000, 50, 1_000, 60), (20, 0, 30, 1), (5_000, 250, 5_000, 300)])
     func twoVariantProbabilityBestMatchesTheClosedForm(trialsA: Int, successesA: Int, trialsB: Int, successesB: Int) throws {
-        var allocator = try trained([(trialsA, successesA), (trialsB, successesB)])
+        let allocator = try trained([(trialsA, successesA), (trialsB, successesB)])
         let posteriors = allocator.posteriors
         let expected = closedFormProbabilityBBeatsA(posteriors[0], posteriors[1])
         let weights = allocator.probabilityBest()
@@ -62,7 +62,7 @@ struct ThompsonSamplingTests {
     // With draws = 10,000 each Monte Carlo proportion has standard error ≤ √(0.25/10,000) = 0.005;
     // tolerance 5 standard errors = 0.025.
     @Test func manyVariantProbabilityBestMatchesNumericalIntegration() throws {
-        var allocator = try trained([(200, 10), (200, 14), (200, 12), (50, 3)])
+        let allocator = try trained([(200, 10), (200, 14), (200, 12), (50, 3)])
         let expected = integratedProbabilityBest(allocator.posteriors)
         let estimated = allocator.probabilityBest()
         for (e, x) in zip(expected, estimated) {

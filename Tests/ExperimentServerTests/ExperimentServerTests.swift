@@ -243,7 +243,7 @@ struct ServerSideDecisionTests {
     }
 
     @Test func publishedDataKeepsTheExperimentsDefinitions() {
-        let server = ServerFixtures.server(.every(seconds: 60))
+        var server = ServerFixtures.server(.every(seconds: 60))
         #expect(server.published.experiments.map(\.id) == ["button", "banner"])
         #expect(server.published.experiments.map(\.sticky) == [true, false])
         #expect(server.published.experiments[1].variants.map(\.id) == ["x", "y", "z"])

@@ -62,6 +62,25 @@ struct BanditComparisonTests {
         }
     }
 
+    @Test func feedbackHeldForTheWholeRunLeavesEveryAllocatorAtTheUniformSplit() throws {
+        // Updated only after the last view, an allocator decides every view knowing nothing:
+        // Thompson draws from two uniform priors and UCB1 picks among unplayed variants, each a
+        // fair coin, so expected regret has mean Δ × 10,000 = 500 and sd Δ × √20,000 / 2 ≈ 3.54
+        // per replicate as for the uniform split; tolerance 4 sd.
+        let held = BanditComparison(rates: [0.05, 0.10], views: 20_000, replicates: 3, seed: 6,
+                                    allocators: [.thompson(priorAlpha: 1, priorBeta: 1, draws: 10_000, floor: 0), .ucb1], updateEvery: 20_000)
+        let sd = 0.05 * 20_000.0.squareRoot() / 2
+        for outcome in try held.run(jobs: 2) {
+            #expect(abs(outcome.expectedRegret - 500) < 4 * sd, "\(outcome.allocator): \(outcome.expectedRegret)")
+        }
+        // With immediate feedback both find the better variant and lose far less.
+        var immediate = held
+        immediate.updateEvery = 1
+        for outcome in try immediate.run(jobs: 2) {
+            #expect(outcome.expectedRegret < 250, "\(outcome.allocator): \(outcome.expectedRegret)")
+        }
+    }
+
     @Test func comparisonTableHasPairedDifferencesFromTheBaseline() throws {
         let outcomes = try Self.comparison.run(jobs: 2)
         let table = BanditReport.comparison(outcomes)

@@ -6,6 +6,10 @@ import Randomness
 /// Allocators compared on a bare bandit problem: views arrive one by one, each outcome is known at
 /// once, and there are no devices, caches or networks in between.
 ///
+/// With ``updateEvery`` above 1 the allocator learns the outcomes in batches of that many views,
+/// as from a server that updates periodically, while still deciding every view itself (server
+/// side): the delayed-feedback setting of Chapelle and Li (2011).
+///
 /// This isolates what the allocation rule itself is worth; the fleet simulation then shows how
 /// much of it survives offline devices and late feedback. All allocators meet the same potential
 /// outcomes (common random numbers): view *t* converts on variant *v* iff uᵥ,ₜ < rateᵥ, with the
@@ -24,14 +28,17 @@ public struct BanditComparison: Sendable {
     public var seed: UInt64
     /// The allocators, the first being the baseline the others are compared against.
     public var allocators: [AllocatorSpec]
+    /// Views between two updates of the allocator: 1 for immediate feedback.
+    public var updateEvery: Int
 
     /// Creates a comparison.
-    public init(rates: [Double], views: Int, replicates: Int, seed: UInt64, allocators: [AllocatorSpec]) {
+    public init(rates: [Double], views: Int, replicates: Int, seed: UInt64, allocators: [AllocatorSpec], updateEvery: Int = 1) {
         self.rates = rates
         self.views = views
         self.replicates = replicates
         self.seed = seed
         self.allocators = allocators
+        self.updateEvery = updateEvery
     }
 
     /// The built-in comparison: 5 % against 6 %, 100,000 views, 20 replicates, uniform baseline.
@@ -65,6 +72,7 @@ public struct BanditComparison: Sendable {
         }
         guard views >= 1 else { throw ScenarioError(key: "views", "is \(views); it must be at least 1") }
         guard replicates >= 1 else { throw ScenarioError(key: "replicates", "is \(replicates); it must be at least 1") }
+        guard updateEvery >= 1 else { throw ScenarioError(key: "update-every", "is \(updateEvery); it must be at least 1 view") }
         guard !allocators.isEmpty else { throw ScenarioError(key: "allocators", "is empty; name at least one") }
         for (index, spec) in allocators.enumerated() {
             do {
@@ -117,11 +125,20 @@ public struct BanditComparison: Sendable {
         var uniforms = [Double](repeating: 0, count: rates.count)
         var conversions = 0, bestConversions = 0, bestViews = 0
         var expectedRegret = 0.0
+        var pending: [Feedback] = []
         for _ in 0..<views {
             for v in uniforms.indices { uniforms[v] = stream.nextUniform() }
             let variant = allocator.choose()
             let converted = uniforms[variant] < rates[variant]
-            allocator.record(.outcome(variant, converted: converted))
+            if updateEvery == 1 {
+                allocator.record(.outcome(variant, converted: converted))
+            } else {
+                pending.append(.outcome(variant, converted: converted))
+                if pending.count == updateEvery {
+                    allocator.record(contentsOf: pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
             if converted { conversions += 1 }
             if uniforms[best] < rates[best] { bestConversions += 1 }
             if variant == best { bestViews += 1 }
