@@ -19,8 +19,11 @@ struct LiveOptions: ParsableArguments {
     @Option(name: .long, help: "With --live: HTTP connections the devices share.")
     var connections = 64
 
+    @Flag(name: .long, help: "With --live: apply outages, partitions and loss in the kernel, on a veth link into a network namespace (Linux, root, iproute2, iptables).")
+    var netns = false
+
     func validate() throws {
-        guard live || url == nil else { throw ValidationError("--url needs --live") }
+        guard live || (url == nil && !netns) else { throw ValidationError(url != nil ? "--url needs --live" : "--netns needs --live") }
         guard speedup.isFinite, speedup > 0, speedup <= 100_000 else { throw ValidationError("--speedup is \(speedup); it must be above 0 and at most 100000") }
         guard (1...10_000).contains(connections) else { throw ValidationError("--connections is \(connections); it must be between 1 and 10000") }
     }
@@ -50,7 +53,7 @@ extension LoadTestCommand {
             let wall = Double(runs) * scenario.horizon / live.speedup
             FileHandle.standardError.write(Data("aviary loadtest --live: \(scenario.name), \(scenario.population.devices) devices, \(runs) run(s) of \(formatDuration(scenario.horizon)) at \(fixed(live.speedup, 0))× ≈ \(formatDuration(wall)) of wall-clock time, against \(live.url ?? "an embedded server")\n".utf8))
             let progress = LiveProgress(enabled: !options.quiet, horizon: scenario.horizon)
-            let test = LiveLoadTest(scenario: scenario, options: .init(url: live.url, speedup: live.speedup, connections: live.connections))
+            let test = LiveLoadTest(scenario: scenario, options: .init(url: live.url, speedup: live.speedup, connections: live.connections, networkNamespace: live.netns))
             do {
                 results += try await test.run(stop: stop) { policy, time, sessions in progress.update(policy: policy, time: time, sessions: sessions) }
             } catch {

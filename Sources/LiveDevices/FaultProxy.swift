@@ -66,7 +66,13 @@ public final class FaultProxy: Sendable {
     /// - Parameters:
     ///   - routes: Each route's fault windows.
     ///   - clock: Wall-clock seconds since the run began, the windows' time scale.
-    public init(upstreamHost: String, upstreamPort: Int, routes windows: [[Window]], link: Link, group: any EventLoopGroup, clock: @escaping @Sendable () -> Double) async throws {
+    ///   - sockets: Listening sockets to serve the routes on (made in a network namespace, say)
+    ///     instead of free loopback ports; their routes' windows must be empty, since a
+    ///     listener of someone else's cannot be closed and made again.
+    public init(
+        upstreamHost: String, upstreamPort: Int, routes windows: [[Window]], link: Link, group: any EventLoopGroup,
+        sockets: [(descriptor: Int32, port: Int)]? = nil, clock: @escaping @Sendable () -> Double
+    ) async throws {
         self.group = group
         self.upstreamHost = upstreamHost
         self.upstreamPort = upstreamPort
@@ -74,7 +80,11 @@ public final class FaultProxy: Sendable {
         self.clock = clock
         self.routes = Mutex(windows.map { Route(windows: $0, port: 0) })
         for index in windows.indices {
-            try await listen(route: index)
+            if let sockets {
+                try await adopt(sockets[index], route: index)
+            } else {
+                try await listen(route: index)
+            }
         }
         let task = Task { [weak self] in _ = await self?.supervise() }
         supervisor.withLock { $0 = task }
@@ -133,6 +143,18 @@ public final class FaultProxy: Sendable {
         routes.withLock {
             $0[route].listener = channel
             $0[route].port = channel.localAddress?.port ?? port
+        }
+    }
+
+    private func adopt(_ socket: (descriptor: Int32, port: Int), route: Int) async throws {
+        let channel = try await ServerBootstrap(group: group)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [self] inbound in self.accept(inbound, route: route) }
+            .withBoundSocket(socket.descriptor)
+            .get()
+        routes.withLock {
+            $0[route].listener = channel
+            $0[route].port = socket.port
         }
     }
 

@@ -39,11 +39,15 @@ public struct LiveLoadTest: Sendable {
         public var speedup: Double
         /// HTTP connections the devices share.
         public var connections: Int
+        /// Apply outages, partitions and loss in the kernel, on a veth link into a network
+        /// namespace (Linux, root), rather than in the proxy.
+        public var networkNamespace: Bool
 
-        public init(url: String? = nil, speedup: Double = 60, connections: Int = 64) {
+        public init(url: String? = nil, speedup: Double = 60, connections: Int = 64, networkNamespace: Bool = false) {
             self.url = url
             self.speedup = speedup
             self.connections = connections
+            self.networkNamespace = networkNamespace
         }
     }
 
@@ -124,21 +128,40 @@ public struct LiveLoadTest: Sendable {
         let latency = network.latency
         let delays = DelaySampler(latency, seed: StreamSeed(scenario.seed).derive("live-latency"), scale: 0.5 / speedup)
         let delay: (@Sendable () -> Double)? = latency.mean > 0 ? { @Sendable in delays.next() } : nil
-        let link = FaultProxy.Link(delay: delay, loss: network.loss)
+        let namespace = options.networkNamespace ? try NetworkNamespace() : nil
+        defer { namespace?.destroy() }
         let proxy: FaultProxy
         do {
-            proxy = try await FaultProxy(upstreamHost: upstream.host, upstreamPort: upstream.port, routes: routes, link: link, group: group) { clock.wallSeconds }
+            if let namespace {
+                // The kernel applies the faults; the proxy, inside the namespace, only delays.
+                let sockets = try routes.indices.map { _ throws(Failure) in try namespace.listeningSocket() }
+                proxy = try await FaultProxy(
+                    upstreamHost: upstream.host, upstreamPort: upstream.port, routes: routes.map { _ in [] }, link: .init(delay: delay),
+                    group: group, sockets: sockets
+                ) { clock.wallSeconds }
+            } else {
+                proxy = try await FaultProxy(
+                    upstreamHost: upstream.host, upstreamPort: upstream.port, routes: routes, link: .init(delay: delay, loss: network.loss), group: group
+                ) { clock.wallSeconds }
+            }
+        } catch let error as Failure {
+            throw error
         } catch {
             throw Failure(description: "cannot start the fault proxy: \(error)")
         }
         let ports = proxy.ports
+        let host = namespace?.address ?? "127.0.0.1"
+        let faults = namespace.map { namespace in
+            Task { await Self.applyFaults(scenario.network, ports: ports, in: namespace, clock: clock) }
+        }
+        defer { faults?.cancel() }
 
         let client = HTTPTransport.makeClient(connections: options.connections, eventLoopGroup: group)
         let profile = FleetSimulation(scenario: scenario).profile
         // A request times out on the device's clock: the scenario's timeout, in wall-clock time.
         let timeout = scenario.client.requestTimeout / speedup
         let transports = ports.map {
-            HTTPTransport(baseURL: "http://127.0.0.1:\($0)", client: client, timeout: timeout, defaults: profile.defaults, retryAfterScale: options.url == nil ? 1 : speedup)
+            HTTPTransport(baseURL: "http://\(host):\($0)", client: client, timeout: timeout, defaults: profile.defaults, retryAfterScale: options.url == nil ? 1 : speedup)
         }
         let partitionSalt = StreamSeed(scenario.seed).derive("partition").value
         let partitions = network.partitions
@@ -166,6 +189,37 @@ public struct LiveLoadTest: Sendable {
         await proxy.stop()
         await running?.stop()
         return metrics
+    }
+
+    /// Takes the namespace's link down for refusing outages, drops its packets for hanging ones,
+    /// resets a partition's route, and loses packets, each in its window of scenario time.
+    private static func applyFaults(_ network: Scenario.Network, ports: [Int], in namespace: NetworkNamespace, clock: ScenarioClock) async {
+        var changes: [(time: Double, apply: () throws -> Void)] = []
+        for outage in network.outages {
+            if outage.timesOut {
+                changes.append((outage.start, { try namespace.setBlackhole(true) }))
+                changes.append((outage.end, { try namespace.setBlackhole(false) }))
+            } else {
+                changes.append((outage.start, { try namespace.setLink(up: false) }))
+                changes.append((outage.end, { try namespace.setLink(up: true) }))
+            }
+        }
+        for (index, partition) in network.partitions.enumerated() {
+            changes.append((partition.start, { try namespace.setRefused(port: ports[index + 1], true) }))
+            changes.append((partition.end, { try namespace.setRefused(port: ports[index + 1], false) }))
+        }
+        try? namespace.setLoss(network.loss)
+        for change in changes.sorted(by: { $0.time < $1.time }) {
+            let wait = (change.time - clock.now) / clock.speedup
+            if wait > 0 {
+                do { try await Task.sleep(for: .seconds(wait)) } catch { return }
+            }
+            do {
+                try change.apply()
+            } catch {
+                FileHandle.standardError.write(Data("aviary loadtest --live --netns: \(error)\n".utf8))
+            }
+        }
     }
 
     /// The embedded server for `scenario`: its experiments, first allocator, cadence and capacity.
