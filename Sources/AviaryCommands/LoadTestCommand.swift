@@ -19,9 +19,10 @@ struct LoadTestCommand: ParsableCommand {
     func run() throws {
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
         let folder = options.folder(default: base[0].sweepParent ?? base[0].name)
+        let scenarios = try base.map { try overrides.apply(to: $0) }
+        try ResourceCheck.beforeRunning(scenarios.flatMap { LoadTest(scenario: $0).policyScenarios.map(\.scenario) }, jobs: options.jobs)
         var results: [LoadTest.Result] = []
-        for scenario in base {
-            let scenario = try overrides.apply(to: scenario)
+        for scenario in scenarios {
             let progress = options.progressBar(for: scenario)
             results += LoadTest(scenario: scenario).run(jobs: options.jobs) { _, p in progress.update(p) }
             progress.finish()

@@ -19,6 +19,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
+        try ResourceCheck.beforeRunning(scenarios, jobs: options.jobs)
         let name = scenarios[0].sweepParent ?? scenarios[0].name
         let folder = options.folder(default: name)
         var results: [FleetSimulation.Result] = []
@@ -84,9 +85,14 @@ struct ScenarioOverrides: ParsableArguments {
         valueName: "spec"))
     var allocators: [String] = []
 
+    /// Out-of-range sizes are one-line errors, as a scenario file's are, not usage errors.
     func validate() throws {
-        if let replicates, replicates < 1 { throw ValidationError("--replicates is \(replicates); it must be at least 1") }
-        if let devices, devices < 1 { throw ValidationError("--devices is \(devices); it must be at least 1") }
+        if let replicates, !Scenario.Limits.replicates.contains(replicates) {
+            throw CommandFailure("--replicates is \(replicates); expected \(Scenario.Limits.replicates.lowerBound) to \(Scenario.Limits.replicates.upperBound)")
+        }
+        if let devices, !Scenario.Limits.devices.contains(devices) {
+            throw CommandFailure("--devices is \(devices); expected \(Scenario.Limits.devices.lowerBound) to \(Scenario.Limits.devices.upperBound) (the most one replicate can hold)")
+        }
     }
 
     func apply(to base: Scenario) throws -> Scenario {
@@ -98,8 +104,16 @@ struct ScenarioOverrides: ParsableArguments {
             guard let seconds = Scenario.parseDuration(horizon), seconds >= 1 else {
                 throw CommandFailure("--horizon: '\(horizon)' is not a duration; expected e.g. 90m, 36h, 7d")
             }
+            guard seconds <= Scenario.Limits.longestDuration else {
+                throw CommandFailure("--horizon: '\(horizon)' is longer than 3650d (ten years), the longest a run can be")
+            }
             scenario.horizon = seconds
             scenario.timestep = min(scenario.timestep, seconds)
+            do {
+                try scenario.checkLimits()
+            } catch {
+                throw CommandFailure("--horizon \(horizon): \(error.key): \(error.problem)")
+            }
         }
         if !allocators.isEmpty {
             var labels = Set<String>()
@@ -171,6 +185,9 @@ struct ScenariosCommand: ParsableCommand {
 }
 
 func formatDuration(_ seconds: Double) -> String {
+    // Scenario limits keep durations far below Int.max; this guard keeps the conversions below
+    // total for any other caller.
+    guard seconds.isFinite, abs(seconds) < 1e15 else { return "\(seconds)s" }
     if seconds >= 86_400, seconds.truncatingRemainder(dividingBy: 86_400) == 0 { return "\(Int(seconds / 86_400))d" }
     if seconds >= 3600, seconds.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(seconds / 3600))h" }
     return "\(fixed(seconds, 0))s"
