@@ -1,5 +1,6 @@
 import Allocators
 import Foundation
+import Randomness
 import Testing
 @testable import Simulation
 
@@ -85,6 +86,28 @@ struct ScenarioLimitsTests {
     func aVanishingThompsonFloorIsValid(spec: String) throws {
         let scenario = try Tiny.scenario(["allocators": "allocators:\n  - \(spec)"])
         #expect(scenario.allocators.count == 1)
+    }
+
+    /// A lognormal latency with sigma 10 drew 10³⁷ times its median, and recording the queue
+    /// latency in milliseconds trapped converting it to a UInt64.
+    @Test func heavyTailedDrawsStayWithinTheLongestDuration() {
+        let latency = Distribution.logNormal(median: Scenario.Limits.longestDuration, sigma: 10)
+        var generator = SplitMix64(seed: StreamSeed(11))
+        for _ in 0..<10_000 {
+            let x = latency.sample(using: &generator)
+            #expect(x >= 0 && x <= Scenario.Limits.longestDuration)
+        }
+    }
+
+    @Test func aRunWithAHeavyTailedLatencyFinishes() throws {
+        let scenario = try Tiny.scenario([
+            "population": "population:\n  devices: 3",
+            "horizon": "horizon: 1d",
+            "network": "network:\n  latency: {distribution: lognormal, median: 3650d, sigma: 10}",
+        ])
+        let runs = Tiny.run(scenario)
+        #expect(runs.count == 2)
+        #expect(runs.allSatisfy { $0.metrics.sessions > 0 })
     }
 
     @Test func memoryEstimateCountsTheReplicatesRunAtOnce() throws {
