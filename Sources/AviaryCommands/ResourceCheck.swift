@@ -54,9 +54,9 @@ struct ResourceCheck {
         }
         let sessions = scenarios.reduce(0) { $0 + $1.estimatedSessions }
         let workers = Double(max(1, min(jobs, cores, scenarios.map(\.tasks).max() ?? 1)))
-        let seconds = sessions / (Scenario.sessionsPerSecondPerJob * workers)
+        let seconds = scenarios.reduce(0) { $0 + $1.estimatedSeconds } / workers
         guard seconds > Self.longRun else { return nil }
-        return "warning: this run simulates about \(String(format: "%.2g", sessions)) sessions; at about 2 million sessions a second on each of \(Int(workers)) job(s) it would take about \(duration(seconds)). Lower --devices, --horizon or --replicates for a shorter run."
+        return "warning: this run simulates about \(String(format: "%.2g", sessions)) sessions and would take about \(duration(seconds)) on \(Int(workers)) job(s). Lower --devices, --horizon or --replicates for a shorter run."
     }
 
     private func bytes(_ x: Double) -> String {

@@ -44,10 +44,10 @@ struct InputLimitsTests {
     /// The scenario's own timestep stays when --horizon is longer, so the samples can overflow.
     @Test func aHorizonFlagGivingTooManySamplesNamesTheFlag() throws {
         let w = try Workspace()
-        let file = try w.file("fine.yaml", tinyScenario.replacingOccurrences(of: "timestep: 6h", with: "timestep: 1s"))
+        let file = try w.file("fine.yaml", tinyScenario.replacingOccurrences(of: "timestep: 6h", with: "timestep: 2s"))
         let message = try #require(failure(["run", file, "--horizon", "3650d", "-o", w.path("out")]))
         #expect(message.hasPrefix("--horizon 3650d: timestep: "))
-        #expect(message.contains("expected at most 1000000 samples"))
+        #expect(message.contains("expected at most 100000 samples"))
         #expect(!FileManager.default.fileExists(atPath: w.path("out")))
     }
 

@@ -75,10 +75,10 @@ struct ScenarioLimitsTests {
     }
 
     /// Each sample keeps every variant's counts in memory until the reports are written.
-    @Test func aTimeSeriesOfMoreThanAMillionSamplesIsAnError() throws {
+    @Test func aTimeSeriesOfMoreThanAHundredThousandSamplesIsAnError() throws {
         let e = try error(["horizon": "horizon: 3650d", "timestep": "timestep: 1s"])
         #expect(e.key == "timestep")
-        #expect(e.problem.contains("expected at most 1000000 samples"))
+        #expect(e.problem.contains("expected at most 100000 samples"))
     }
 
     /// `1 / 1e-320` is infinite: validating the floor trapped converting it to a variant count.

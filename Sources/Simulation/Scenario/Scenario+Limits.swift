@@ -24,8 +24,9 @@ extension Scenario {
         /// windows of at least a second in 31 bits.
         public static let longestDuration: Double = 3650 * 86_400
         /// Samples of the time series per replicate (horizon ÷ timestep); each holds every
-        /// variant's counts and stays in memory until the reports are written.
-        public static let samples = 1_000_000
+        /// variant's counts and stays in memory until the reports are written. A year hourly
+        /// is 8,760; a week by the minute, 10,080.
+        public static let samples = 100_000
         /// Counts of events and requests (batch sizes, queue capacities, concurrency):
         /// a billion is beyond any device or server the scenario can describe.
         public static let count: ClosedRange<Int> = 1...1_000_000_000

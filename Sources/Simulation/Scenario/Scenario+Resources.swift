@@ -52,4 +52,34 @@ extension Scenario {
     public var estimatedSessions: Double {
         Double(population.devices) * population.sessionsPerDay * horizon / 86_400 * Double(tasks)
     }
+
+    /// Seconds a GSL Beta draw takes on a release build (STYLE.md: 43 ns), the cost of a
+    /// Thompson snapshot with three or more variants.
+    static let secondsPerBetaDraw = 43e-9
+
+    /// Single-core seconds the whole run should take on a release build: its sessions, and
+    /// the snapshots the server publishes (Monte Carlo Thompson snapshots cost `draws` × *k*
+    /// Beta draws each, so a server publishing every second can outweigh the devices).
+    /// A rough figure, used only to warn of runs that would take days.
+    public var estimatedSeconds: Double {
+        let sessionsPerTask = estimatedSessions / Double(tasks)
+        let events = sessionsPerTask * Double(experiments.count)
+        let publications: Double = switch server.update {
+        case .immediate: min(horizon / 60, events)
+        case .every(let seconds): horizon / seconds
+        case .everyEvents(let count): events / Double(count)
+        }
+        var snapshotSeconds = 0.0
+        for allocator in allocators {
+            for experiment in experiments {
+                let variants = Double(experiment.variantIDs.count)
+                if case .thompson(_, _, let draws, _) = allocator.spec, variants > 2 {
+                    snapshotSeconds += Double(draws) * variants * Self.secondsPerBetaDraw
+                } else {
+                    snapshotSeconds += 1e-6 * variants
+                }
+            }
+        }
+        return estimatedSessions / Self.sessionsPerSecondPerJob + publications * snapshotSeconds * Double(replicates)
+    }
 }
