@@ -20,7 +20,8 @@ struct LoadTestCommand: ParsableCommand {
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
         let folder = options.folder(default: base[0].sweepParent ?? base[0].name)
         let scenarios = try base.map { try overrides.apply(to: $0) }
-        try ResourceCheck.beforeRunning(scenarios.flatMap { LoadTest(scenario: $0).policyScenarios.map(\.scenario) }, jobs: options.jobs)
+        let policyRuns = scenarios.flatMap { LoadTest(scenario: $0).policyScenarios.map(\.scenario) }
+        guard try ResourceCheck.beforeRunning(policyRuns, jobs: options.jobs, dryRun: options.dryRun) else { return }
         var results: [LoadTest.Result] = []
         for scenario in scenarios {
             let progress = options.progressBar(for: scenario)

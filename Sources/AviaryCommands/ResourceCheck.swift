@@ -17,11 +17,28 @@ struct ResourceCheck {
 
     /// Checks `scenarios` on this machine, and prints the warning, if any, on stderr.
     ///
+    /// - Parameter dryRun: Print what the run would need on stdout, and say not to run it.
+    /// - Returns: Whether to run.
     /// - Throws: ``CommandFailure`` if the run needs more memory than is available.
-    static func beforeRunning(_ scenarios: [Scenario], jobs: Int) throws {
-        if let warning = try current.check(scenarios, jobs: jobs) {
+    static func beforeRunning(_ scenarios: [Scenario], jobs: Int, dryRun: Bool = false) throws -> Bool {
+        let check = current
+        if let warning = try check.check(scenarios, jobs: jobs) {
             FileHandle.standardError.write(Data((warning + "\n").utf8))
         }
+        if dryRun { print(check.plan(scenarios, jobs: jobs)) }
+        return !dryRun
+    }
+
+    /// One line on what the run needs: memory, sessions and time.
+    func plan(_ scenarios: [Scenario], jobs: Int) -> String {
+        let name = scenarios.first.map { $0.sweepParent ?? $0.name } ?? "run"
+        let needed = scenarios.map { $0.estimatedPeakMemory(jobs: jobs) }.max() ?? 0
+        let sessions = scenarios.reduce(0) { $0 + $1.estimatedSessions }
+        let workers = max(1, min(jobs, cores, scenarios.map(\.tasks).max() ?? 1))
+        let seconds = scenarios.reduce(0) { $0 + $1.estimatedSeconds } / Double(workers)
+        let available = availableMemory.map { " (\(bytes($0)) available)" } ?? ""
+        let time = seconds < 60 ? "under a minute" : seconds < 86_400 ? "about \(Int((seconds / 60).rounded(.up))) min" : "about \(duration(seconds))"
+        return "\(name): would need about \(bytes(needed)) of memory\(available), simulate about \(String(format: "%.2g", sessions)) sessions and take \(time) on \(workers) job(s) (release build); not run (--dry-run)"
     }
 
     /// Runs past this many seconds (estimated) get a warning: a day.

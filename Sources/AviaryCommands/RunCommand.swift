@@ -19,7 +19,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
-        try ResourceCheck.beforeRunning(scenarios, jobs: options.jobs)
+        guard try ResourceCheck.beforeRunning(scenarios, jobs: options.jobs, dryRun: options.dryRun) else { return }
         let name = scenarios[0].sweepParent ?? scenarios[0].name
         let folder = options.folder(default: name)
         var results: [FleetSimulation.Result] = []
@@ -52,6 +52,9 @@ struct RunOptions: ParsableArguments {
 
     @Flag(name: .long, help: "No progress bar on stderr.")
     var quiet = false
+
+    @Flag(name: .long, help: "Check the scenario, the flags and the memory the run needs, print an estimate of its cost, and stop.")
+    var dryRun = false
 
     func validate() throws {
         guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
@@ -177,7 +180,8 @@ struct ScenariosCommand: ParsableCommand {
                 let sweep = all.count > 1 ? " (\(all.count) sweep values)" : ""
                 table.append([path, all[0].sweepParent ?? all[0].name, all[0].description + sweep])
             } catch {
-                table.append([path, "INVALID", error.description])
+                // A syntax error's excerpt would break the table: its first line says enough.
+                table.append([path, "INVALID", String(error.description.prefix { $0 != "\n" })])
             }
         }
         print(table.rendered)

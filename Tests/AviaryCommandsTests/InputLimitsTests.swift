@@ -80,6 +80,23 @@ struct InputLimitsTests {
         #expect(failure(arguments) == expected)
     }
 
+    @Test func dryRunChecksAndStopsBeforeRunning() throws {
+        let w = try Workspace()
+        try aviary(["run", "--dry-run", "-o", w.path("out")])
+        try aviary(["loadtest", "--dry-run", "--devices", "65536", "-o", w.path("out")])
+        #expect(!FileManager.default.fileExists(atPath: w.path("out")))
+        // The checks still run.
+        #expect(failure(["run", "--dry-run", "--horizon", "3651d"])?.hasPrefix("--horizon") == true)
+    }
+
+    @Test func dryRunPlanSaysWhatTheRunWouldNeed() throws {
+        let check = ResourceCheck(availableMemory: 8e9, cores: 2)
+        let plan = check.plan([Scenario.builtInDefault], jobs: 2)
+        #expect(plan.hasPrefix("default: would need about "))
+        #expect(plan.contains("(8.0 GB available)"))
+        #expect(plan.hasSuffix("on 2 job(s) (release build); not run (--dry-run)"))
+    }
+
     @Test func formatDurationIsTotal() {
         #expect(formatDuration(7 * 86_400) == "7d")
         #expect(formatDuration(36 * 3600) == "36h")
