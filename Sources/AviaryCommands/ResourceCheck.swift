@@ -29,16 +29,42 @@ struct ResourceCheck {
         return !dryRun
     }
 
+    /// What the scenarios a command runs one after another need, with `jobs` replicates at once.
+    struct Estimate {
+        /// The scenario whose replicates hold the most devices.
+        var largest: Scenario
+        /// Replicates of `largest` run at once.
+        var atOnce: Int
+        /// Bytes of every replicate's time series, all kept for the reports.
+        var series: Double
+        /// Peak bytes: `atOnce` replicates of `largest`, and the time series.
+        var memory: Double
+        var sessions: Double
+        /// Replicates run in parallel, at most one per core.
+        var workers: Int
+        /// Estimated wall-clock seconds on a release build.
+        var seconds: Double
+    }
+
+    func estimate(_ scenarios: [Scenario], jobs: Int) -> Estimate? {
+        guard let largest = scenarios.max(by: { $0.bytesPerReplicate < $1.bytesPerReplicate }) else { return nil }
+        let series = scenarios.reduce(0) { $0 + Double($1.tasks) * $1.bytesOfTimeSeries }
+        let atOnce = min(max(1, jobs), largest.tasks)
+        let workers = max(1, min(jobs, cores, scenarios.map(\.tasks).max() ?? 1))
+        return Estimate(
+            largest: largest, atOnce: atOnce, series: series, memory: Double(atOnce) * largest.bytesPerReplicate + series,
+            sessions: scenarios.reduce(0) { $0 + $1.estimatedSessions }, workers: workers,
+            seconds: scenarios.reduce(0) { $0 + $1.estimatedSeconds } / Double(workers)
+        )
+    }
+
     /// One line on what the run needs: memory, sessions and time.
     func plan(_ scenarios: [Scenario], jobs: Int) -> String {
-        let name = scenarios.first.map { $0.sweepParent ?? $0.name } ?? "run"
-        let needed = scenarios.map { $0.estimatedPeakMemory(jobs: jobs) }.max() ?? 0
-        let sessions = scenarios.reduce(0) { $0 + $1.estimatedSessions }
-        let workers = max(1, min(jobs, cores, scenarios.map(\.tasks).max() ?? 1))
-        let seconds = scenarios.reduce(0) { $0 + $1.estimatedSeconds } / Double(workers)
+        guard let e = estimate(scenarios, jobs: jobs) else { return "nothing to run" }
+        let name = scenarios[0].sweepParent ?? scenarios[0].name
         let available = availableMemory.map { " (\(bytes($0)) available)" } ?? ""
-        let time = seconds < 60 ? "under a minute" : seconds < 86_400 ? "about \(Int((seconds / 60).rounded(.up))) min" : "about \(duration(seconds))"
-        return "\(name): would need about \(bytes(needed)) of memory\(available), simulate about \(String(format: "%.2g", sessions)) sessions and take \(time) on \(workers) job(s) (release build); not run (--dry-run)"
+        let time = e.seconds < 60 ? "under a minute" : e.seconds < 86_400 ? "about \(Int((e.seconds / 60).rounded(.up))) min" : "about \(duration(e.seconds))"
+        return "\(name): would need about \(bytes(e.memory)) of memory\(available), simulate about \(String(format: "%.2g", e.sessions)) sessions and take \(time) on \(e.workers) job(s) (release build); not run (--dry-run)"
     }
 
     /// Runs past this many seconds (estimated) get a warning: a day.
@@ -49,31 +75,25 @@ struct ResourceCheck {
     /// - Returns: A warning to print on stderr before starting, if the run would take days.
     /// - Throws: ``CommandFailure`` if the run needs more memory than is available.
     func check(_ scenarios: [Scenario], jobs: Int) throws -> String? {
-        guard let largest = scenarios.max(by: { $0.bytesPerReplicate < $1.bytesPerReplicate }) else { return nil }
-        let series = scenarios.reduce(0) { $0 + Double($1.tasks) * $1.bytesOfTimeSeries }
-        let atOnce = min(max(1, jobs), largest.tasks)
-        let needed = Double(atOnce) * largest.bytesPerReplicate + series
-        if let availableMemory, needed > availableMemory {
-            let devices = largest.population.devices
-            let perDevice = largest.bytesPerReplicate / Double(devices)
+        guard let e = estimate(scenarios, jobs: jobs) else { return nil }
+        if let availableMemory, e.memory > availableMemory {
+            let devices = e.largest.population.devices
+            let perDevice = e.largest.bytesPerReplicate / Double(devices)
             var advice: [String] = []
             // Fewer replicates at once, as many as fit; or fewer devices at this --jobs.
-            let fittingJobs = Int(((availableMemory - series) / largest.bytesPerReplicate).rounded(.down))
-            if atOnce > 1 && fittingJobs >= 1 { advice.append("--jobs \(fittingJobs)") }
-            let fittingDevices = roundedDown((availableMemory - series) / Double(atOnce) / perDevice)
+            let fittingJobs = Int(((availableMemory - e.series) / e.largest.bytesPerReplicate).rounded(.down))
+            if e.atOnce > 1 && fittingJobs >= 1 { advice.append("--jobs \(fittingJobs)") }
+            let fittingDevices = roundedDown((availableMemory - e.series) / Double(e.atOnce) / perDevice)
             if fittingDevices >= 1 { advice.append("--devices \(grouped(fittingDevices))") }
             let remedy = advice.isEmpty
-                ? "lower --horizon or --replicates: the time series alone needs \(bytes(series))"
+                ? "lower --horizon or --replicates: the time series alone needs \(bytes(e.series))"
                 : "try \(advice.joined(separator: " or "))"
             throw CommandFailure(
-                "the run needs about \(bytes(needed)) of memory (\(grouped(devices)) devices × \(atOnce) replicate\(atOnce == 1 ? "" : "s") at once, \(Int(perDevice)) bytes a device) but \(bytes(availableMemory)) is available; \(remedy)"
+                "the run needs about \(bytes(e.memory)) of memory (\(grouped(devices)) devices × \(e.atOnce) replicate\(e.atOnce == 1 ? "" : "s") at once, \(Int(perDevice)) bytes a device) but \(bytes(availableMemory)) is available; \(remedy)"
             )
         }
-        let sessions = scenarios.reduce(0) { $0 + $1.estimatedSessions }
-        let workers = Double(max(1, min(jobs, cores, scenarios.map(\.tasks).max() ?? 1)))
-        let seconds = scenarios.reduce(0) { $0 + $1.estimatedSeconds } / workers
-        guard seconds > Self.longRun else { return nil }
-        return "warning: this run simulates about \(String(format: "%.2g", sessions)) sessions and would take about \(duration(seconds)) on \(Int(workers)) job(s). Lower --devices, --horizon or --replicates for a shorter run."
+        guard e.seconds > Self.longRun else { return nil }
+        return "warning: this run simulates about \(String(format: "%.2g", e.sessions)) sessions and would take about \(duration(e.seconds)) on \(e.workers) job(s). Lower --devices, --horizon or --replicates for a shorter run."
     }
 
     private func bytes(_ x: Double) -> String {
