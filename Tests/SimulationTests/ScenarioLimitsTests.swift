@@ -68,6 +68,20 @@ struct ScenarioLimitsTests {
         #expect(e.problem.contains("at most 1000"))
     }
 
+    /// 40,000 app upgrades trapped: a device counts the upgrades it has had in 16 bits.
+    @Test func appUpgradesHaveACeiling() throws {
+        func population(_ count: Int) -> String {
+            let upgrades = (1...count).map { "{at: \($0)s, version: v\($0)}" }.joined(separator: ", ")
+            return "population:\n  devices: 1\n  sessions_per_day: 24\n  app_upgrades: [\(upgrades)]"
+        }
+        let e = try error(["population": population(10_001)])
+        #expect(e.key == "population.app_upgrades")
+        #expect(e.problem.contains("has 10001 app upgrades; expected at most 10000"))
+        // The most there may be still run: the device passes all of them at its first session.
+        let runs = Tiny.run(try Tiny.scenario(["population": population(10_000), "horizon": "horizon: 1d", "replicates": "replicates: 1"]))
+        #expect(runs.count == 1 && runs[0].metrics.sessions > 0)
+    }
+
     @Test func countsHaveACeiling() throws {
         let e = try error(["client": "client:\n  queue_capacity: 9223372036854775807"])
         #expect(e.key == "client.queue_capacity")

@@ -166,7 +166,7 @@ extension Scenario {
         }
         var upgrades: [AppUpgrade] = []
         if let list = r.optional("app_upgrades") {
-            for u in try list.elements {
+            for u in try list.elements(atMost: Limits.scheduleEntries, "app upgrades") {
                 try u.requireKeys(allowed: ["at", "version"])
                 upgrades.append(AppUpgrade(at: try u.required("at", "a time").duration(), version: try u.required("version", "a version string").text))
             }
@@ -210,7 +210,7 @@ extension Scenario {
             }
             var changes: [(at: Double, rates: [Double])] = []
             if let list = e.optional("rate_changes") {
-                for c in try list.elements {
+                for c in try list.elements(atMost: Limits.scheduleEntries, "rate changes") {
                     try c.requireKeys(allowed: ["at", "rates"])
                     let at = try c.required("at", "a time").duration()
                     let values = try c.required("rates", "one rate per variant").elements
@@ -334,7 +334,7 @@ extension Scenario {
         if let x = r.optional("latency") { network.latency = try distribution(x) }
         if let x = r.optional("loss") { network.loss = try x.number(in: 0...1, "a probability in [0, 1]") }
         if let list = r.optional("outages") {
-            for o in try list.elements {
+            for o in try list.elements(atMost: Limits.scheduleEntries, "outages") {
                 try o.requireKeys(allowed: ["start", "end", "mode"])
                 let start = try o.required("start", "a time").duration(), end = try o.required("end", "a time").duration()
                 guard end > start else { throw o.error("ends at \(format(end)) s, not after its start \(format(start)) s; expected end > start", at: "end") }
@@ -342,7 +342,7 @@ extension Scenario {
             }
         }
         if let list = r.optional("partitions") {
-            for p in try list.elements {
+            for p in try list.elements(atMost: Limits.scheduleEntries, "partitions") {
                 try p.requireKeys(allowed: ["start", "end", "fraction"])
                 let start = try p.required("start", "a time").duration(), end = try p.required("end", "a time").duration()
                 guard end > start else { throw p.error("ends at \(format(end)) s, not after its start \(format(start)) s; expected end > start", at: "end") }

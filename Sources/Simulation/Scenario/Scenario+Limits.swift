@@ -27,6 +27,9 @@ extension Scenario {
         /// variant's counts and stays in memory until the reports are written. A year hourly
         /// is 8,760; a week by the minute, 10,080.
         public static let samples = 100_000
+        /// Entries in one schedule: app upgrades (a device counts the upgrades it has had in
+        /// 16 bits), rate changes, outages, partitions.
+        public static let scheduleEntries = 10_000
         /// Counts of events and requests (batch sizes, queue capacities, concurrency):
         /// a billion is beyond any device or server the scenario can describe.
         public static let count: ClosedRange<Int> = 1...1_000_000_000

@@ -66,6 +66,13 @@ struct ScenarioReader {
         }
     }
 
+    /// The list's elements, at most `limit` of them.
+    func elements(atMost limit: Int, _ what: String) throws(ScenarioError) -> [ScenarioReader] {
+        let list = try elements
+        guard list.count <= limit else { throw error("has \(list.count) \(what); expected at most \(limit)") }
+        return list
+    }
+
     var isMapping: Bool { node.mapping != nil }
 
     var text: String {
