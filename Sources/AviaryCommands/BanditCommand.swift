@@ -58,7 +58,11 @@ struct BanditCommand: ParsableCommand {
     func run() throws {
         let specs: [AllocatorSpec]
         do {
-            specs = allocators.isEmpty ? BanditComparison.builtIn.allocators : try allocators.map { text throws(AllocatorError) in try AllocatorSpec(parsing: text) }
+            specs = allocators.isEmpty ? BanditComparison.builtIn.allocators : try allocators.map { text throws(AllocatorError) in
+                let spec = try AllocatorSpec(parsing: text)
+                try Scenario.checkLimits(spec)
+                return spec
+            }
         } catch {
             throw CommandFailure("--allocator: \(error.message)")
         }

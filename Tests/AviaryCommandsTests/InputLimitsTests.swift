@@ -97,6 +97,12 @@ struct InputLimitsTests {
         #expect(plan.hasSuffix("on 2 job(s) (release build); not run (--dry-run)"))
     }
 
+    @Test(arguments: [["run", "--devices", "5"], ["bandit"]])
+    func thompsonDrawsFlagsHaveACeiling(command: [String]) throws {
+        let message = try #require(failure(command + ["--allocator", "thompson(draws=5000000000000)"]))
+        #expect(message == "--allocator: thompson: draws is 5000000000000; expected 1 to 1000000")
+    }
+
     @Test func formatDurationIsTotal() {
         #expect(formatDuration(7 * 86_400) == "7d")
         #expect(formatDuration(36 * 3600) == "36h")

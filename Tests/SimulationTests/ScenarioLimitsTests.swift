@@ -82,6 +82,22 @@ struct ScenarioLimitsTests {
         #expect(runs.count == 1 && runs[0].metrics.sessions > 0)
     }
 
+    /// Five trillion Monte Carlo draws per snapshot ran for what the warning said was 25 days.
+    @Test func thompsonDrawsHaveACeiling() throws {
+        let e = try error(["allocators": "allocators:\n  - thompson(floor=0.005, draws=5000000000000)"])
+        #expect(e.key == "allocators[0]")
+        #expect(e.problem.contains("thompson: draws is 5000000000000; expected 1 to 1000000"))
+        #expect(try Tiny.scenario(["allocators": "allocators:\n  - thompson(draws=1000000)"]).allocators.count == 1)
+    }
+
+    /// A 1 ms timeout with no backoff retried a thousand times a second per device.
+    @Test func requestTimeoutIsAtLeastTenMilliseconds() throws {
+        let e = try error(["client": "client:\n  request_timeout: 1ms"])
+        #expect(e.key == "client.request_timeout")
+        #expect(e.problem.contains("of at least 0.01 s"))
+        #expect(try Tiny.scenario(["client": "client:\n  request_timeout: 10ms"]).client.requestTimeout == 0.01)
+    }
+
     @Test func countsHaveACeiling() throws {
         let e = try error(["client": "client:\n  queue_capacity: 9223372036854775807"])
         #expect(e.key == "client.queue_capacity")

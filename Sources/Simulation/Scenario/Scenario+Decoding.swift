@@ -283,8 +283,18 @@ extension Scenario {
     ///
     /// - Throws: ``AllocatorError`` naming the value that does not fit.
     public static func check(_ spec: AllocatorSpec, fits experiments: [Experiment]) throws(AllocatorError) {
+        try checkLimits(spec)
         for experiment in experiments {
             _ = try spec.makeAllocator(variantCount: experiment.rates.count, seed: StreamSeed(0))
+        }
+    }
+
+    /// Checks the sizes of an allocator's parameters (see ``Limits/thompsonDraws``).
+    ///
+    /// - Throws: ``AllocatorError`` naming the parameter and its range.
+    public static func checkLimits(_ spec: AllocatorSpec) throws(AllocatorError) {
+        if case .thompson(_, _, let draws, _) = spec, !Limits.thompsonDraws.contains(draws) {
+            throw AllocatorError("thompson: draws is \(draws); expected \(Limits.thompsonDraws.lowerBound) to \(Limits.thompsonDraws.upperBound)")
         }
     }
 
@@ -310,7 +320,9 @@ extension Scenario {
         if let x = r.optional("queue_capacity") { client.queueCapacity = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("overflow") { client.overflowDropsOldest = try x.choice(["drop-oldest": true, "drop-newest": false]) }
         if let x = r.optional("data_ttl") { client.dataTTL = try x.duration(atLeast: 1) }
-        if let x = r.optional("request_timeout") { client.requestTimeout = try x.duration(atLeast: 0.001) }
+        // No mobile round trip takes under 10 ms; below that, a client without backoff only
+        // retries a thousand times a second while every request times out.
+        if let x = r.optional("request_timeout") { client.requestTimeout = try x.duration(atLeast: 0.01) }
         if let x = r.optional("decision_timeout") { client.decisionTimeout = try x.duration(atLeast: 0.001) }
         if let x = r.optional("first_view_wait") { client.firstViewWait = try x.duration() }
         if let x = r.optional("background_sync") { client.backgroundSync = try x.boolean() }

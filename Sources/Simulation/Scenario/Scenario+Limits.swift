@@ -27,6 +27,9 @@ extension Scenario {
         /// variant's counts and stays in memory until the reports are written. A year hourly
         /// is 8,760; a week by the minute, 10,080.
         public static let samples = 100_000
+        /// Monte Carlo draws per Thompson snapshot (with three or more variants): a million
+        /// draws of 64 variants take about 3 s, once per snapshot.
+        public static let thompsonDraws: ClosedRange<Int> = 1...1_000_000
         /// Entries in one schedule: app upgrades (a device counts the upgrades it has had in
         /// 16 bits), rate changes, outages, partitions.
         public static let scheduleEntries = 10_000
