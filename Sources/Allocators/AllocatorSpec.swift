@@ -127,7 +127,9 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     private var variantCountForValidation: Int {
         switch self {
         case .uniform(let weights?), .exploreThenCommit(_, _, _, let weights?): weights.count
-        case .thompson(_, _, _, let floor) where floor > 0: max(1, Int((1 / floor).rounded(.down)))
+        // As many variants as the floor allows, capped: a tiny floor would otherwise ask for
+        // more variants than an Int holds (1 / 1e-320 is infinite) or than memory does.
+        case .thompson(_, _, _, let floor) where floor > 0: max(1, Int(min(1 / floor, 64).rounded(.down)))
         default: 2
         }
     }

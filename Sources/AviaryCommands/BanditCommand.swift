@@ -42,14 +42,31 @@ struct BanditCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output folder for the CSV files.")
     var output: String = "aviary-out/bandit"
 
+    /// Views per replicate: a billion take about a minute per allocator and replicate.
+    static let viewsRange = 1...1_000_000_000
+
     func validate() throws {
         guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
+        // Out-of-range sizes are one-line errors, checked before the replicates are laid out.
+        guard Self.viewsRange.contains(views) else {
+            throw CommandFailure("--views is \(views); expected \(Self.viewsRange.lowerBound) to \(Self.viewsRange.upperBound)")
+        }
+        guard Scenario.Limits.replicates.contains(replicates) else {
+            throw CommandFailure("--replicates is \(replicates); expected \(Scenario.Limits.replicates.lowerBound) to \(Scenario.Limits.replicates.upperBound)")
+        }
+        guard rates.count <= Scenario.Limits.variants.upperBound else {
+            throw CommandFailure("--rates has \(rates.count) rates; expected at most \(Scenario.Limits.variants.upperBound)")
+        }
     }
 
     func run() throws {
         let specs: [AllocatorSpec]
         do {
-            specs = allocators.isEmpty ? BanditComparison.builtIn.allocators : try allocators.map { text throws(AllocatorError) in try AllocatorSpec(parsing: text) }
+            specs = allocators.isEmpty ? BanditComparison.builtIn.allocators : try allocators.map { text throws(AllocatorError) in
+                let spec = try AllocatorSpec(parsing: text)
+                try Scenario.checkLimits(spec)
+                return spec
+            }
         } catch {
             throw CommandFailure("--allocator: \(error.message)")
         }

@@ -29,9 +29,11 @@ struct LoadTestCommand: AsyncParsableCommand {
         }
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
         let folder = options.folder(default: base[0].sweepParent ?? base[0].name)
+        let scenarios = try base.map { try overrides.apply(to: $0) }
+        let policyRuns = scenarios.flatMap { LoadTest(scenario: $0).policyScenarios.map(\.scenario) }
+        guard try ResourceCheck.beforeRunning(policyRuns, jobs: options.jobs, dryRun: options.dryRun) else { return }
         var results: [LoadTest.Result] = []
-        for scenario in base {
-            let scenario = try overrides.apply(to: scenario)
+        for scenario in scenarios {
             let progress = options.progressBar(for: scenario)
             results += LoadTest(scenario: scenario).run(jobs: options.jobs) { _, p in progress.update(p) }
             progress.finish()

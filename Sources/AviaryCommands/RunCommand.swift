@@ -19,6 +19,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
+        guard try ResourceCheck.beforeRunning(scenarios, jobs: options.jobs, dryRun: options.dryRun) else { return }
         let name = scenarios[0].sweepParent ?? scenarios[0].name
         let folder = options.folder(default: name)
         var results: [FleetSimulation.Result] = []
@@ -53,6 +54,9 @@ struct RunOptions: ParsableArguments {
     @Flag(name: .long, help: "No progress bar on stderr.")
     var quiet = false
 
+    @Flag(name: .long, help: "Check the scenario, the flags and the memory the run needs, print an estimate of its cost, and stop.")
+    var dryRun = false
+
     func validate() throws {
         guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
     }
@@ -85,9 +89,14 @@ struct ScenarioOverrides: ParsableArguments {
         valueName: "spec"))
     var allocators: [String] = []
 
+    /// Out-of-range sizes are one-line errors, as a scenario file's are, not usage errors.
     func validate() throws {
-        if let replicates, replicates < 1 { throw ValidationError("--replicates is \(replicates); it must be at least 1") }
-        if let devices, devices < 1 { throw ValidationError("--devices is \(devices); it must be at least 1") }
+        if let replicates, !Scenario.Limits.replicates.contains(replicates) {
+            throw CommandFailure("--replicates is \(replicates); expected \(Scenario.Limits.replicates.lowerBound) to \(Scenario.Limits.replicates.upperBound)")
+        }
+        if let devices, !Scenario.Limits.devices.contains(devices) {
+            throw CommandFailure("--devices is \(devices); expected \(Scenario.Limits.devices.lowerBound) to \(Scenario.Limits.devices.upperBound) (the most one replicate can hold)")
+        }
     }
 
     func apply(to base: Scenario) throws -> Scenario {
@@ -99,8 +108,16 @@ struct ScenarioOverrides: ParsableArguments {
             guard let seconds = Scenario.parseDuration(horizon), seconds >= 1 else {
                 throw CommandFailure("--horizon: '\(horizon)' is not a duration; expected e.g. 90m, 36h, 7d")
             }
+            guard seconds <= Scenario.Limits.longestDuration else {
+                throw CommandFailure("--horizon: '\(horizon)' is longer than 3650d (ten years), the longest a run can be")
+            }
             scenario.horizon = seconds
             scenario.timestep = min(scenario.timestep, seconds)
+            do {
+                try scenario.checkLimits()
+            } catch {
+                throw CommandFailure("--horizon \(horizon): \(error.key): \(error.problem)")
+            }
         }
         if !allocators.isEmpty {
             var labels = Set<String>()
@@ -164,7 +181,8 @@ struct ScenariosCommand: ParsableCommand {
                 let sweep = all.count > 1 ? " (\(all.count) sweep values)" : ""
                 table.append([path, all[0].sweepParent ?? all[0].name, all[0].description + sweep])
             } catch {
-                table.append([path, "INVALID", error.description])
+                // A syntax error's excerpt would break the table: its first line says enough.
+                table.append([path, "INVALID", String(error.description.prefix { $0 != "\n" })])
             }
         }
         print(table.rendered)
@@ -172,6 +190,9 @@ struct ScenariosCommand: ParsableCommand {
 }
 
 func formatDuration(_ seconds: Double) -> String {
+    // Scenario limits keep durations far below Int.max; this guard keeps the conversions below
+    // total for any other caller.
+    guard seconds.isFinite, abs(seconds) < 1e15 else { return "\(seconds)s" }
     if seconds >= 86_400, seconds.truncatingRemainder(dividingBy: 86_400) == 0 { return "\(Int(seconds / 86_400))d" }
     if seconds >= 3600, seconds.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(seconds / 3600))h" }
     return "\(fixed(seconds, 0))s"

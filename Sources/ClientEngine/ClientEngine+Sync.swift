@@ -180,14 +180,16 @@ extension ClientEngine {
     @usableFromInline
     mutating func fetchFailed(retryAfter: Double?, at now: Double) {
         transientFailures += 1
-        fetchFailures += 1
+        // Saturates: retrying every 50 ms without backoff behind a partition of years fails
+        // more than Int32.max times in a row (the backoff stopped growing long before).
+        if fetchFailures < .max { fetchFailures += 1 }
         fetchNotBefore = now + retryDelay(failures: fetchFailures, retryAfter: retryAfter)
     }
 
     @usableFromInline
     mutating func sendFailed(retryAfter: Double?, at now: Double) {
         transientFailures += 1
-        sendFailures += 1
+        if sendFailures < .max { sendFailures += 1 }
         sendNotBefore = now + retryDelay(failures: sendFailures, retryAfter: retryAfter)
     }
 

@@ -60,6 +60,9 @@ extension Scenario {
         }
         let values = try sweep.required("values", "a list of values").elements
         guard !values.isEmpty else { throw sweep.error("is empty; expected at least one value", at: "values") }
+        guard values.count <= Limits.sweepValues.upperBound else {
+            throw sweep.error("has \(values.count) values; expected at most \(Limits.sweepValues.upperBound)", at: "values")
+        }
         guard case .mapping(var base) = root else { throw reader.error("expected a mapping") }
         base["sweep"] = nil
         let baseName = base["name"]?.string ?? "scenario"
@@ -87,6 +90,8 @@ extension Scenario {
             return node
         } catch let error as ScenarioError {
             throw error
+        } catch let error as YamlError {
+            throw ScenarioError(syntax: error, in: text, file: file)
         } catch {
             throw ScenarioError(file: file, key: "", "is not valid YAML or JSON: \(error)")
         }
@@ -116,7 +121,7 @@ extension Scenario {
         name = try r.optional("name")?.text ?? "scenario"
         description = try r.optional("description")?.text ?? ""
         seed = try r.optional("seed")?.unsignedInteger("a whole number from 0 to 18446744073709551615") ?? 2026
-        replicates = try r.optional("replicates")?.integer(atLeast: 1, "a whole number ≥ 1") ?? 5
+        replicates = try r.optional("replicates")?.integer(in: Limits.replicates, "a whole number of replicates \(describe(Limits.replicates))") ?? 5
         horizon = try r.required("horizon", "a duration such as 7d").duration(atLeast: 1)
         timestep = try r.optional("timestep")?.duration(atLeast: 1) ?? min(3600, horizon)
         population = try Self.population(try r.required("population", "a mapping with at least 'devices'"))
@@ -141,6 +146,9 @@ extension Scenario {
                 policies.append(Policy(label: label, client: client))
             }
             guard !policies.isEmpty else { throw list.error("is empty; expected at least one policy") }
+            guard policies.count <= Limits.allocators.upperBound else {
+                throw list.error("has \(policies.count) policies; expected at most \(Limits.allocators.upperBound)")
+            }
         }
         network = try Self.network(r.optional("network"))
         server = try Self.server(r.optional("server"))
@@ -158,13 +166,13 @@ extension Scenario {
         }
         var upgrades: [AppUpgrade] = []
         if let list = r.optional("app_upgrades") {
-            for u in try list.elements {
+            for u in try list.elements(atMost: Limits.scheduleEntries, "app upgrades") {
                 try u.requireKeys(allowed: ["at", "version"])
                 upgrades.append(AppUpgrade(at: try u.required("at", "a time").duration(), version: try u.required("version", "a version string").text))
             }
         }
         return Population(
-            devices: try r.required("devices", "a whole number of devices ≥ 1").integer(atLeast: 1, "a whole number of devices ≥ 1"),
+            devices: try r.required("devices", "a whole number of devices \(describe(Limits.devices))").integer(in: Limits.devices, "a whole number of devices \(describe(Limits.devices))"),
             sessionsPerDay: try r.optional("sessions_per_day")?.number(in: 0.001...100_000, "sessions per day in (0, 100000]") ?? 3,
             poisson: try r.optional("arrivals")?.choice(["poisson": true, "fixed": false]) ?? true,
             dailyProfile: profile,
@@ -179,6 +187,9 @@ extension Scenario {
     private static func experiments(_ r: ScenarioReader) throws(ScenarioError) -> [Experiment] {
         let list = try r.elements
         guard !list.isEmpty else { throw r.error("is empty; expected at least one experiment") }
+        guard list.count <= Limits.experiments.upperBound else {
+            throw r.error("has \(list.count) experiments; expected at most \(Limits.experiments.upperBound)")
+        }
         var seen = Set<String>()
         return try list.map { e throws(ScenarioError) in
             try e.requireKeys(allowed: ["id", "variants", "sticky", "rate_changes"])
@@ -186,6 +197,9 @@ extension Scenario {
             guard seen.insert(id).inserted else { throw e.error("duplicate experiment id '\(id)'", at: "id") }
             let variants = try e.required("variants", "a list of at least two variants").elements
             guard variants.count >= 2 else { throw e.error("has \(variants.count) variant(s); expected at least two", at: "variants") }
+            guard variants.count <= Limits.variants.upperBound else {
+                throw e.error("has \(variants.count) variants; expected at most \(Limits.variants.upperBound) (one bit each in a view's potential outcomes)", at: "variants")
+            }
             var ids: [String] = [], rates: [Double] = []
             for v in variants {
                 try v.requireKeys(allowed: ["id", "rate"])
@@ -196,7 +210,7 @@ extension Scenario {
             }
             var changes: [(at: Double, rates: [Double])] = []
             if let list = e.optional("rate_changes") {
-                for c in try list.elements {
+                for c in try list.elements(atMost: Limits.scheduleEntries, "rate changes") {
                     try c.requireKeys(allowed: ["at", "rates"])
                     let at = try c.required("at", "a time").duration()
                     let values = try c.required("rates", "one rate per variant").elements
@@ -216,6 +230,9 @@ extension Scenario {
     private static func allocators(_ r: ScenarioReader, experiments: [Experiment]) throws(ScenarioError) -> [NamedAllocator] {
         let list = try r.elements
         guard !list.isEmpty else { throw r.error("is empty; expected at least one allocator") }
+        guard list.count <= Limits.allocators.upperBound else {
+            throw r.error("has \(list.count) allocators; expected at most \(Limits.allocators.upperBound)")
+        }
         var labels = Set<String>()
         return try list.map { a throws(ScenarioError) in
             let spec: AllocatorSpec
@@ -266,8 +283,18 @@ extension Scenario {
     ///
     /// - Throws: ``AllocatorError`` naming the value that does not fit.
     public static func check(_ spec: AllocatorSpec, fits experiments: [Experiment]) throws(AllocatorError) {
+        try checkLimits(spec)
         for experiment in experiments {
             _ = try spec.makeAllocator(variantCount: experiment.rates.count, seed: StreamSeed(0))
+        }
+    }
+
+    /// Checks the sizes of an allocator's parameters (see ``Limits/thompsonDraws``).
+    ///
+    /// - Throws: ``AllocatorError`` naming the parameter and its range.
+    public static func checkLimits(_ spec: AllocatorSpec) throws(AllocatorError) {
+        if case .thompson(_, _, let draws, _) = spec, !Limits.thompsonDraws.contains(draws) {
+            throw AllocatorError("thompson: draws is \(draws); expected \(Limits.thompsonDraws.lowerBound) to \(Limits.thompsonDraws.upperBound)")
         }
     }
 
@@ -276,7 +303,7 @@ extension Scenario {
         guard let r else { return client }
         try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every"])
         if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics]) }
-        if let x = r.optional("batch_size") { client.batchSize = try x.integer(atLeast: 1, "a whole number ≥ 1") }
+        if let x = r.optional("batch_size") { client.batchSize = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
         if let b = r.optional("backoff") {
             try b.requireKeys(allowed: ["policy", "base", "multiplier", "cap", "jitter"])
@@ -290,14 +317,16 @@ extension Scenario {
             }
         }
         if let x = r.optional("honour_retry_after") { client.honourRetryAfter = try x.boolean() }
-        if let x = r.optional("queue_capacity") { client.queueCapacity = try x.integer(atLeast: 1, "a whole number ≥ 1") }
+        if let x = r.optional("queue_capacity") { client.queueCapacity = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("overflow") { client.overflowDropsOldest = try x.choice(["drop-oldest": true, "drop-newest": false]) }
         if let x = r.optional("data_ttl") { client.dataTTL = try x.duration(atLeast: 1) }
-        if let x = r.optional("request_timeout") { client.requestTimeout = try x.duration(atLeast: 0.001) }
+        // No mobile round trip takes under 10 ms; below that, a client without backoff only
+        // retries a thousand times a second while every request times out.
+        if let x = r.optional("request_timeout") { client.requestTimeout = try x.duration(atLeast: 0.01) }
         if let x = r.optional("decision_timeout") { client.decisionTimeout = try x.duration(atLeast: 0.001) }
         if let x = r.optional("first_view_wait") { client.firstViewWait = try x.duration() }
         if let x = r.optional("background_sync") { client.backgroundSync = try x.boolean() }
-        if let x = r.optional("persist_every") { client.persistEvery = try x.integer(atLeast: 1, "a whole number ≥ 1") }
+        if let x = r.optional("persist_every") { client.persistEvery = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         return client
     }
 
@@ -317,7 +346,7 @@ extension Scenario {
         if let x = r.optional("latency") { network.latency = try distribution(x) }
         if let x = r.optional("loss") { network.loss = try x.number(in: 0...1, "a probability in [0, 1]") }
         if let list = r.optional("outages") {
-            for o in try list.elements {
+            for o in try list.elements(atMost: Limits.scheduleEntries, "outages") {
                 try o.requireKeys(allowed: ["start", "end", "mode"])
                 let start = try o.required("start", "a time").duration(), end = try o.required("end", "a time").duration()
                 guard end > start else { throw o.error("ends at \(format(end)) s, not after its start \(format(start)) s; expected end > start", at: "end") }
@@ -325,7 +354,7 @@ extension Scenario {
             }
         }
         if let list = r.optional("partitions") {
-            for p in try list.elements {
+            for p in try list.elements(atMost: Limits.scheduleEntries, "partitions") {
                 try p.requireKeys(allowed: ["start", "end", "fraction"])
                 let start = try p.required("start", "a time").duration(), end = try p.required("end", "a time").duration()
                 guard end > start else { throw p.error("ends at \(format(end)) s, not after its start \(format(start)) s; expected end > start", at: "end") }
@@ -343,7 +372,7 @@ extension Scenario {
             try c.requireKeys(allowed: ["events_per_second", "max_concurrent", "max_backlog", "reject_status", "retry_after"])
             capacity = Capacity(
                 eventsPerSecond: try c.required("events_per_second", "events per second > 0").number(in: 0.001...1e12, "events per second > 0"),
-                maxConcurrent: try c.optional("max_concurrent")?.integer(atLeast: 1, "a whole number ≥ 1") ?? 1_000_000,
+                maxConcurrent: try c.optional("max_concurrent")?.integer(in: Limits.count, "a whole number \(describe(Limits.count))") ?? 1_000_000,
                 maxBacklog: try c.optional("max_backlog")?.duration(atLeast: 0) ?? 60,
                 rejectStatus: try c.optional("reject_status")?.choice(["429": 429, "503": 503]) ?? 429,
                 retryAfter: try c.optional("retry_after")?.boolean() ?? true
@@ -356,7 +385,7 @@ extension Scenario {
         }
         try u.requireKeys(allowed: ["every", "every_events"])
         if let x = u.optional("every") { return Server(update: .every(seconds: try x.duration(atLeast: 1)), capacity: capacity) }
-        if let x = u.optional("every_events") { return Server(update: .everyEvents(try x.integer(atLeast: 1, "a whole number ≥ 1")), capacity: capacity) }
+        if let x = u.optional("every_events") { return Server(update: .everyEvents(try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))")), capacity: capacity) }
         throw u.error("is empty; expected 'every' (a duration) or 'every_events' (a count)")
     }
 
@@ -385,6 +414,7 @@ extension Scenario {
         guard timestep <= horizon else {
             throw ScenarioError(file: file, key: "timestep", "is longer than the horizon; expected timestep ≤ horizon")
         }
+        try checkLimits(file: file)
     }
 }
 

@@ -223,7 +223,10 @@ public enum Distribution: Sendable, Hashable {
             // Box–Muller from two uniforms keeps the draw on the caller's own stream.
             let u1 = generator.nextOpenUniform(), u2 = generator.nextUniform()
             let z = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
-            return median * exp(sigma * z)
+            // A heavy tail (sigma up to 10, |z| up to 8.6) reaches 10³⁷ times the median, past
+            // what a latency in milliseconds can be recorded as; no draw is needed beyond the
+            // longest horizon, and shorter ones are unchanged.
+            return min(median * exp(sigma * z), Scenario.Limits.longestDuration)
         case .uniform(let a, let b):
             return a + (b - a) * generator.nextUniform()
         }

@@ -66,6 +66,13 @@ struct ScenarioReader {
         }
     }
 
+    /// The list's elements, at most `limit` of them.
+    func elements(atMost limit: Int, _ what: String) throws(ScenarioError) -> [ScenarioReader] {
+        let list = try elements
+        guard list.count <= limit else { throw error("has \(list.count) \(what); expected at most \(limit)") }
+        return list
+    }
+
     var isMapping: Bool { node.mapping != nil }
 
     var text: String {
@@ -87,11 +94,11 @@ struct ScenarioReader {
         return value
     }
 
-    func integer(atLeast minimum: Int, _ expected: String) throws(ScenarioError) -> Int {
+    func integer(in range: ClosedRange<Int>, _ expected: String) throws(ScenarioError) -> Int {
         guard case .scalar(let scalar) = node, let value = Int(scalar.string.replacingOccurrences(of: "_", with: "")) else {
             throw error("expected \(expected), found \(describe(node))")
         }
-        guard value >= minimum else { throw error("is \(value); expected \(expected)") }
+        guard range.contains(value) else { throw error("is \(value); expected \(expected)") }
         return value
     }
 
@@ -118,6 +125,10 @@ struct ScenarioReader {
             throw error("expected \(expected), found \(describe(node))")
         }
         guard seconds >= minimum else { throw error("is \(scalar.string); expected \(expected) of at least \(format(minimum)) s") }
+        // Past ten years a time no longer fits where it is used (see Scenario.Limits).
+        guard seconds <= Scenario.Limits.longestDuration else {
+            throw error("is \(scalar.string); expected \(expected) of at most 3650d (ten years)")
+        }
         return seconds
     }
 

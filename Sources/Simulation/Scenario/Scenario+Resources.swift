@@ -1,0 +1,85 @@
+extension Scenario {
+    /// Peak memory per device of a one-experiment fleet, in bytes: the device's state in the
+    /// fleet's buffer, its client engine (assignment table, queue, counters), and its share of
+    /// the event queue and of the events it holds over a month.
+    ///
+    /// Measured as peak resident memory (`/usr/bin/time -v`, maximum resident set size) of
+    /// `aviary run Scenarios/fleet-million.yaml --jobs 1`, less that of a one-device run
+    /// (29 MB: the binary and runtime): 1,000,000 devices for 2 days held 541 bytes each; at
+    /// 100,000 devices, 30 days held 69 bytes a device more than 2 days (events queued while
+    /// offline, the server's dedupe set), and the README's 620 MB for the full 30 days gives
+    /// 595. Rounded up to leave room for scenarios that queue more.
+    public static let bytesPerDevice = 640
+
+    /// Memory per device for each experiment after the first, in bytes: its entry in the
+    /// engine's assignment table and data, and the server-side decision of a Conductrics-style
+    /// device. Measured as for ``bytesPerDevice``: 100,000 devices for 2 days peaked at 84 MB
+    /// with one experiment and 144 MB with ten, 67 bytes a device for each experiment added.
+    public static let bytesPerDevicePerExtraExperiment = 72
+
+    /// Sessions one job simulates per second on a release build: fleet-million's 90 M sessions
+    /// in 36 s on one core (README). Used only to warn of runs that would take days.
+    public static let sessionsPerSecondPerJob = 2_000_000.0
+
+    /// The tasks a run has: every allocator on every replicate.
+    public var tasks: Int { allocators.count * replicates }
+
+    /// The bytes one replicate's devices hold at their peak.
+    public var bytesPerReplicate: Double {
+        let perDevice = Self.bytesPerDevice + Self.bytesPerDevicePerExtraExperiment * (experiments.count - 1)
+        return Double(population.devices) * Double(perDevice)
+    }
+
+    /// The bytes one replicate's time series holds until the reports are written: one sample
+    /// per timestep, each with three nested arrays (views, conversions, regret) of every variant.
+    /// From the layout, not measured: an array costs 32 bytes of header and 16 of allocation.
+    public var bytesOfTimeSeries: Double {
+        let variants = experiments.reduce(0) { $0 + $1.variantIDs.count }
+        let perSample = 80 + 3 * (48 + 48 * experiments.count + 8 * variants)
+        return Double(sampleCount) * Double(perSample)
+    }
+
+    /// The memory a run needs at its peak, in bytes: the devices of the replicates that run at
+    /// once (`min(jobs, tasks)`), and the time series of every replicate, all of which are kept
+    /// for the reports.
+    ///
+    /// - Parameter jobs: Replicates run in parallel.
+    public func estimatedPeakMemory(jobs: Int) -> Double {
+        Double(min(max(1, jobs), tasks)) * bytesPerReplicate + Double(tasks) * bytesOfTimeSeries
+    }
+
+    /// The sessions the whole run simulates, every allocator and replicate together.
+    public var estimatedSessions: Double {
+        Double(population.devices) * population.sessionsPerDay * horizon / 86_400 * Double(tasks)
+    }
+
+    /// Seconds a GSL Beta draw takes on a release build (STYLE.md: 43 ns), the cost of a
+    /// Thompson snapshot with three or more variants.
+    static let secondsPerBetaDraw = 43e-9
+
+    /// Single-core seconds the whole run should take on a release build: its sessions, and
+    /// the snapshots the server publishes (Monte Carlo Thompson snapshots cost `draws` × *k*
+    /// Beta draws each, so a server publishing every second can outweigh the devices).
+    /// A rough figure, used only to warn of runs that would take days.
+    public var estimatedSeconds: Double {
+        let sessionsPerTask = estimatedSessions / Double(tasks)
+        let events = sessionsPerTask * Double(experiments.count)
+        let publications: Double = switch server.update {
+        case .immediate: min(horizon / 60, events)
+        case .every(let seconds): horizon / seconds
+        case .everyEvents(let count): events / Double(count)
+        }
+        var snapshotSeconds = 0.0
+        for allocator in allocators {
+            for experiment in experiments {
+                let variants = Double(experiment.variantIDs.count)
+                if case .thompson(_, _, let draws, _) = allocator.spec, variants > 2 {
+                    snapshotSeconds += Double(draws) * variants * Self.secondsPerBetaDraw
+                } else {
+                    snapshotSeconds += 1e-6 * variants
+                }
+            }
+        }
+        return estimatedSessions / Self.sessionsPerSecondPerJob + publications * snapshotSeconds * Double(replicates)
+    }
+}
