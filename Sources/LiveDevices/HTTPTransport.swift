@@ -183,8 +183,25 @@ public final class HTTPTransport: Transport, Sendable {
         return buffer
     }
 
-    private static func jsonString(_ text: String) -> String {
-        String(decoding: Wire.encode([text]).dropFirst().dropLast(), as: UTF8.self)
+    /// `text` as a JSON string literal. Ids are nearly always plain, so the common case is
+    /// one scan and two quotes.
+    static func jsonString(_ text: String) -> String {
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + text + "\""
+        }
+        var escaped = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            case "\t": escaped += "\\t"
+            case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped + "\""
     }
 
     /// The engine's failure for a request that got no response.

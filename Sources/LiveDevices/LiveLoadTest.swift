@@ -149,8 +149,11 @@ public struct LiveLoadTest: Sendable {
         } catch {
             throw Failure(description: "cannot start the fault proxy: \(error)")
         }
-        let ports = proxy.ports
-        let host = namespace?.address ?? "127.0.0.1"
+        // With nothing to apply, the devices talk to the server directly: a proxy hop would only
+        // cost CPU.
+        let needsProxy = namespace != nil || delay != nil || network.loss > 0 || !network.outages.isEmpty || !network.partitions.isEmpty
+        let ports = needsProxy ? proxy.ports : [upstream.port]
+        let host = namespace?.address ?? (needsProxy ? "127.0.0.1" : upstream.host)
         let faults = namespace.map { namespace in
             Task { await Self.applyFaults(scenario.network, ports: ports, in: namespace, clock: clock) }
         }
