@@ -131,3 +131,27 @@ final class LiveProgress: @unchecked Sendable {
         FileHandle.standardError.write(Data("\n".utf8))
     }
 }
+
+/// Runs `body` to completion from synchronous code (a command's `run()`), keeping the simulated
+/// commands synchronous and their tests plain function calls.
+///
+/// The body runs on the concurrency pool while the calling thread waits, so the caller must not
+/// be a pool thread: a command's `run()` is called on the main thread.
+func waitFor(_ body: @escaping @Sendable () async throws -> Void) throws {
+    final class Outcome: @unchecked Sendable {
+        // Written once by the task before it signals, read after the wait.
+        var error: (any Error)?
+    }
+    let outcome = Outcome()
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        do {
+            try await body()
+        } catch {
+            outcome.error = error
+        }
+        done.signal()
+    }
+    done.wait()
+    if let error = outcome.error { throw error }
+}

@@ -3,7 +3,7 @@ import Foundation
 import Simulation
 
 /// `aviary loadtest [SCENARIO]`: client policies against a server with limited capacity.
-struct LoadTestCommand: AsyncParsableCommand {
+struct LoadTestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "loadtest",
         abstract: "Load-test the event path: client retry/batching policies against a server of limited capacity.",
@@ -22,9 +22,9 @@ struct LoadTestCommand: AsyncParsableCommand {
     @OptionGroup var options: RunOptions
     @OptionGroup var live: LiveOptions
 
-    func run() async throws {
+    func run() throws {
         if live.live {
-            try await runLive()
+            try waitFor { try await runLive() }
             return
         }
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
