@@ -76,7 +76,10 @@ public final class HTTPTransport: Transport, Sendable {
     }
 
     /// Starts `request` and calls `completion` once, on one of the client's event loops.
-    public func start(_ request: Request, completion: @escaping @Sendable (Exchange) -> Void) {
+    ///
+    /// - Parameter timeout: Seconds this request may take, if less than the transport's
+    ///   (a request that waited before it could be sent has less time left).
+    public func start(_ request: Request, timeout: Double? = nil, completion: @escaping @Sendable (Exchange) -> Void) {
         let http: HTTPClient.Request
         do {
             http = try httpRequest(for: request)
@@ -84,7 +87,7 @@ public final class HTTPTransport: Transport, Sendable {
             completion(Exchange(response: .failed(.unreachable), status: nil, duplicates: 0))
             return
         }
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout * 1e9))
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(min(timeout ?? self.timeout, self.timeout) * 1e9))
         client.execute(request: http, deadline: deadline).whenComplete { result in
             switch result {
             case .success(let response):

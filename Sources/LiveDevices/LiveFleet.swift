@@ -77,10 +77,18 @@ final class LiveFleet {
     private let sessionMean: Double
     private let progress: (@Sendable (Double, Int) -> Void)?
     private var onlineCount = 0
+    /// Requests waiting for a connection, oldest first, and how many are on the wire. The fleet
+    /// keeps at most one request per connection on the wire: a deeper queue inside the HTTP
+    /// client would cost it O(n) per request that times out while queued.
+    private var waiting: [(device: Int, request: Request)] = []
+    private var waitingHead = 0
+    private var onTheWire = 0
+    private let connections: Int
 
     /// Creates the fleet; `route(d)` picks the transport (the proxy route) of device `d`.
-    init(scenario: Scenario, clock: ScenarioClock, transports: [HTTPTransport], route: (Int) -> Int, server: ExperimentService?, progress: (@Sendable (Double, Int) -> Void)?) {
+    init(scenario: Scenario, clock: ScenarioClock, transports: [HTTPTransport], connections: Int, route: (Int) -> Int, server: ExperimentService?, progress: (@Sendable (Double, Int) -> Void)?) {
         self.scenario = scenario
+        self.connections = connections
         self.scenarioClock = clock
         self.speedup = clock.speedup
         self.transports = transports
@@ -278,10 +286,35 @@ final class LiveFleet {
             timers.schedule(.localFailure(request.id), device: d, at: now + 0.01)
             return
         }
-        let inbox = self.inbox
-        transports[devices[d].route].start(request) { exchange in
-            let received = DispatchTime.now().uptimeNanoseconds
-            inbox.post(Completion(device: d, request: request, exchange: exchange, receivedAt: received))
+        waiting.append((d, request))
+        dispatch(at: now)
+    }
+
+    /// Puts waiting requests on the wire while connections are free. A request that waited
+    /// past its timeout is not sent: its engine has timed it out already.
+    private func dispatch(at now: Double) {
+        let timeout = profile.settings.requestTimeout
+        while onTheWire < connections, waitingHead < waiting.count {
+            let (d, request) = waiting[waitingHead]
+            waitingHead += 1
+            guard let intended = devices[d].inFlight[request.id.rawValue] else { continue }
+            let left = intended + timeout - now
+            guard left > 0 else {
+                // The engine notices the timeout itself at its next wake, as for one on the wire.
+                devices[d].inFlight[request.id.rawValue] = nil
+                metrics.timeouts += 1
+                continue
+            }
+            onTheWire += 1
+            let inbox = self.inbox
+            transports[devices[d].route].start(request, timeout: left / speedup) { exchange in
+                let received = DispatchTime.now().uptimeNanoseconds
+                inbox.post(Completion(device: d, request: request, exchange: exchange, receivedAt: received))
+            }
+        }
+        if waitingHead > 4096, waitingHead * 2 > waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
         }
     }
 
@@ -289,6 +322,7 @@ final class LiveFleet {
 
     private func drainInbox(at now: Double, drive: Bool) {
         let completions = inbox.take()
+        onTheWire -= completions.count
         for completion in completions {
             let d = completion.device
             guard let intended = devices[d].inFlight.removeValue(forKey: completion.request.id.rawValue) else { continue }
@@ -311,6 +345,7 @@ final class LiveFleet {
             }
             if drive { self.drive(d, at: time) }
         }
+        if drive { dispatch(at: now) }
     }
 
     private func count(_ exchange: HTTPTransport.Exchange) {

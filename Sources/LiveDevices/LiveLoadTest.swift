@@ -179,7 +179,7 @@ public struct LiveLoadTest: Sendable {
         let embedded = service
         var metrics = await withCheckedContinuation { (continuation: CheckedContinuation<LiveMetrics, Never>) in
             let thread = Thread {
-                let fleet = LiveFleet(scenario: scenario, clock: clock, transports: transports, route: route, server: embedded, progress: progress)
+                let fleet = LiveFleet(scenario: scenario, clock: clock, transports: transports, connections: options.connections, route: route, server: embedded, progress: progress)
                 clock.begin()
                 continuation.resume(returning: fleet.run(until: stop))
             }
