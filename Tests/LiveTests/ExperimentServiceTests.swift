@@ -42,6 +42,12 @@ struct ExperimentServiceTests {
         ("events[1].experiment", Wire.event2(experiment: "nope")),
         ("events[1].variant", Wire.event2(variant: "red")),
         ("events[1].id", Wire.event2(id: "7")),
+        ("events[1].id", Wire.event2(id: "+7#1")),
+        ("events[1].id", Wire.event2(id: "7#+1")),
+        ("events[1].id", Wire.event2(id: "07#1")),
+        ("events[1].id", Wire.event2(id: "7#01")),
+        ("events[1].id", Wire.event2(id: "18446744073709551616#1")),
+        ("events[1].id", Wire.event2(id: "7#4294967296")),
     ])
     func anInvalidEventRefusesTheWholeBatchNamingItsField(field: String, bad: Wire.Event) throws {
         let service = try Self.service()
@@ -85,6 +91,15 @@ struct ExperimentServiceTests {
             (error as? APIError)?.status == 429 && (error as? APIError)?.retryAfter == 2
         }
         #expect(service.stats().rejectedOverCapacity == 1)
+    }
+
+    @Test func anEventIDHasOneSpelling() {
+        #expect(Wire.eventID("0#0") == EventID(device: 0, sequence: 0))
+        #expect(Wire.eventID("18446744073709551615#4294967295") == EventID(device: .max, sequence: .max))
+        // Signs, leading zeros and spaces would make two ids of one event.
+        for text in ["01#1", "+1#1", "1#+1", "1#01", "-0#1", " 1#1", "1#1 ", "1#", "#1", "1##1", "1"] {
+            #expect(Wire.eventID(text) == nil, "\(text)")
+        }
     }
 
     @Test func aRestartReplaysTheLog() throws {
