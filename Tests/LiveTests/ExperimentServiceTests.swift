@@ -102,6 +102,27 @@ struct ExperimentServiceTests {
         }
     }
 
+    @Test func theOpenAPIDocumentListsTheServedExperimentsAndVariants() {
+        let yaml = OpenAPIDocument.yaml(experiments: Self.experiments)
+        #expect(yaml.contains(#"experiment: {type: string, enum: ["checkout","feed"]"#))
+        #expect(yaml.contains(#"variant: {type: string, enum: ["control","green","a","b","c"]"#))
+        #expect(yaml.contains(#"experiment: "checkout", variant: "control""#))
+        #expect(!yaml.contains("__"))
+    }
+
+    @Test func pathSegmentsArePercentDecoded() {
+        // Clients may encode the commas and colons of …/decision/a,b and …/decisions/color:red,blue.
+        #expect(ExperimentHTTPServer.decoded("a%2Cb") == "a,b")
+        #expect(ExperimentHTTPServer.decoded("color%3Ared%2Cblue") == "color:red,blue")
+        #expect(ExperimentHTTPServer.decoded("a,b") == "a,b")
+        #expect(ExperimentHTTPServer.decoded("100%") == "100%")
+        // Codes are ASCII, as the document's pattern says, whether or not they came encoded.
+        #expect(ExperimentHTTPServer.isCode("home_page-2"))
+        #expect(!ExperimentHTTPServer.isCode(ExperimentHTTPServer.decoded("%C3%A9")))
+        #expect(!ExperimentHTTPServer.isCode("a,b"))
+        #expect(!ExperimentHTTPServer.isCode(""))
+    }
+
     @Test func aRestartReplaysTheLog() throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
