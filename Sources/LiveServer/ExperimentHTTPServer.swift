@@ -92,8 +92,9 @@ public struct ExperimentHTTPServer: Sendable {
         let maxBody = service.configuration.maxBodyBytes
 
         router.get("/health") { _, _ in Self.json(200, Data(#"{"status":"ok"}"#.utf8)) }
+        let document = ByteBuffer(string: OpenAPIDocument.yaml(experiments: service.configuration.experiments))
         router.get("/openapi.yaml") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: document))
         }
         router.get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
 
@@ -145,7 +146,7 @@ public struct ExperimentHTTPServer: Sendable {
         router.get("/:owner/:agent/decision/:choices") { request, context in
             await Self.respond {
                 let agent = try Self.agent(context)
-                let choices = try Self.choiceList(context.parameters.get("choices") ?? "", field: "choices")
+                let choices = try Self.choiceList(Self.decoded(context.parameters.get("choices") ?? ""), field: "choices")
                 let session = Self.session(request)
                 let variant = try service.decide(agent, choices: choices, session: session, field: "choices")
                 return Wire.encode(ConductricsDecision(decision: variant, session: session))
@@ -155,7 +156,7 @@ public struct ExperimentHTTPServer: Sendable {
             await Self.respond {
                 let agent = try Self.agent(context)
                 let session = Self.session(request)
-                let specs = context.parameters.getCatchAll()
+                let specs = context.parameters.getCatchAll().map { Self.decoded($0) }
                 guard !specs.isEmpty else { throw APIError.badField("decisions", expected: "name:choice,choice/name:choice,choice", status: 400) }
                 var decisions: [String: ConductricsDecisions.Code] = [:]
                 for spec in specs {
@@ -277,15 +278,22 @@ public struct ExperimentHTTPServer: Sendable {
         }
     }
 
-    /// Letters, digits, underscores and dashes, as the Conductrics README allows in codes.
-    private static func isCode<S: StringProtocol>(_ text: S) -> Bool {
-        !text.isEmpty && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-" }
+    /// ASCII letters, digits, underscores and dashes, as the Conductrics README allows in codes
+    /// (the pattern `^[A-Za-z0-9_-]+$` of the OpenAPI document).
+    static func isCode<S: StringProtocol>(_ text: S) -> Bool {
+        !text.isEmpty && text.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-") }
     }
 
     private static func agent(_ context: BasicRequestContext) throws(APIError) -> String {
-        let agent = context.parameters.get("agent") ?? ""
+        let agent = decoded(context.parameters.get("agent") ?? "")
         guard isCode(agent) else { throw APIError.badField("agent", expected: "an agent code of letters, digits, underscores and dashes", status: 400) }
         return agent
+    }
+
+    /// A path segment with its percent-encoding undone (`a%2Cb` is `a,b`); as it came when it is
+    /// not valid percent-encoding, which the checks that follow then refuse.
+    static func decoded<S: StringProtocol>(_ segment: S) -> String {
+        String(segment).removingPercentEncoding ?? String(segment)
     }
 
     private static func choiceList<S: StringProtocol>(_ text: S, field: String) throws(APIError) -> [String] {

@@ -192,7 +192,7 @@ public final class ExperimentService: Sendable {
         for (index, event) in batch.events.enumerated() {
             let path = "events[\(index)]"
             guard Wire.eventID(event.id) != nil else {
-                throw .badField("\(path).id", expected: "DEVICE#SEQUENCE: a device number (0 to 2^64−1), '#', a sequence number (0 to 2^32−1)")
+                throw .badField("\(path).id", expected: "DEVICE#SEQUENCE: a device number (0 to 2^64−1), '#', a sequence number (0 to 2^32−1), in decimal without sign or leading zeros")
             }
             guard Wire.kind(named: event.kind) != nil else {
                 throw .badField("\(path).kind", expected: "one of \(names)")

@@ -1,7 +1,27 @@
+import ClientEngine
+import Foundation
+
 /// The API's OpenAPI 3 description, served at `GET /openapi.yaml` and checked in CI by
-/// schemathesis against a running server: the one place the wire format is written down.
+/// schemathesis against a running server (`scripts/check-api`): the one place the wire format is
+/// written down.
 enum OpenAPIDocument {
-    static let yaml = #"""
+    /// The document for a server serving `experiments`: event batches name one of them and one of
+    /// their variants, so the document lists those ids.
+    static func yaml(experiments: [ExperimentDefinition]) -> String {
+        // JSON strings and arrays of strings are YAML flow scalars and sequences.
+        func flow(_ value: some Encodable) -> String { String(decoding: Wire.encode(value), as: UTF8.self) }
+        var variants: [String] = []
+        for variant in experiments.flatMap({ $0.variants.map(\.id) }) where !variants.contains(variant) {
+            variants.append(variant)
+        }
+        return template
+            .replacingOccurrences(of: "__EXPERIMENTS__", with: flow(experiments.map(\.id)))
+            .replacingOccurrences(of: "__VARIANTS__", with: flow(variants))
+            .replacingOccurrences(of: "__EXPERIMENT__", with: flow(experiments.first?.id ?? "checkout-button"))
+            .replacingOccurrences(of: "__VARIANT__", with: flow(variants.first ?? "control"))
+    }
+
+    private static let template = #"""
 openapi: 3.0.3
 info:
   title: Aviary experiment server
@@ -84,8 +104,8 @@ paths:
               type: object
               required: [experiment]
               properties:
-                experiment: {type: string}
-                session: {type: string}
+                experiment: {type: string, example: __EXPERIMENT__, description: "A served experiment, or an agent created by a Conductrics decision"}
+                session: {type: string, nullable: true, example: s1, description: "Decisions are sticky within a session; null or absent: a decision of its own"}
       responses:
         "200":
           description: The decision.
@@ -114,9 +134,9 @@ paths:
               type: object
               required: [experiment, session]
               properties:
-                experiment: {type: string}
-                session: {type: string}
-                value: {type: number}
+                experiment: {type: string, example: __EXPERIMENT__}
+                session: {type: string, minLength: 1, example: s1}
+                value: {type: number, nullable: true, example: 3.99, description: "The goal's value; 1 when null or absent"}
       responses:
         "200":
           description: What the goal credited (null when the session had no decision).
@@ -164,7 +184,8 @@ paths:
         - name: choices
           in: path
           required: true
-          schema: {type: string}
+          description: Distinct choice codes separated by commas.
+          schema: {type: string, pattern: "^[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$"}
           example: a,b
         - {$ref: "#/components/parameters/Session"}
       responses:
@@ -191,7 +212,8 @@ paths:
         - name: decisions
           in: path
           required: true
-          schema: {type: string}
+          description: "NAME:CHOICE,CHOICE; more decisions follow as further path segments (…/decisions/color:red,blue/size:sm,lg)."
+          schema: {type: string, pattern: "^[A-Za-z0-9_-]+:[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$"}
           example: "color:red,blue"
         - {$ref: "#/components/parameters/Session"}
       responses:
@@ -221,11 +243,26 @@ paths:
       parameters:
         - {$ref: "#/components/parameters/Owner"}
         - {$ref: "#/components/parameters/Agent"}
-        - {$ref: "#/components/parameters/Session"}
-        - name: reward
-          in: query
-          required: false
-          schema: {type: number}
+        - {$ref: "#/components/parameters/RequiredSession"}
+        - {$ref: "#/components/parameters/Reward"}
+      responses:
+        "200": {$ref: "#/components/responses/GoalResult"}
+        "400": {$ref: "#/components/responses/Error"}
+        "404": {$ref: "#/components/responses/Error"}
+  /{owner}/{agent}/goal/{goal}:
+    post:
+      operationId: conductricsNamedGoal
+      summary: "Conductrics: a named goal (POST …/goal/purchase?reward=3.99); the name is not kept."
+      parameters:
+        - {$ref: "#/components/parameters/Owner"}
+        - {$ref: "#/components/parameters/Agent"}
+        - name: goal
+          in: path
+          required: true
+          schema: {type: string}
+          example: purchase
+        - {$ref: "#/components/parameters/RequiredSession"}
+        - {$ref: "#/components/parameters/Reward"}
       responses:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
@@ -237,7 +274,7 @@ paths:
       parameters:
         - {$ref: "#/components/parameters/Owner"}
         - {$ref: "#/components/parameters/Agent"}
-        - {$ref: "#/components/parameters/Session"}
+        - {$ref: "#/components/parameters/RequiredSession"}
       responses:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
@@ -248,17 +285,37 @@ components:
       name: owner
       in: path
       required: true
+      description: The account; any name.
       schema: {type: string}
+      example: acme
     Agent:
       name: agent
       in: path
       required: true
-      schema: {type: string}
+      description: The agent code (letters, digits, underscores and dashes); a served experiment's id is its agent.
+      schema: {type: string, pattern: "^[A-Za-z0-9_-]+$"}
+      example: home
     Session:
       name: session
       in: query
       required: false
+      description: The session (or the x-mpath-session header).
       schema: {type: string}
+      example: s1
+    RequiredSession:
+      name: session
+      in: query
+      required: true
+      description: The session whose decisions the goal rewards or expire ends (or the x-mpath-session header instead).
+      schema: {type: string, minLength: 1}
+      example: s1
+    Reward:
+      name: reward
+      in: query
+      required: false
+      description: The goal's value, 1 when absent.
+      schema: {type: number}
+      example: 3.99
   responses:
     Error:
       description: The request is refused; the body names the field and what was expected.
@@ -321,16 +378,24 @@ components:
         events:
           type: array
           items: {$ref: "#/components/schemas/Event"}
+      example:
+        events:
+          - {id: "42#1", kind: view, experiment: __EXPERIMENT__, variant: __VARIANT__, created_at: 1760000000}
+          - {id: "42#2", kind: conversion, experiment: __EXPERIMENT__, variant: __VARIANT__, value: 3.99, created_at: 1760000060}
     Event:
       type: object
       required: [id, kind, experiment, variant]
       properties:
-        id: {type: string, pattern: "^[0-9]+#[0-9]+$", description: "DEVICE#SEQUENCE"}
+        id:
+          type: string
+          pattern: "^(0|[1-9][0-9]{0,19})#(0|[1-9][0-9]{0,9})$"
+          description: "DEVICE#SEQUENCE in decimal without sign or leading zeros: a device number up to 2^64−1 and a sequence number up to 2^32−1 (larger ones get 422)"
+          example: "42#1"
         kind: {type: string, enum: [view, conversion, goal, participation]}
-        experiment: {type: string}
-        variant: {type: string}
-        value: {type: number}
-        created_at: {type: number, description: seconds since 1970}
+        experiment: {type: string, enum: __EXPERIMENTS__, description: "A served experiment"}
+        variant: {type: string, enum: __VARIANTS__, description: "One of the experiment's variants (another experiment's gets 422)"}
+        value: {type: number, nullable: true, description: "The conversion's value; null or absent: 1 for conversions and goals, 0 otherwise"}
+        created_at: {type: number, nullable: true, description: seconds since 1970}
     Acknowledgement:
       type: object
       required: [acknowledged, accepted, duplicates]

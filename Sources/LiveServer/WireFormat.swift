@@ -131,13 +131,15 @@ public enum Wire {
         "\(id.device)#\(id.sequence)"
     }
 
-    /// Parses `DEVICE#SEQUENCE`.
+    /// Parses `DEVICE#SEQUENCE` in the form ``id(_:)`` writes: decimal numbers without a sign or
+    /// leading zeros, so that one event has one id (`01#1` and `+1#1` are not aliases of `1#1`).
     public static func eventID(_ text: String) -> EventID? {
         guard let hash = text.firstIndex(of: "#"),
               let device = UInt64(text[..<hash]),
               let sequence = UInt32(text[text.index(after: hash)...])
         else { return nil }
-        return EventID(device: device, sequence: sequence)
+        let parsed = EventID(device: device, sequence: sequence)
+        return id(parsed) == text ? parsed : nil
     }
 
     /// The wire name of an event kind.

@@ -42,6 +42,12 @@ struct ExperimentServiceTests {
         ("events[1].experiment", Wire.event2(experiment: "nope")),
         ("events[1].variant", Wire.event2(variant: "red")),
         ("events[1].id", Wire.event2(id: "7")),
+        ("events[1].id", Wire.event2(id: "+7#1")),
+        ("events[1].id", Wire.event2(id: "7#+1")),
+        ("events[1].id", Wire.event2(id: "07#1")),
+        ("events[1].id", Wire.event2(id: "7#01")),
+        ("events[1].id", Wire.event2(id: "18446744073709551616#1")),
+        ("events[1].id", Wire.event2(id: "7#4294967296")),
     ])
     func anInvalidEventRefusesTheWholeBatchNamingItsField(field: String, bad: Wire.Event) throws {
         let service = try Self.service()
@@ -85,6 +91,36 @@ struct ExperimentServiceTests {
             (error as? APIError)?.status == 429 && (error as? APIError)?.retryAfter == 2
         }
         #expect(service.stats().rejectedOverCapacity == 1)
+    }
+
+    @Test func anEventIDHasOneSpelling() {
+        #expect(Wire.eventID("0#0") == EventID(device: 0, sequence: 0))
+        #expect(Wire.eventID("18446744073709551615#4294967295") == EventID(device: .max, sequence: .max))
+        // Signs, leading zeros and spaces would make two ids of one event.
+        for text in ["01#1", "+1#1", "1#+1", "1#01", "-0#1", " 1#1", "1#1 ", "1#", "#1", "1##1", "1"] {
+            #expect(Wire.eventID(text) == nil, "\(text)")
+        }
+    }
+
+    @Test func theOpenAPIDocumentListsTheServedExperimentsAndVariants() {
+        let yaml = OpenAPIDocument.yaml(experiments: Self.experiments)
+        #expect(yaml.contains(#"experiment: {type: string, enum: ["checkout","feed"]"#))
+        #expect(yaml.contains(#"variant: {type: string, enum: ["control","green","a","b","c"]"#))
+        #expect(yaml.contains(#"experiment: "checkout", variant: "control""#))
+        #expect(!yaml.contains("__"))
+    }
+
+    @Test func pathSegmentsArePercentDecoded() {
+        // Clients may encode the commas and colons of …/decision/a,b and …/decisions/color:red,blue.
+        #expect(ExperimentHTTPServer.decoded("a%2Cb") == "a,b")
+        #expect(ExperimentHTTPServer.decoded("color%3Ared%2Cblue") == "color:red,blue")
+        #expect(ExperimentHTTPServer.decoded("a,b") == "a,b")
+        #expect(ExperimentHTTPServer.decoded("100%") == "100%")
+        // Codes are ASCII, as the document's pattern says, whether or not they came encoded.
+        #expect(ExperimentHTTPServer.isCode("home_page-2"))
+        #expect(!ExperimentHTTPServer.isCode(ExperimentHTTPServer.decoded("%C3%A9")))
+        #expect(!ExperimentHTTPServer.isCode("a,b"))
+        #expect(!ExperimentHTTPServer.isCode(""))
     }
 
     @Test func aRestartReplaysTheLog() throws {
