@@ -37,7 +37,7 @@ struct MergeCommand: ParsableCommand {
         if manifest.build != BuildIdentity.current {
             // The merge only reorders rows and computes comparison.csv's intervals, which a
             // different build computes the same way unless Statistics.swift changed.
-            FileHandle.standardError.write(Data("Note: the shards ran on build \(manifest.build); this is build \(BuildIdentity.current)\n".utf8))
+            FileHandle.standardError.write(Data("Note: the shards ran on build \(manifest.build) and this merge on build \(BuildIdentity.current); the rows are the shards', the intervals of comparison.csv this build's\n".utf8))
         }
         let cells = shards.shards.map(\.manifest.cells.count).reduce(0, +)
         print("\(manifest.scenario): merged \(manifest.shards) shard(s), \(cells) cells, seed \(manifest.seed)")

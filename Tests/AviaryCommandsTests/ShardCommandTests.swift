@@ -91,7 +91,7 @@ struct ShardCommandTests {
         let w = try Workspace()
         let folders = try runShards(3, in: w, scenario: try w.file("sweep.yaml", shardSweep))
         let message = try #require(failure(["merge", "-o", w.path("merged"), folders[0], folders[2]]))
-        #expect(message.contains("shard 2/3 is missing"), "\(message)")
+        #expect(message.contains("shard 2/3 is missing (given: 1/3, 3/3); run it with --shard 2/3"), "\(message)")
         #expect(!FileManager.default.fileExists(atPath: w.path("merged")))
     }
 

@@ -126,7 +126,7 @@ public struct ShardSet: Sendable {
         guard missing.isEmpty else {
             let names = missing.map { "\($0)/\(count)" }
             let given = byShard.keys.sorted().map { "\($0)/\(count)" }.joined(separator: ", ")
-            throw ShardError("\(names.count == 1 ? "shard \(names[0]) is" : "shards \(names.joined(separator: ", ")) are") missing (given: \(given)); run it with --shard K/\(count) and merge every shard")
+            throw ShardError("\(names.count == 1 ? "shard \(names[0]) is" : "shards \(names.joined(separator: ", ")) are") missing (given: \(given)); run \(names.count == 1 ? "it" : "them") with --shard \(names.joined(separator: ", --shard ")) and merge again")
         }
         shards = (1...count).map { byShard[$0]! }
         var owner = [Int?](repeating: nil, count: reference.totalCells)
