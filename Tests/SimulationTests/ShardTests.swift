@@ -79,6 +79,22 @@ struct ShardTests {
         #expect(ShardPlan.fingerprint(of: Array(base.prefix(1))) != ShardPlan.fingerprint(of: base))
     }
 
+    @Test func theFingerprintDoesNotDependOnHashOrder() {
+        // Dictionaries with the same entries but different histories and capacities iterate in
+        // different orders (as every dictionary does between two processes).
+        var small: [String: Double] = [:]
+        var large: [String: Double] = [:]
+        large.reserveCapacity(4096)
+        let keys = (0..<64).map { "key\($0)" }
+        for key in keys { small[key] = Double(key.count) }
+        for key in keys.reversed() { large[key] = Double(key.count) }
+        #expect(Array(small.keys) != Array(large.keys), "the two dictionaries should iterate differently")
+        #expect(ShardPlan.canonicalText((1, small, Set(keys))) == ShardPlan.canonicalText((1, large, Set(keys.reversed()))))
+        #expect(ShardPlan.canonicalText(["a": 1.5]) != ShardPlan.canonicalText(["a": 2.5]))
+        #expect(ShardPlan.canonicalText(Distribution.exponential(mean: 60)) != ShardPlan.canonicalText(Distribution.constant(60)))
+        #expect(ShardPlan.canonicalText(Scenario.Backoff.Policy.none) != ShardPlan.canonicalText(Scenario.Backoff.Policy.fixed))
+    }
+
     @Test func aSubsetOfTasksGivesTheSameRunsAsTheWholeRun() throws {
         let scenario = try Tiny.scenario(["allocators": "allocators:\n  - uniform\n  - thompson", "replicates": "replicates: 3"])
         let whole = Tiny.run(scenario, jobs: 2)

@@ -173,10 +173,26 @@ public struct ShardPlan: Sendable {
     /// shards of the same scenarios. It reads every field of every scenario, so a changed seed,
     /// device count or allocator changes it, while a comment in the file does not.
     public static func fingerprint(of scenarios: [Scenario]) -> String {
-        // Scenarios hold only structs, enums, arrays and numbers (no dictionaries or sets, whose
-        // order changes between processes), so their reflection is the same text in every
-        // process of the same build.
-        hexFNV1a(String(reflecting: scenarios))
+        hexFNV1a(canonicalText(scenarios))
+    }
+
+    /// A value's fields, recursively, as text that is the same in every process of one build:
+    /// the entries of dictionaries and sets are sorted, because their order follows a hash
+    /// seed that changes from process to process.
+    ///
+    /// - Complexity: O(*n* log *n*) in the size of the value.
+    static func canonicalText(_ value: Any) -> String {
+        let mirror = Mirror(reflecting: value)
+        let style = mirror.displayStyle
+        if style == .dictionary || style == .set {
+            return "[" + mirror.children.map { canonicalText($0.value) }.sorted().joined(separator: ", ") + "]"
+        }
+        if style == nil || (style == .enum && mirror.children.isEmpty) {
+            // Numbers, strings and enum cases without payload write themselves exactly.
+            return String(reflecting: value)
+        }
+        let fields = mirror.children.map { ($0.label.map { $0 + ": " } ?? "") + canonicalText($0.value) }
+        return "\(mirror.subjectType)(" + fields.joined(separator: ", ") + ")"
     }
 }
 
