@@ -32,14 +32,15 @@ struct ReportCommand: ParsableCommand {
     }
 }
 
-/// Records the command line and the scenario's text in `folder`, draws `report.html` there
-/// from the CSV files just written, and prints where it is as the last line.
+/// Records the command line (this process's unless `command` is given) and the scenario's
+/// text in `folder`, draws `report.html` there from the CSV files just written, and prints
+/// where it is as the last line.
 ///
 /// - Throws: ``CommandFailure`` when the report cannot be drawn or written.
-func writeHTMLReport(in folder: URL, scenarioText: String?) throws {
+func writeHTMLReport(in folder: URL, commandLine command: String? = nil, scenarioText: String?) throws {
     let files: [URL]
     do {
-        _ = try HTMLReport.recordRun(commandLine: commandLine(), scenarioText: scenarioText, in: folder)
+        _ = try HTMLReport.recordRun(commandLine: command ?? commandLine(), scenarioText: scenarioText, in: folder)
         files = try HTMLReport.write(in: folder)
     } catch let error as ReportError {
         throw CommandFailure(error.message)

@@ -16,10 +16,12 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var overrides: ScenarioOverrides
     @OptionGroup var options: RunOptions
+    @OptionGroup var sharding: ShardOptions
 
     func run() throws {
         let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
         guard try ResourceCheck.beforeRunning(scenarios, jobs: options.jobs, dryRun: options.dryRun) else { return }
+        if let shard = try sharding.resolved() { return try runShard(shard, scenarios: scenarios) }
         let name = scenarios[0].sweepParent ?? scenarios[0].name
         let folder = options.folder(default: name)
         var results: [FleetSimulation.Result] = []

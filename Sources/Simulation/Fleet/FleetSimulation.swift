@@ -95,7 +95,20 @@ public struct FleetSimulation: Sendable {
     ///   - jobs: Worker threads (≥ 1).
     ///   - progress: Called from worker threads as virtual time advances.
     public func run(jobs: Int = 1, progress: (@Sendable (Progress) -> Void)? = nil) -> [Run] {
-        let tasks = scenario.allocators.indices.flatMap { a in (0..<scenario.replicates).map { (a, $0) } }
+        run(tasks: scenario.allocators.indices.flatMap { a in (0..<scenario.replicates).map { (a, $0) } }, jobs: jobs, progress: progress)
+    }
+
+    /// Runs some (allocator, replicate) pairs: a shard's share of the scenario (see ``ShardPlan``).
+    ///
+    /// A run's results depend only on its allocator and replicate, so a pair gives the same
+    /// numbers here as in ``run(jobs:progress:)``.
+    ///
+    /// - Parameters:
+    ///   - tasks: (allocator index, replicate) pairs.
+    ///   - jobs: Worker threads (≥ 1).
+    ///   - progress: Called from worker threads as virtual time advances.
+    /// - Returns: One run per pair, in the order of `tasks`.
+    public func run(tasks: [(allocator: Int, replicate: Int)], jobs: Int = 1, progress: (@Sendable (Progress) -> Void)? = nil) -> [Run] {
         let results = ResultSlots<Run>(count: tasks.count)
         let tracker = ProgressTracker(tasks: tasks.count, horizon: scenario.horizon, report: progress)
         let profile = self.profile

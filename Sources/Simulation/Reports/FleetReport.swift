@@ -93,9 +93,17 @@ public enum FleetReport {
     /// Per allocator and metric, the mean with its 95 % interval and the paired difference from
     /// the baseline with its own interval.
     public static func comparison(_ results: [FleetSimulation.Result]) -> CSVTable {
+        comparison(results.map { result in
+            (result.scenario.name, result.runs.map { ComparisonTable.Observation(allocator: $0.allocator, replicate: $0.replicate, values: comparisonValues($0.metrics)) })
+        })
+    }
+
+    /// `comparison.csv` from each scenario's observations, in the order given; `aviary merge`
+    /// builds it from the values the shards recorded, without the runs themselves.
+    static func comparison(_ scenarios: [(name: String, observations: [ComparisonTable.Observation])]) -> CSVTable {
         var table = CSVTable(columns: ["scenario"] + ComparisonTable.columns)
-        for result in results {
-            for row in comparison(result.scenario, result.runs).rows {
+        for scenario in scenarios {
+            for row in ComparisonTable.make(scenario: scenario.name, metrics: comparisonMetrics, observations: scenario.observations).rows {
                 table.appendRaw(row)
             }
         }
@@ -105,14 +113,18 @@ public enum FleetReport {
     /// `comparison.csv` for one scenario.
     public static func comparison(_ scenario: Scenario, _ runs: [FleetSimulation.Run]) -> CSVTable {
         ComparisonTable.make(scenario: scenario.name, metrics: comparisonMetrics, observations: runs.map { run in
-            let m = run.metrics
-            let views = Double(m.totalViews)
-            return .init(allocator: run.allocator, replicate: run.replicate, values: [
-                views == 0 ? .nan : Double(m.conversions) / views, m.expectedRegret, m.realizedRegret,
-                views == 0 ? .nan : Double(m.bestViews) / views, Double(m.defaultViews),
-                Double(m.eventsDropped), Double(m.eventsPending), m.queueLatencySeconds(percentile: 50), m.queueLatencySeconds(percentile: 95),
-            ])
+            .init(allocator: run.allocator, replicate: run.replicate, values: comparisonValues(run.metrics))
         })
+    }
+
+    /// One replicate's values of ``comparisonMetrics``, unrounded.
+    static func comparisonValues(_ m: FleetMetrics) -> [Double] {
+        let views = Double(m.totalViews)
+        return [
+            views == 0 ? .nan : Double(m.conversions) / views, m.expectedRegret, m.realizedRegret,
+            views == 0 ? .nan : Double(m.bestViews) / views, Double(m.defaultViews),
+            Double(m.eventsDropped), Double(m.eventsPending), m.queueLatencySeconds(percentile: 50), m.queueLatencySeconds(percentile: 95),
+        ]
     }
 
     /// Writes `summary.csv`, `timeseries.csv` and `comparison.csv` to `folder`, creating it, and

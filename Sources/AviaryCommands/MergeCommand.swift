@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import Simulation
+
+/// `aviary merge DIR…`: the reports of one run from the folders of its shards.
+struct MergeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Merge the shards of aviary run --shard K/N into the reports of one run.",
+        discussion: """
+        Checks that the folders hold every shard of one run exactly once (same scenario, seed and \
+        build of aviary), then writes summary.csv, timeseries.csv, comparison.csv, latency.csv and \
+        faults.csv, byte-identical to a single-process run apart from the wall-clock columns \
+        assignments_per_second and wall_seconds, and draws report.html from them.
+        """
+    )
+
+    @Argument(help: "The shards' output folders, e.g. aviary-out/NAME/shard-*-of-4.")
+    var directories: [String]
+
+    @Option(name: .shortAndLong, help: "Output folder (default: aviary-out/<scenario name>).")
+    var output: String?
+
+    func run() throws {
+        let shards: ShardSet
+        let files: [URL]
+        let manifest: ShardManifest
+        let folder: URL
+        do {
+            shards = try ShardSet(folders: directories.map { URL(fileURLWithPath: $0, isDirectory: true) })
+            manifest = shards.manifest
+            folder = URL(fileURLWithPath: output ?? "aviary-out/\(manifest.scenario)", isDirectory: true)
+            files = try shards.write(to: folder)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        if manifest.build != BuildIdentity.current {
+            // The merge only reorders rows and computes comparison.csv's intervals, which a
+            // different build computes the same way unless Statistics.swift changed.
+            FileHandle.standardError.write(Data("Note: the shards ran on build \(manifest.build) and this merge on build \(BuildIdentity.current); the rows are the shards', the intervals of comparison.csv this build's\n".utf8))
+        }
+        let cells = shards.shards.map(\.manifest.cells.count).reduce(0, +)
+        print("\(manifest.scenario): merged \(manifest.shards) shard(s), \(cells) cells, seed \(manifest.seed)")
+        var table = TextTable(["shard", "cells", "expected cost", "wall s", "peak memory MB", "folder"])
+        let totalCost = shards.shards.flatMap(\.manifest.cells).map(\.expectedCost).reduce(0, +)
+        for (folder, shard) in shards.shards {
+            let cost = shard.cells.map(\.expectedCost).reduce(0, +) / max(totalCost, 1)
+            table.append([
+                shard.shardText, String(shard.cells.count), fixed(cost * 100, 1) + " %", shard.wallSeconds.map { fixed($0, 1) } ?? "",
+                shard.peakMemoryBytes.map { fixed(Double($0) / 1_048_576, 1) } ?? "", folder.path,
+            ])
+        }
+        print(table.rendered)
+        for file in files { print("Wrote \(file.path)") }
+        try writeHTMLReport(in: folder, commandLine: commandLine(singleRunArguments(manifest.arguments)), scenarioText: shards.scenarioText)
+    }
+}
+
+/// A shard's arguments without `--shard` and `-o`: the command that gives the same reports in
+/// one process, which the merged report shows as its command.
+func singleRunArguments(_ arguments: [String]) -> [String] {
+    var kept: [String] = []
+    var skipNext = false
+    for argument in arguments {
+        if skipNext {
+            skipNext = false
+        } else if ["--shard", "-o", "--output"].contains(argument) {
+            skipNext = true
+        } else if !argument.hasPrefix("--shard="), !argument.hasPrefix("--output=") {
+            kept.append(argument)
+        }
+    }
+    return kept
+}
