@@ -63,7 +63,7 @@ struct ServeCommand: AsyncParsableCommand {
         let stats = service.stats()
         try await ExperimentHTTPServer(service: service).run(host: host, port: port, handleSignals: true) { port in
             if let portFile { try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
-            var line = "aviary serve: \(scenario.name) on http://\(host):\(port) (\(configuration.experiments.count) experiments, allocator \(configuration.allocator))"
+            var line = "aviary serve: \(scenario.name) on http://\(host):\(port) (\(configuration.experiments.count) experiment(s), allocator \(configuration.allocator))"
             if let directory = configuration.dataDirectory {
                 line += ", log \(directory)/events.log: \(stats.eventsAccepted) events and \(stats.decisions) decisions replayed"
             }
