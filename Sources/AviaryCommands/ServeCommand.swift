@@ -4,6 +4,7 @@ import ClientEngine
 import Foundation
 import Simulation
 #if Live
+import LiveDevices
 import LiveServer
 #endif
 
@@ -76,29 +77,18 @@ struct ServeCommand: AsyncParsableCommand {
 
     #if Live
     func serverConfiguration(_ scenario: Scenario) throws -> ServerConfiguration {
-        var spec = scenario.allocators[0].spec
+        var configuration = LiveLoadTest.serverConfiguration(scenario)
         if let allocator {
             do {
-                spec = try AllocatorSpec(parsing: allocator)
+                configuration.allocator = try AllocatorSpec(parsing: allocator)
             } catch {
                 throw CommandFailure("--allocator: \(error)")
             }
         }
-        let experiments = scenario.experiments.map { experiment in
-            ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
-        }
-        let cadence: ServerConfiguration.Cadence = switch scenario.server.update {
-        case .immediate: .immediate(minimumInterval: 1)
-        case .every(let seconds): .every(seconds: seconds)
-        case .everyEvents(let count): .everyEvents(count)
-        }
-        let capacity = scenario.server.capacity.map {
-            ServerConfiguration.Capacity(eventsPerSecond: $0.eventsPerSecond, maxConcurrent: $0.maxConcurrent, maxBacklog: $0.maxBacklog, rejectStatus: $0.rejectStatus, retryAfter: $0.retryAfter)
-        }
-        return ServerConfiguration(
-            experiments: experiments, allocator: spec, seed: scenario.seed, cadence: cadence, capacity: capacity,
-            dataTTL: scenario.client.dataTTL, maxBodyBytes: maxBody, dataDirectory: dataDirectory, syncWrites: fsync
-        )
+        configuration.maxBodyBytes = maxBody
+        configuration.dataDirectory = dataDirectory
+        configuration.syncWrites = fsync
+        return configuration
     }
     #endif
 }

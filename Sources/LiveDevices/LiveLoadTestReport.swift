@@ -73,23 +73,7 @@ public enum LiveLoadTestReport {
         }
     }
 
-    struct StepRate {
-        var offered: Double
-        var accepted: Double
-        var rejected: Int
-    }
-
-    static func stepRates(_ samples: [LiveMetrics.Sample]) -> [StepRate] {
-        var previous: LiveMetrics.Sample?
-        return samples.map { sample in
-            let span = sample.time - (previous?.time ?? 0)
-            defer { previous = sample }
-            guard span > 0 else { return StepRate(offered: 0, accepted: 0, rejected: 0) }
-            return StepRate(
-                offered: Double(sample.offeredEvents - (previous?.offeredEvents ?? 0)) / span,
-                accepted: Double(sample.acceptedEvents - (previous?.acceptedEvents ?? 0)) / span,
-                rejected: sample.rejectedRequests - (previous?.rejectedRequests ?? 0)
-            )
-        }
+    static func stepRates(_ samples: [LiveMetrics.Sample]) -> [LoadTestReport.StepRate] {
+        LoadTestReport.stepRates(samples.map { (time: $0.time, offered: $0.offeredEvents, accepted: $0.acceptedEvents, rejected: $0.rejectedRequests) })
     }
 }

@@ -87,15 +87,20 @@ public enum LoadTestReport {
 
     /// Per sample, the rates over the step that ends there.
     package static func stepRates(_ samples: [FleetMetrics.Sample]) -> [StepRate] {
-        var previous: FleetMetrics.Sample?
+        stepRates(samples.map { (time: $0.time, offered: $0.offeredEvents, accepted: $0.acceptedEvents, rejected: $0.rejectedRequests) })
+    }
+
+    /// ``stepRates(_:)`` for any series of cumulative counts (a live run's, say).
+    package static func stepRates(_ samples: [(time: Double, offered: Int, accepted: Int, rejected: Int)]) -> [StepRate] {
+        var previous: (time: Double, offered: Int, accepted: Int, rejected: Int)?
         return samples.map { sample in
             let span = sample.time - (previous?.time ?? 0)
             defer { previous = sample }
             guard span > 0 else { return StepRate(offered: 0, accepted: 0, rejected: 0) }
             return StepRate(
-                offered: Double(sample.offeredEvents - (previous?.offeredEvents ?? 0)) / span,
-                accepted: Double(sample.acceptedEvents - (previous?.acceptedEvents ?? 0)) / span,
-                rejected: sample.rejectedRequests - (previous?.rejectedRequests ?? 0)
+                offered: Double(sample.offered - (previous?.offered ?? 0)) / span,
+                accepted: Double(sample.accepted - (previous?.accepted ?? 0)) / span,
+                rejected: sample.rejected - (previous?.rejected ?? 0)
             )
         }
     }
