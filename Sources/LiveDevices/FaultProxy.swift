@@ -171,7 +171,7 @@ public final class FaultProxy: Sendable {
                     outbound.pipeline.addHandler(Relay(link: self.link, faults: faults, peer: inbound))
                 }
                 .connect(host: upstreamHost, port: upstreamPort)
-                .map { outbound in toServer.peer = outbound }
+                .map { outbound in toServer.connected(to: outbound) }
                 .flatMapError { _ in inbound.close() }
         }
     }
@@ -211,25 +211,23 @@ private final class Relay: ChannelInboundHandler, @unchecked Sendable {
             return
         }
         guard let peer else {
-            // Connected upstream yet? Hold the bytes until then.
+            // Not connected upstream yet: hold the bytes until ``connected(to:)``.
             pending.append(chunk)
-            context.eventLoop.scheduleTask(in: .milliseconds(1)) { self.flushPending(context) }
             return
         }
-        forward(chunk, to: peer, on: context.eventLoop)
+        forward(chunk, to: peer)
     }
 
-    private func flushPending(_ context: ChannelHandlerContext) {
-        guard let peer else {
-            if context.channel.isActive { context.eventLoop.scheduleTask(in: .milliseconds(1)) { self.flushPending(context) } }
-            return
-        }
+    /// The upstream connection is up: forward what arrived before it.
+    func connected(to peer: any Channel) {
+        self.peer = peer
         let chunks = pending
         pending = []
-        for chunk in chunks { forward(chunk, to: peer, on: context.eventLoop) }
+        for chunk in chunks { forward(chunk, to: peer) }
     }
 
-    private func forward(_ chunk: ByteBuffer, to peer: any Channel, on loop: any EventLoop) {
+    private func forward(_ chunk: ByteBuffer, to peer: any Channel) {
+        let loop = peer.eventLoop
         guard let delay = link.delay?(), delay > 0 else {
             if releaseAt <= .now() {
                 peer.writeAndFlush(chunk, promise: nil)
