@@ -60,16 +60,20 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure(error.description)
         }
-        let host = self.host, portFile = self.portFile
         let stats = service.stats()
-        try await ExperimentHTTPServer(service: service).run(host: host, port: port, handleSignals: true) { port in
-            if let portFile { try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
-            var line = "aviary serve: \(scenario.name) on http://\(host):\(port) (\(configuration.experiments.count) experiment(s), allocator \(configuration.allocator))"
-            if let directory = configuration.dataDirectory {
-                line += ", log \(directory)/events.log: \(stats.eventsAccepted) events and \(stats.decisions) decisions replayed"
-            }
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+        let running: ExperimentHTTPServer.Running
+        do {
+            running = try await ExperimentHTTPServer(service: service).start(host: host, port: port, stopOnSignals: true)
+        } catch {
+            throw CommandFailure(error.description)
         }
+        if let portFile { try? "\(running.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
+        var line = "aviary serve: \(scenario.name) on http://\(host):\(running.port) (\(configuration.experiments.count) experiment(s), allocator \(configuration.allocator))"
+        if let directory = configuration.dataDirectory {
+            line += ", log \(directory)/events.log: \(stats.eventsAccepted) events and \(stats.decisions) decisions replayed"
+        }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+        await running.wait()
         #else
         throw CommandFailure(liveModeMissing)
         #endif

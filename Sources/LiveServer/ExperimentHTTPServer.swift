@@ -19,25 +19,7 @@ public struct ExperimentHTTPServer: Sendable {
         self.service = service
     }
 
-    /// Serves on `host`:`port` (0 picks a free port) until the task is cancelled or, with
-    /// `handleSignals`, until SIGINT or SIGTERM.
-    ///
-    /// - Parameter onRunning: Called with the bound port once the server accepts connections.
-    public func run(host: String = "127.0.0.1", port: Int, handleSignals: Bool = false, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let app = Application(
-            router: router(),
-            configuration: .init(address: .hostname(host, port: port), serverName: "aviary", backlog: 4096),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
-            logger: Self.logger
-        )
-        if handleSignals {
-            try await app.runService()
-        } else {
-            try await app.run()
-        }
-    }
-
-    /// A server started by ``start(host:port:)``.
+    /// A server started by ``start(host:port:stopOnSignals:)``.
     ///
     /// `Sendable`: immutable references to `Sendable` values.
     public final class Running: Sendable {
@@ -58,12 +40,18 @@ public struct ExperimentHTTPServer: Sendable {
             await group.triggerGracefulShutdown()
             _ = try? await task.value
         }
+
+        /// Returns when the server has stopped (after ``stop()``, or a signal it stops on).
+        public func wait() async {
+            _ = try? await task.value
+        }
     }
 
     /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens.
     ///
+    /// - Parameter stopOnSignals: Stop gracefully on SIGINT and SIGTERM (a command's server).
     /// - Throws: ``ServeError`` if it cannot listen.
-    public func start(host: String = "127.0.0.1", port: Int = 0) async throws(ServeError) -> Running {
+    public func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router(),
@@ -71,7 +59,7 @@ public struct ExperimentHTTPServer: Sendable {
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) },
             logger: Self.logger
         )
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Self.logger))
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: stopOnSignals ? [.sigterm, .sigint] : [], logger: Self.logger))
         let task = Task {
             defer { continuation.finish() }
             try await group.run()
