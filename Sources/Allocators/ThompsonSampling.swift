@@ -86,19 +86,24 @@ public struct ThompsonSampling: Allocator {
     public mutating func choose() -> Int {
         let random = self.random
         return alpha.withUnsafeBufferPointer { alpha in
-            beta.withUnsafeBufferPointer { beta in
-                var best = 0
-                var bestDraw = -1.0
-                for index in 0..<alpha.count {
-                    let draw = random.beta(alpha[index], beta[index])
-                    if draw > bestDraw {
-                        best = index
-                        bestDraw = draw
-                    }
-                }
-                return best
+            beta.withUnsafeBufferPointer { beta in Self.bestOfOneDraw(alpha: alpha, beta: beta, random: random) }
+        }
+    }
+
+    /// Draws once from each variant's posterior, in index order, and returns the variant with
+    /// the highest draw.
+    @inline(__always)
+    private static func bestOfOneDraw(alpha: UnsafeBufferPointer<Double>, beta: UnsafeBufferPointer<Double>, random: GSLRandom) -> Int {
+        var best = 0
+        var bestDraw = -1.0
+        for index in 0..<alpha.count {
+            let draw = random.beta(alpha[index], beta[index])
+            if draw > bestDraw {
+                best = index
+                bestDraw = draw
             }
         }
+        return best
     }
 
     public mutating func record(_ feedback: Feedback) {
@@ -158,17 +163,12 @@ public struct ThompsonSampling: Allocator {
     /// The share of `draws` joint posterior draws in which each variant's draw is highest.
     private static func monteCarloProbabilityBest(alpha: [Double], beta: [Double], draws: Int, random: GSLRandom) -> [Double] {
         var wins = Array(repeating: 0, count: alpha.count)
-        for _ in 0..<draws {
-            var best = 0
-            var bestDraw = -1.0
-            for index in 0..<alpha.count {
-                let draw = random.beta(alpha[index], beta[index])
-                if draw > bestDraw {
-                    best = index
-                    bestDraw = draw
+        alpha.withUnsafeBufferPointer { alpha in
+            beta.withUnsafeBufferPointer { beta in
+                for _ in 0..<draws {
+                    wins[bestOfOneDraw(alpha: alpha, beta: beta, random: random)] += 1
                 }
             }
-            wins[best] += 1
         }
         return wins.map { Double($0) / Double(draws) }
     }
