@@ -74,7 +74,6 @@ final class LiveFleet {
     private var metrics = LiveMetrics()
     private let scenarioClock: ScenarioClock
     private var nextSample: Double
-    private let sessionMean: Double
     private let progress: (@Sendable (Double, Int) -> Void)?
     private var onlineCount = 0
     /// Requests waiting for a connection, oldest first, and how many are on the wire. The fleet
@@ -94,7 +93,6 @@ final class LiveFleet {
         self.transports = transports
         self.server = server
         self.profile = FleetSimulation(scenario: scenario).profile
-        self.sessionMean = 86_400 / scenario.population.sessionsPerDay
         self.nextSample = min(scenario.timestep, scenario.horizon)
         self.progress = progress
         let seed = StreamSeed(scenario.seed).derive("live")
@@ -117,7 +115,7 @@ final class LiveFleet {
             }
             if device.online { onlineCount += 1 }
             let join = scenario.population.ramp * Double(index) / Double(scenario.population.devices)
-            let first = join + (scenario.population.poisson ? device.sessions.nextExponential(mean: sessionMean) : device.sessions.nextUniform() * sessionMean)
+            let first = join + scenario.population.firstSession(using: &device.sessions)
             timers.schedule(.session, device: index, at: first)
             devices.append(device)
         }
@@ -204,7 +202,7 @@ final class LiveFleet {
     }
 
     private func session(_ d: Int, at now: Double) {
-        let next = scenario.population.poisson ? now + devices[d].sessions.nextExponential(mean: sessionMean) : now + sessionMean
+        let next = scenario.population.nextSession(after: now, using: &devices[d].sessions)
         let crashes = devices[d].sessions.nextUniform() < scenario.population.crashProbability
         timers.schedule(.session, device: d, at: next)
         devices[d].foregroundUntil = now + scenario.population.sessionLength
@@ -245,8 +243,7 @@ final class LiveFleet {
             case .send(let request):
                 send(request, from: d, at: now)
             case .wake(let at):
-                let mayRun = at <= devices[d].foregroundUntil
-                    || (scenario.client.backgroundSync && (devices[d].engine.queueDepth > 0 || at <= now))
+                let mayRun = scenario.client.mayRun(wakeAt: at, now: now, foregroundUntil: devices[d].foregroundUntil, queueDepth: devices[d].engine.queueDepth)
                 if mayRun, at < devices[d].wakeAt {
                     devices[d].wakeAt = at
                     timers.schedule(.wake, device: d, at: at)

@@ -35,7 +35,6 @@ struct FleetReplicate<A: Allocator> {
     let variantCounts: [Int]
     let conversionDelay: Distribution
     let isMyna: Bool
-    let sessionMean: Double
     /// The ingestion capacity model: when the server's backlog clears, and the completion times
     /// of the requests it holds (first in, first out, so they are in increasing order).
     var serverFreeAt = 0.0
@@ -145,7 +144,6 @@ struct FleetReplicate<A: Allocator> {
         self.variantCounts = scenario.experiments.map(\.rates.count)
         self.conversionDelay = scenario.population.conversionDelay
         self.isMyna = scenario.client.style == .myna
-        self.sessionMean = 86_400 / scenario.population.sessionsPerDay
     }
 
     // MARK: - Running
@@ -187,7 +185,7 @@ struct FleetReplicate<A: Allocator> {
                 device.decided = Array(repeating: -1, count: experimentCount)
             }
             let join = population.ramp * Double(index) / Double(population.devices)
-            let first = join + firstSession(&device.sessions)
+            let first = join + population.firstSession(using: &device.sessions)
             devices.append(device)
             schedule(Occurrence(kind: .session, device: Int32(index), detail: 0), at: first)
         }
@@ -268,31 +266,10 @@ struct FleetReplicate<A: Allocator> {
 
     // MARK: - Sessions
 
-    mutating func firstSession(_ stream: inout SplitMix64) -> Double {
-        scenario.population.poisson ? nextArrival(after: 0, &stream) : stream.nextUniform() * sessionMean
-    }
-
-    /// The next session time: a (possibly time-varying) Poisson process, or a fixed interval.
-    mutating func nextArrival(after t: Double, _ stream: inout SplitMix64) -> Double {
-        guard scenario.population.poisson else { return t + sessionMean }
-        guard let profile = scenario.population.dailyProfile else {
-            return t + stream.nextExponential(mean: sessionMean)
-        }
-        // Thinning (Lewis–Shedler): candidates at the peak rate, kept in proportion to the hour's weight.
-        let peak = profile.max()!
-        let mean = profile.reduce(0, +) / 24
-        var time = t
-        while true {
-            time += stream.nextExponential(mean: sessionMean * mean / peak)
-            let hour = Int((time.truncatingRemainder(dividingBy: 86_400)) / 3600) % 24
-            if stream.nextUniform() * peak < profile[hour] { return time }
-        }
-    }
-
     mutating func session(_ d: Int, at now: Double) {
         advanceConnectivity(d, to: now)
         var sessions = devices[d].sessions
-        let next = nextArrival(after: now, &sessions)
+        let next = scenario.population.nextSession(after: now, using: &sessions)
         let crashes = sessions.nextUniform() < scenario.population.crashProbability
         devices[d].sessions = sessions
         schedule(Occurrence(kind: .session, device: Int32(d), detail: 0), at: next)
@@ -461,8 +438,7 @@ struct FleetReplicate<A: Allocator> {
             case .send(let request):
                 send(request, from: d, at: now)
             case .wake(let at):
-                let mayRun = at <= devices[d].foregroundUntil
-                    || (scenario.client.backgroundSync && (devices[d].engine.queueDepth > 0 || at <= now))
+                let mayRun = scenario.client.mayRun(wakeAt: at, now: now, foregroundUntil: devices[d].foregroundUntil, queueDepth: devices[d].engine.queueDepth)
                 // A response due by then runs the engine anyway and, in the foreground, gets this
                 // wake asked for again if it is still wanted; scheduling it now would only add a
                 // wake for a timeout the response makes moot. (The device then learns of the
