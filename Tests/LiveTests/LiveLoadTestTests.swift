@@ -94,5 +94,13 @@ struct LiveLoadTestTests {
         #expect(m.isBalanced)
         // The namespace and its rules are gone afterwards.
         #expect(!FileManager.default.fileExists(atPath: "/var/run/netns/aviary-\(getpid() % 10_000)"))
+        let routes = Process()
+        routes.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        routes.arguments = ["route", "show"]
+        let output = Pipe()
+        routes.standardOutput = output
+        try routes.run()
+        routes.waitUntilExit()
+        #expect(!String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("10.213."))
     }
 }
