@@ -64,6 +64,7 @@ enum ConductricsStyle: DeviceStyle {
         if fleet.shared.expiresSessions {
             for agent in fleet.shared.agents {
                 _ = try! fleet.devices[d].client.decisions.expireSession(agent: agent, at: now)
+                fleet.metrics.styleCounters["session_expiries", default: 0] += 1
             }
         }
         return .now
@@ -73,6 +74,7 @@ enum ConductricsStyle: DeviceStyle {
         let e = view.experiment
         let ticket = try! fleet.devices[view.device].client.decisions.decision(agent: fleet.shared.agents[e], choices: fleet.shared.choices[e], at: now)
         if let outcome = ticket.immediate {
+            fleet.metrics.styleCounters["decisions_from_cache", default: 0] += 1
             return (variant(of: outcome, experiment: e, in: fleet), outcome.source == .fallback)
         }
         fleet.devices[view.device].client.waiting.append((ticket.id, view))
@@ -170,6 +172,7 @@ enum ConductricsStyle: DeviceStyle {
     }
 
     static func finish<A>(_ fleet: borrowing FleetReplicate<A, Self>, into metrics: inout FleetMetrics) {
+        for counter in Scenario.ClientStyle.conductrics.counters { metrics.styleCounters[counter, default: 0] += 0 }
         metrics.eventsCreated = metrics.conductricsRequests
         metrics.eventsAcked = metrics.conductricsRequests - metrics.conductricsLost
         metrics.eventsDropped = metrics.conductricsLost

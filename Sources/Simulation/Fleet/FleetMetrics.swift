@@ -61,6 +61,8 @@ public struct FleetMetrics: Sendable {
     public internal(set) var eventsPending = 0
     public internal(set) var eventsDropped = 0
     public internal(set) var duplicatesIgnored = 0
+    /// The device style's own counters, by column name (see ``Scenario/ClientStyle/counters``).
+    public internal(set) var styleCounters: [String: Int] = [:]
     /// The time series, one entry per sample.
     public internal(set) var samples: [Sample] = []
 

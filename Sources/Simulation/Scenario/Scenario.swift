@@ -86,11 +86,19 @@ public struct Scenario: Sendable {
     }
 
     /// How devices talk to the experiment server.
-    public enum ClientStyle: String, Sendable {
+    public enum ClientStyle: String, Sendable, CaseIterable {
         /// Devices cache the policy snapshot and assign locally; events are queued and synced.
         case myna
         /// Devices ask the server for each decision; on failure or timeout they show the first choice.
         case conductrics
+
+        /// The style's own columns in `summary.csv`, after the common ones.
+        public var counters: [String] {
+            switch self {
+            case .myna: []
+            case .conductrics: ["decisions_from_cache", "session_expiries"]
+            }
+        }
     }
 
     /// The client engine's settings.
