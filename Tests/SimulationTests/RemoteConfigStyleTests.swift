@@ -61,6 +61,23 @@ struct RemoteConfigStyleTests {
         #expect(m.eventsCreated == 0)
     }
 
+    @Test func aWronglyTypedValueSpoilsOnlyItsOwnExperiment() throws {
+        let m = try Self.run([
+            "client": Self.style + "\n  remote_config: {incorrect_values: 1}",
+            "experiments": """
+            experiments:
+              - id: button
+                variants: [{id: control, rate: 0.05}, {id: green, rate: 0.10}]
+              - id: banner
+                variants: [{id: control, rate: 0.05}, {id: wide, rate: 0.06}, {id: tall, rate: 0.07}]
+            """,
+        ])
+        // Each download carries one value of the wrong type; the other experiment is served.
+        #expect(Self.counter("incorrect_values", m) == m.sessions)
+        #expect(m.defaultViews == m.sessions)
+        #expect(m.totalViews == 2 * m.sessions)
+    }
+
     @Test func aDeviceWithNoConfigurationEverSeesDefaults() throws {
         let m = try Self.run(["network": "network:\n  outages:\n    - {start: 0s, end: 3d, mode: timeout}"])
         #expect(Self.counter("default_config_sessions", m) == m.sessions)

@@ -54,9 +54,9 @@ enum RemoteConfigStyle: DeviceStyle {
         var sendDeadline = Double.infinity
         var sendRetryAt = -Double.infinity
         var sendFailures: UInt8 = 0
-        /// The session's variant per experiment, and which of them the server assigned.
-        var shown: [Int8]
-        var assigned: UInt64 = 0
+        /// The session's variant per experiment, with ``assignedBit`` set where the server
+        /// assigned it.
+        var shown: [UInt8]
         /// The server's bucket for this device in each experiment, in [0, 1); kept with the
         /// device for locality.
         var buckets: [Double]
@@ -80,6 +80,9 @@ enum RemoteConfigStyle: DeviceStyle {
         var keys: [any RemoteKey]
         var settings: Scenario.RemoteConfig
     }
+
+    /// Marks a variant in ``Client/shown`` as the server's (variants are below 64).
+    static let assignedBit: UInt8 = 0x80
 
     /// The section of the configuration that holds the experiments.
     static let section = "Experiments"
@@ -114,8 +117,8 @@ enum RemoteConfigStyle: DeviceStyle {
     static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)? {
         let d = view.device, e = view.experiment
         if e == 0 { resolveSession(d, in: &fleet, at: now) }
-        let assigned = fleet.devices[d].client.assigned & (1 << UInt64(e)) != 0
-        let variant = Int(fleet.devices[d].client.shown[e])
+        let shown = fleet.devices[d].client.shown[e]
+        let assigned = shown & assignedBit != 0, variant = Int(shown & ~assignedBit)
         if assigned { enqueue(.view, experiment: e, variant: variant, for: d, in: &fleet, at: now) }
         let overridden = fleet.devices[d].client.values.debugValue(for: fleet.shared.keys[e]) != nil
         return (variant, !assigned && !overridden)
@@ -138,25 +141,24 @@ enum RemoteConfigStyle: DeviceStyle {
             default: break
             }
         }
-        var assigned: UInt64 = 0
         for (e, key) in keys.enumerated() {
             // Resolution gives every key a value of its type.
             let value = resolution.value(for: key, as: VariantValue.self)!
+            var assigned: UInt8 = 0
             switch resolution.sources[key.name] {
-            case .remote?: assigned |= 1 << UInt64(e)
+            case .remote?: assigned = assignedBit
             case .debug?: fleet.metrics.styleCounters["debug_values", default: 0] += 1
             default: break
             }
             // The server serves only its experiment's variants; a value it could not have sent
             // shows the control.
             let index = value.variant.index < fleet.variantCounts[e] ? value.variant.index : 0
-            fleet.devices[d].client.shown[e] = Int8(index)
+            fleet.devices[d].client.shown[e] = UInt8(index) | assigned
         }
-        fleet.devices[d].client.assigned = assigned
     }
 
     static func convert<A>(_ d: Int, experiment e: Int, variant: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        guard fleet.devices[d].client.assigned & (1 << UInt64(e)) != 0 else { return }
+        guard fleet.devices[d].client.shown[e] & assignedBit != 0 else { return }
         enqueue(.conversion, experiment: e, variant: variant, for: d, in: &fleet, at: now)
         fleet.metrics.conversionsRecorded += 1
     }
@@ -349,7 +351,7 @@ enum RemoteConfigStyle: DeviceStyle {
 
     static func newRequest<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>) -> Int32 {
         let request = fleet.devices[d].client.nextRequest
-        fleet.devices[d].client.nextRequest = request &+ 1 & Int32.max
+        fleet.devices[d].client.nextRequest = (request &+ 1) & Int32.max
         fleet.metrics.requests += 1
         return request
     }
