@@ -91,12 +91,16 @@ public struct Scenario: Sendable {
         case myna
         /// Devices ask the server for each decision; on failure or timeout they show the first choice.
         case conductrics
+        /// Devices download a configuration in ActiveConfig's exchange format and read each
+        /// experiment as a typed remote value; views and conversions are queued and sent as events.
+        case remoteConfig = "remote_config"
 
         /// The style's own columns in `summary.csv`, after the common ones.
         public var counters: [String] {
             switch self {
             case .myna: []
             case .conductrics: ["decisions_from_cache", "session_expiries"]
+            case .remoteConfig: RemoteConfig.counters
             }
         }
     }
@@ -125,6 +129,8 @@ public struct Scenario: Sendable {
         public var decisionCache = false
         /// Conductrics style: what a session is to the decision service.
         public var decisionSessions = DecisionSessions.device
+        /// Remote-configuration style: what the server gets wrong and what devices override.
+        public var remoteConfig = RemoteConfig()
     }
 
     /// What a session is to a Conductrics-style decision service.

@@ -1,0 +1,108 @@
+import ClientEngine
+import ClientFeatures
+
+/// The Experiments framework's keeper over MSActiveConfig: remote values are read from one
+/// section of the configuration that ``ActiveConfig`` holds, and a fetch applies what the
+/// network brought.
+///
+/// The download itself crosses the simulated network outside the keeper (``ActiveConfig`` never
+/// downloads on its own); its result waits in ``arrived`` until ``fetch(at:)`` takes it, as a
+/// Firebase keeper's fetch completes by activating what it fetched. A payload ``ActiveConfig``
+/// rejects fails the fetch and the last good configuration stays in use.
+struct ActiveConfigKeeper: RemoteConfigKeeper {
+    /// What a download brought.
+    enum Download {
+        case payload(JSONValue)
+        case failure(String)
+    }
+
+    /// The configuration, persisted in its store across app launches.
+    var config: ActiveConfig<InMemoryConfigStore>
+    /// The section holding one setting per experiment.
+    let section: String
+    /// The result of the download that completed, taken by the next ``fetch(at:)``.
+    var arrived: Download?
+
+    init(section: String) {
+        self.config = ActiveConfig(initialSharedConfiguration: nil)
+        self.section = section
+    }
+
+    /// Applies the downloaded payload with ``ActiveConfig``.
+    mutating func fetch(at now: Double) -> RemoteFetchStatus {
+        defer { arrived = nil }
+        switch arrived {
+        case nil: return .failure(reason: "nothing was downloaded")
+        case .failure(let reason): return .failure(reason: reason)
+        case .payload(let payload):
+            if let error = config.apply(payload: payload, forUser: nil, at: now).error {
+                return .failure(reason: error.description)
+            }
+            return .success(fetchedAt: now)
+        }
+    }
+
+    /// The setting's value as the text a remote-config SDK hands out: a string as it is, any
+    /// other type written out, so that a value of the wrong type is an incorrect value, not a
+    /// missing one.
+    func rawValue(forKey key: String) -> String? {
+        switch config[section][key] {
+        case nil: nil
+        case .string(let text): text
+        case .number(let x): x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x)
+        case .bool(let flag): flag ? "true" : "false"
+        case let other?: String(describing: other)
+        }
+    }
+
+    /// The time the configuration in use was created on the server (its `meta.creation_time`),
+    /// or `nil` when the device has none.
+    var configCreatedAt: Double? {
+        config.current.map { $0.meta.creationTime ?? -.infinity }
+    }
+}
+
+/// An experiment's setting: the key is the experiment's id.
+struct ExperimentKey: RemoteKey {
+    let name: String
+    var valueType: any RemoteValue.Type { VariantValue.self }
+}
+
+/// An experiment's variant as a baseline string remote value: `v1` for the second variant,
+/// `v0_baseline` for the control group. The in-app default is the control group (`v0_baseline`).
+///
+/// Variants are named by index because the remote value's type is fixed when the app is built,
+/// while a scenario names its variants freely; a scenario has at most 64.
+struct VariantValue: BaselineStringRemoteValue {
+    struct Variant: StringInitializableRemoteValue {
+        let index: Int
+
+        static let allCases = (0..<Scenario.Limits.variants.upperBound).map(Variant.init(index:))
+
+        init(index: Int) {
+            self.index = index
+        }
+
+        /// `v` and a variant number without a sign or leading zero.
+        init?(name: String) {
+            guard name.hasPrefix("v"), let index = Int(name.dropFirst()), String(index) == name.dropFirst(),
+                  Scenario.Limits.variants.upperBound > index, index >= 0 else { return nil }
+            self.index = index
+        }
+
+        var name: String { "v\(index)" }
+    }
+
+    let baseline: Bool
+    let variant: Variant
+
+    init(baseline: Bool, variant: Variant) {
+        self.baseline = baseline
+        self.variant = variant
+    }
+
+    /// What the server sends for `variant`: the control group is the baseline.
+    init(serving variant: Int) {
+        self.init(baseline: variant == 0, variant: Variant(index: variant))
+    }
+}
