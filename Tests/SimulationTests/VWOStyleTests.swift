@@ -179,6 +179,11 @@ struct VWOStyleTests {
         #expect(FleetReport.summary(scenario, one).text(dropping: wallClockColumns) == FleetReport.summary(scenario, Tiny.run(scenario, jobs: 1)).text(dropping: wallClockColumns))
     }
 
+    @Test func theMemoryEstimateCountsTheCampaignClient() throws {
+        #expect(try Tiny.scenario().bytesPerReplicate == 200 * Double(Scenario.bytesPerDevice))
+        #expect(try vwoScenario().bytesPerReplicate == 300 * Double(Scenario.bytesPerDevice + Scenario.extraBytesPerVWODevice))
+    }
+
     @Test func theStyleAddsItsCountersToTheSummaryAndMynaScenariosKeepTheirColumns() throws {
         let myna = try Tiny.scenario(["population": "population:\n  devices: 30"])
         #expect(FleetReport.summary(myna, Tiny.run(myna)).columns == FleetReportTests.documentedSummaryColumns)
