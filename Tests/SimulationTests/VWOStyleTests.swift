@@ -119,6 +119,19 @@ struct VWOStyleTests {
         #expect(try staleViews(ttl: "1s", horizon: "1d8h1m", network: offline) < staleViews(ttl: "1s", horizon: "3d", network: offline))
     }
 
+    @Test func failedFetchesKeepTheLastGoodSettings() throws {
+        // Every device launches within its first 8 h; the server is down from 12 h to the end,
+        // across the pause on day 1, so devices go on with the running campaign they had.
+        let scenario = try vwoScenario(["network": "network:\n  latency: 100ms\n  outages: [{start: 12h, end: 3d}]"], campaigns: pauseOnDayOne)
+        var fleet = try replicate(scenario)
+        let metrics = fleet.run()
+        #expect(fleet.devices.indices.allSatisfy { fleet.devices[$0].client.campaigns.campaign(withID: 1)?.status == .running })
+        #expect(metrics.defaultViews == 0)
+        #expect(metrics.styleCounters["paused_views"] == 0)
+        // Every view after the pause (300 devices × 3 a day for 2 days) is under stale settings.
+        #expect(metrics.styleCounters["stale_status_views"]! > 1700)
+    }
+
     @Test func devicesEnrolOnlyOnceTheirAppVersionEntersTheSegment() throws {
         let scenario = try vwoScenario(
             ["population": "population:\n  devices: 300\n  sessions_per_day: 3\n  arrivals: fixed\n  app_upgrades: [{at: 1d, version: \"2.1\"}]"],
