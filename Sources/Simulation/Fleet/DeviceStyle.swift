@@ -66,6 +66,10 @@ protocol DeviceStyle {
     /// learns here of any change since it last ran.
     static func noticeLink<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double)
 
+    /// The bytes at the start of ``Client`` that a session reads, for prefetching; the whole
+    /// client by default.
+    static var hotClientBytes: Int { get }
+
     /// Events waiting on the device to be sent.
     static func queueDepth(_ client: borrowing Client) -> Int
 
@@ -99,5 +103,6 @@ extension DeviceStyle {
     static func crash<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {}
     static func appVersionChanged<A>(_ d: Int, to version: String, in fleet: inout FleetReplicate<A, Self>, at now: Double) {}
     static func queueDepth(_ client: borrowing Client) -> Int { 0 }
+    static var hotClientBytes: Int { MemoryLayout<Client>.size }
     static func noticeLink<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {}
 }

@@ -11,9 +11,10 @@ import Histogram
 
 extension FleetReplicate {
     /// How far into a device its events usually read: the kernel's fields, then the client's
-    /// hot fields (for Myna-style devices the engine's counters and strings follow at about 320
-    /// bytes). A test pins this against the layout.
-    static var hotPrefix: Int { 320 }
+    /// hot fields (``DeviceStyle/hotClientBytes``), worked out from the layout.
+    static var hotPrefix: Int {
+        (MemoryLayout<Device>.offset(of: \.client) ?? 0) + Style.hotClientBytes
+    }
 
     /// Asks the memory system for the part of a device's state its events touch first.
     @inline(__always)
@@ -22,7 +23,7 @@ extension FleetReplicate {
         // A device need not start on a cache line, so its lines are counted from the one holding
         // its first byte.
         let start = devices.address(d)
-        let end = start + min(MemoryLayout<Device>.stride, Self.hotPrefix)
+        let end = start + prefetchBytes
         var line = UnsafeRawPointer(bitPattern: UInt(bitPattern: start) & ~63)!
         while line < end {
             aviary_prefetch_for_write(line)

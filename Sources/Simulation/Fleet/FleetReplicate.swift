@@ -51,6 +51,9 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     var nextRateChange = -Double.infinity
     var lastRateChange = 0.0
 
+    /// The bytes of a device that `prefetch(device:)` asks for (``hotPrefix``, kept at hand).
+    let prefetchBytes = min(MemoryLayout<Device>.stride, Self.hotPrefix)
+
     /// Runs in time order even where windowed order is possible (to check they agree).
     var forcesTimeOrder = false
 

@@ -85,6 +85,11 @@ enum MynaStyle: DeviceStyle {
         }
     }
 
+    /// The engine declares what a view and a fetch touch first, up to its device id.
+    static var hotClientBytes: Int {
+        (MemoryLayout<Client>.offset(of: \.deviceID) ?? MemoryLayout<Client>.size) + MemoryLayout<UInt64>.size
+    }
+
     @inline(__always)
     static func queueDepth(_ client: borrowing Client) -> Int { client.queueDepth }
 
