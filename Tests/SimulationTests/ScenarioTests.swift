@@ -238,9 +238,9 @@ struct ScenarioErrorTests {
         let flag = try error(["client": "client:\n  background_sync: maybe"])
         #expect(flag.key == "client.background_sync")
         #expect(flag.problem.contains("expected true or false, found 'maybe'"))
-        let choice = try error(["client": "client:\n  style: vwo"])
+        let choice = try error(["client": "client:\n  style: optimizely"])
         #expect(choice.key == "client.style")
-        #expect(choice.problem.contains("is 'vwo'; expected one of conductrics, myna"))
+        #expect(choice.problem.contains("is 'optimizely'; expected one of conductrics, myna, remote_config, vwo"))
     }
 
     @Test(arguments: ["1.5", "-0.1"])

@@ -163,6 +163,7 @@ public struct FleetSimulation: Sendable {
         switch scenario.client.style {
         case .myna: runFleet(typed, style: MynaStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
         case .conductrics: runFleet(typed, style: ConductricsStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        case .vwo: runFleet(typed, style: VWOStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
         case .remoteConfig: runFleet(typed, style: RemoteConfigStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
         }
     }

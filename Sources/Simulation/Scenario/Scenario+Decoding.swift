@@ -116,7 +116,7 @@ extension Scenario {
 
     init(node root: Node, file: String?) throws(ScenarioError) {
         let r = ScenarioReader(file: file, node: root)
-        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep"])
+        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep", "campaigns"])
 
         name = try r.optional("name")?.text ?? "scenario"
         description = try r.optional("description")?.text ?? ""
@@ -152,6 +152,7 @@ extension Scenario {
         }
         network = try Self.network(r.optional("network"))
         server = try Self.server(r.optional("server"))
+        campaigns = try Self.campaigns(r.optional("campaigns"), experiments: experiments, horizon: horizon)
         try validateSchedule(file: file)
     }
 
@@ -301,8 +302,8 @@ extension Scenario {
     private static func client(_ r: ScenarioReader?, base: Client = defaultClient, extraKeys: [String] = []) throws(ScenarioError) -> Client {
         var client = base
         guard let r else { return client }
-        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions", "remote_config"])
-        if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics, "remote_config": .remoteConfig]) }
+        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions", "remote_config", "event_delivery"])
+        if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics, "vwo": .vwo, "remote_config": .remoteConfig]) }
         if let x = r.optional("batch_size") { client.batchSize = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
         if let b = r.optional("backoff") {
@@ -329,6 +330,7 @@ extension Scenario {
         if let x = r.optional("persist_every") { client.persistEvery = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("decision_cache") { client.decisionCache = try x.boolean() }
         if let x = r.optional("decision_sessions") { client.decisionSessions = try x.choice(["device": .device, "app_session": .appSession]) }
+        if let x = r.optional("event_delivery") { client.eventDelivery = try x.choice(["fire-and-forget": .fireAndForget, "queue": .queue]) }
         if let x = r.optional("remote_config") { client.remoteConfig = try RemoteConfig(x) }
         return client
     }

@@ -17,6 +17,11 @@ extension Scenario {
     /// with one experiment and 144 MB with ten, 67 bytes a device for each experiment added.
     public static let bytesPerDevicePerExtraExperiment = 72
 
+    /// Memory a VWO-style device holds beyond ``bytesPerDevice``: its campaign client's parsed
+    /// settings, state and outbox. Measured as for ``bytesPerDevice``: 50,000 devices of
+    /// `vwo-campaign-pause` for 7 days peaked 63 MB above a one-device run, 1,254 bytes a device.
+    public static let extraBytesPerVWODevice = 640
+
     /// Sessions one job simulates per second on a release build: fleet-million's 90 M sessions
     /// in 36 s on one core (README). Used only to warn of runs that would take days.
     public static let sessionsPerSecondPerJob = 2_000_000.0
@@ -27,6 +32,7 @@ extension Scenario {
     /// The bytes one replicate's devices hold at their peak.
     public var bytesPerReplicate: Double {
         let perDevice = Self.bytesPerDevice + Self.bytesPerDevicePerExtraExperiment * (experiments.count - 1)
+            + (client.style == .vwo ? Self.extraBytesPerVWODevice : 0)
         return Double(population.devices) * Double(perDevice)
     }
 

@@ -29,6 +29,8 @@ public struct Scenario: Sendable {
     public var server: Server
     /// Client policies a load test compares (empty for a fleet simulation).
     public var policies: [Policy]
+    /// VWO style: the campaigns' statuses over time and segments (see ``CampaignPlan``).
+    public var campaigns: [CampaignPlan] = []
 
     /// The virtual devices and how their users behave.
     public struct Population: Sendable {
@@ -91,6 +93,9 @@ public struct Scenario: Sendable {
         case myna
         /// Devices ask the server for each decision; on failure or timeout they show the first choice.
         case conductrics
+        /// Devices run VWO campaigns: settings fetched when stale, sticky variations, one
+        /// participation event per campaign and one goal event per goal.
+        case vwo
         /// Devices download a configuration in ActiveConfig's exchange format and read each
         /// experiment as a typed remote value; views and conversions are queued and sent as events.
         case remoteConfig = "remote_config"
@@ -100,6 +105,7 @@ public struct Scenario: Sendable {
             switch self {
             case .myna: []
             case .conductrics: ["decisions_from_cache", "session_expiries"]
+            case .vwo: ["goals_ingested", "duplicate_goals_suppressed", "goals_unreported", "paused_views", "excluded_views", "outside_segment_views", "stale_status_views", "events_lost"]
             case .remoteConfig: RemoteConfig.counters
             }
         }
@@ -129,6 +135,8 @@ public struct Scenario: Sendable {
         public var decisionCache = false
         /// Conductrics style: what a session is to the decision service.
         public var decisionSessions = DecisionSessions.device
+        /// VWO style: what the app does with an event it cannot send.
+        public var eventDelivery = EventDelivery.fireAndForget
         /// Remote-configuration style: what the server gets wrong and what devices override.
         public var remoteConfig = RemoteConfig()
     }
