@@ -194,7 +194,7 @@ struct VWOStyleTests {
 
     @Test func theMemoryEstimateCountsTheCampaignClient() throws {
         #expect(try Tiny.scenario().bytesPerReplicate == 200 * Double(Scenario.bytesPerDevice))
-        #expect(try vwoScenario().bytesPerReplicate == 300 * Double(Scenario.bytesPerDevice + Scenario.extraBytesPerVWODevice))
+        #expect(try vwoScenario().bytesPerReplicate == 300 * Double(Scenario.bytesPerDevice + Scenario.extraBytesPerDevice(.vwo)))
     }
 
     @Test func theStyleAddsItsCountersToTheSummaryAndMynaScenariosKeepTheirColumns() throws {

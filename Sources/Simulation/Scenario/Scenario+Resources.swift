@@ -17,10 +17,20 @@ extension Scenario {
     /// with one experiment and 144 MB with ten, 67 bytes a device for each experiment added.
     public static let bytesPerDevicePerExtraExperiment = 72
 
-    /// Memory a VWO-style device holds beyond ``bytesPerDevice``: its campaign client's parsed
-    /// settings, state and outbox. Measured as for ``bytesPerDevice``: 50,000 devices of
-    /// `vwo-campaign-pause` for 7 days peaked 63 MB above a one-device run, 1,254 bytes a device.
-    public static let extraBytesPerVWODevice = 640
+    /// Memory a device of each style holds beyond ``bytesPerDevice`` (a Myna-style device's):
+    /// the client library's own state. Measured as for ``bytesPerDevice``, 50,000 devices for
+    /// 7 days against a one-device run of the same scenario (`/usr/bin/time -f %M`): Myna 537
+    /// bytes a device, Conductrics 1,018 (the decision client's session, tickets and sticky
+    /// codes), VWO 1,274 (parsed settings, state and outbox; 1,254 on `vwo-campaign-pause`),
+    /// remote configuration 3,049 (the configuration's sections, store and value cache).
+    public static func extraBytesPerDevice(_ style: ClientStyle) -> Int {
+        switch style {
+        case .myna: 0
+        case .conductrics: 480
+        case .vwo: 640
+        case .remoteConfig: 2_500
+        }
+    }
 
     /// Sessions one job simulates per second on a release build: fleet-million's 90 M sessions
     /// in 36 s on one core (README). Used only to warn of runs that would take days.
@@ -32,7 +42,7 @@ extension Scenario {
     /// The bytes one replicate's devices hold at their peak.
     public var bytesPerReplicate: Double {
         let perDevice = Self.bytesPerDevice + Self.bytesPerDevicePerExtraExperiment * (experiments.count - 1)
-            + (client.style == .vwo ? Self.extraBytesPerVWODevice : 0)
+            + Self.extraBytesPerDevice(client.style)
         return Double(population.devices) * Double(perDevice)
     }
 
