@@ -22,7 +22,7 @@ struct AllocatorSpecTests {
     }
 
     @Test func unknownNamesListTheKnownOnes() {
-        #expect(throws: AllocatorError("unknown allocator 'thomson'; expected one of uniform, epsilon-greedy, thompson, ucb1, explore-then-commit")) {
+        #expect(throws: AllocatorError("unknown allocator 'thomson'; expected one of uniform, epsilon-greedy, thompson, ucb1, explore-then-commit, external")) {
             try AllocatorSpec(parsing: "thomson")
         }
     }
