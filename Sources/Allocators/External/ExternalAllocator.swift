@@ -53,6 +53,12 @@ public struct ExternalAllocator: Allocator {
     /// - Throws: ``AllocatorError`` if neither or both of `command` and `url` are given, a
     ///   value is out of range, or `url` is given to a build without live mode.
     public init(parameters: AllocatorParameters, variantCount: Int, seed: StreamSeed) throws(AllocatorError) {
+        try self.init(parameters: parameters, variantCount: variantCount, seed: seed, urlConnector: AllocatorRegistry.urlConnector)
+    }
+
+    /// Creates an allocator that reaches `url` policies through `urlConnector` (`nil`: a build
+    /// without live mode).
+    init(parameters: AllocatorParameters, variantCount: Int, seed: StreamSeed, urlConnector: Connector?) throws(AllocatorError) {
         try validateVariantCount(variantCount)
         let spec = AllocatorSpec.registered(name: parameters.allocator, parameters: parameters.values).description
         let timeout = try parameters.number("timeout") ?? 10
@@ -69,7 +75,7 @@ public struct ExternalAllocator: Allocator {
             guard !command.trimmingSpaces.isEmpty else { throw AllocatorError("\(spec): command is empty; expected a shell command such as \"python3 policy.py\"") }
             connect = { () throws(AllocatorError) in try ProcessChannel(command: command, timeout: timeout) }
         case (nil, let url?):
-            guard let connector = AllocatorRegistry.urlConnector else {
+            guard let connector = urlConnector else {
                 throw AllocatorError("\(spec): this build of aviary lacks live mode, which external(url=…) needs; build it with the Live trait: swift build --traits Live (scripts/test does)")
             }
             guard url.hasPrefix("http://") || url.hasPrefix("https://") else {

@@ -58,7 +58,11 @@ final class ProcessChannel: PolicyChannel {
         posix_spawnattr_setsigmask(&attributes, &mask)
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let words: [String] = ["/bin/sh", "-c", command]
+        // A simple command replaces the shell (`exec`), so the policy is Aviary's own child and
+        // is reaped by it; a compound one (`cd x && python3 y`) runs under the shell, and ending
+        // the process group ends it too.
+        let isSimple = !command.contains { ";&|()\n`".contains($0) }
+        let words: [String] = ["/bin/sh", "-c", isSimple ? "exec " + command : command]
         let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) }
         defer { arguments.forEach { free($0) } }
         var child: pid_t = 0
