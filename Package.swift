@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ClientEngine", "Allocators", "Randomness"]),
         .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ClientEngine", "Allocators"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
-        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Simulation"]),
+        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Allocators", "Simulation"]),
         .testTarget(
             name: "LiveTests",
             dependencies: [
