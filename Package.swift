@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "ExperimentServer", targets: ["ExperimentServer"]),
         .library(name: "Simulation", targets: ["Simulation"]),
         .library(name: "Randomness", targets: ["Randomness"]),
+        // The command line as a library, for packages that build their own `aviary` with
+        // allocators of their own (Examples/CustomAllocator).
+        .library(name: "AviaryCommands", targets: ["AviaryCommands"]),
     ],
     traits: [
         .trait(
