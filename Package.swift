@@ -47,7 +47,7 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "ClientEngine", "CMemoryHints", "ExperimentServer", "Randomness",
+                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]

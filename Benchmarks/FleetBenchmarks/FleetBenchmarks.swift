@@ -35,6 +35,27 @@ let benchmarks: @Sendable () -> Void = {
         runReplicates(of: smallFleetModel, benchmark)
     }
 
+    // The speed benchmark's big fleet: a million devices for 30 days, one replicate.
+    let fleetMillion = FleetWorkload.scenario("fleet-million")
+    Benchmark(
+        "Fleet fleet-million 1M devices 30d thompson",
+        configuration: .init(maxDuration: .seconds(120), maxIterations: 2)
+    ) { benchmark in
+        runReplicates(of: fleetMillion, benchmark)
+    }
+
+    // The same fleet model with Conductrics-style devices driving the decision client: every
+    // view is a request and a reply, so this measures the cost of a style, not of the kernel.
+    var conductrics = smallFleetModel
+    conductrics.client.style = .conductrics
+    let conductricsModel = conductrics
+    Benchmark(
+        "Fleet fleet-model 10k devices 7d thompson conductrics",
+        configuration: .init(maxDuration: .seconds(30), maxIterations: 3)
+    ) { benchmark in
+        runReplicates(of: conductricsModel, benchmark)
+    }
+
     // Six client policies, three replicates each, 3,000 devices for 6 hours with a 1-hour outage:
     // the event path (queue, batching, backoff, server capacity) under load. Offered events
     // count every retry, so they are many times the events created (the policies without backoff
@@ -90,16 +111,19 @@ enum FleetMetric {
 enum FleetWorkload {
     /// `Scenarios/fleet-model.yaml`, read from the repository so the benchmark always runs the
     /// scenario the file describes.
-    static var fleetModel: Scenario {
+    static var fleetModel: Scenario { scenario("fleet-model") }
+
+    /// A shipped scenario, read from the repository's `Scenarios/` folder.
+    static func scenario(_ name: String) -> Scenario {
         let url = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent()  // FleetBenchmarks
             .deletingLastPathComponent()  // Benchmarks
             .deletingLastPathComponent()  // the repository
-            .appendingPathComponent("Scenarios/fleet-model.yaml")
+            .appendingPathComponent("Scenarios/\(name).yaml")
         do {
             return try Scenario(contentsOf: url)
         } catch {
-            fatalError("cannot read the fleet model at \(url.path): \(error)")
+            fatalError("cannot read the scenario at \(url.path): \(error)")
         }
     }
 }

@@ -82,7 +82,7 @@ public struct DecisionChoices: Hashable, Sendable, CustomStringConvertible {
             guard !name.isEmpty else {
                 throw DecisionError("decision \"\(part)\" at position \(position) in \"\(text)\" has no name before ':'")
             }
-            if let bad = name.first(where: { !DecisionCode.isAllowed($0) }) {
+            if let bad = DecisionCode.firstDisallowed(in: name) {
                 throw DecisionError("decision name \"\(name)\" in \"\(text)\" contains \(DecisionCode.quoted(bad)); names use letters, digits, '-', '_' and '.'")
             }
             guard names.insert(name).inserted else {
@@ -111,7 +111,7 @@ public struct DecisionChoices: Hashable, Sendable, CustomStringConvertible {
             if decision == nil, let separator = option.first(where: { $0 == ":" || $0 == "/" }) {
                 throw DecisionError("choice \"\(option)\" in \"\(text)\" contains '\(separator)'; named decisions such as \"color:red,blue/size:sm,md\" are made with decisions(agent:choices:point:at:)")
             }
-            if let bad = option.first(where: { !DecisionCode.isAllowed($0) }) {
+            if let bad = DecisionCode.firstDisallowed(in: option) {
                 throw DecisionError("choice \"\(option)\"\(owner) in \"\(text)\" contains \(DecisionCode.quoted(bad)); codes use letters, digits, '-', '_' and '.'")
             }
             guard seen.insert(option).inserted else {

@@ -61,6 +61,8 @@ public struct FleetMetrics: Sendable {
     public internal(set) var eventsPending = 0
     public internal(set) var eventsDropped = 0
     public internal(set) var duplicatesIgnored = 0
+    /// The device style's own counters, by column name (see ``Scenario/ClientStyle/counters``).
+    public internal(set) var styleCounters: [String: Int] = [:]
     /// The time series, one entry per sample.
     public internal(set) var samples: [Sample] = []
 
@@ -127,35 +129,13 @@ public struct FleetMetrics: Sendable {
         ))
     }
 
-    mutating func finish<A>(fleet: borrowing FleetReplicate<A>) {
-        switch fleet.scenario.client.style {
-        case .myna:
-            var depths = [UInt32](repeating: 0, count: fleet.devices.count)
-            for d in fleet.devices.indices {
-                depths[d] = fleet.devices[d].peakDepth
-                retries += fleet.devices[d].engine.transientFailures
-                eventsCreated += fleet.devices[d].engine.eventsCreated
-                eventsDropped += fleet.devices[d].engine.eventsDroppedByOverflow + fleet.devices[d].engine.eventsLostInCrashes
-                    + fleet.devices[d].engine.eventsRejectedPermanently
-                let depth = fleet.devices[d].engine.queueDepth
-                if depth > 0 {
-                    for event in fleet.devices[d].engine.store.oldest(depth) where !fleet.server.hasIngested(event.id) {
-                        eventsPending += 1
-                    }
-                }
-            }
-            depths.sort()
-            if !depths.isEmpty {
-                deviceDepthP50 = Int(depths[depths.count / 2])
-                deviceDepthP95 = Int(depths[min(depths.count - 1, depths.count * 95 / 100)])
-                deviceDepthMax = Int(depths[depths.count - 1])
-            }
-            eventsAcked = fleet.server.eventsAccepted
-            duplicatesIgnored = fleet.server.duplicatesIgnored
-        case .conductrics:
-            eventsCreated = conductricsRequests
-            eventsAcked = conductricsRequests - conductricsLost
-            eventsDropped = conductricsLost
-        }
+    /// Takes the devices' peak queue depths (in any order) for the median, 95th percentile and
+    /// maximum.
+    mutating func noteDevicePeakDepths(_ depths: [UInt32]) {
+        let depths = depths.sorted()
+        guard !depths.isEmpty else { return }
+        deviceDepthP50 = Int(depths[depths.count / 2])
+        deviceDepthP95 = Int(depths[min(depths.count - 1, depths.count * 95 / 100)])
+        deviceDepthMax = Int(depths[depths.count - 1])
     }
 }

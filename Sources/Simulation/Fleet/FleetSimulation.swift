@@ -15,7 +15,7 @@ public struct FleetSimulation: Sendable {
     /// The scenario run.
     public let scenario: Scenario
     /// Runs every event in time order even where windowed order gives the same result (see
-    /// ``FleetReplicate/windowWidth``), to check that it does.
+    /// ``Scenario/independentWindow``), to check that it does.
     var forcesTimeOrder = false
 
     /// Creates a simulation of `scenario`.
@@ -167,7 +167,14 @@ public struct FleetSimulation: Sendable {
     }
 
     private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
-        var fleet = FleetReplicate<A>(scenario: scenario, replicate: replicate, allocatorIndex: allocatorIndex, allocators: typed, profile: profile)
+        switch scenario.client.style {
+        case .myna: runFleet(typed, style: MynaStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        case .conductrics: runFleet(typed, style: ConductricsStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        }
+    }
+
+    private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
+        var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
         fleet.forcesTimeOrder = forcesTimeOrder
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         let metrics = fleet.run()

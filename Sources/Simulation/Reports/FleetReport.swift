@@ -13,12 +13,27 @@ public enum FleetReport {
         "assignments_per_second", "wall_seconds",
     ]
 
+    /// The columns of `summary.csv` for runs of `scenarios`: ``summaryColumns`` with the
+    /// counters of the device styles they use (see ``Scenario/ClientStyle/counters``) before the
+    /// two wall-clock columns. Myna-style runs add none.
+    public static func summaryColumns(for scenarios: [Scenario]) -> [String] {
+        var counters: [String] = []
+        for style in Scenario.ClientStyle.allCases where scenarios.contains(where: { $0.client.style == style }) {
+            counters += style.counters
+        }
+        return summaryColumns.dropLast(2) + counters + summaryColumns.suffix(2)
+    }
+
     /// One row per scenario × allocator × replicate.
     public static func summary(_ results: [FleetSimulation.Result]) -> CSVTable {
-        var table = CSVTable(columns: summaryColumns)
+        let columns = summaryColumns(for: results.map(\.scenario))
+        let counters = columns[(summaryColumns.count - 2)..<(columns.count - 2)]
+        var table = CSVTable(columns: columns)
         for (scenario, run) in results.flatMap({ result in result.runs.map { (result.scenario, $0) } }) {
             let m = run.metrics
             let views = m.totalViews
+            // A style's counters are blank in another style's rows: they do not apply there.
+            let styleCells: [CSVCell] = counters.map { name in m.styleCounters[name].map { .integer($0) } ?? .text("") }
             table.append([
                 .text(scenario.name), .text(run.allocator), .integer(run.replicate), .text(String(run.seed)),
                 .integer(scenario.population.devices), .integer(m.sessions), .integer(views), .integer(m.conversions),
@@ -29,6 +44,7 @@ public enum FleetReport {
                 .integer(m.requests), .integer(m.timeouts), .integer(m.crashes),
                 .decimal(m.queueLatencySeconds(percentile: 50), places: 3), .decimal(m.queueLatencySeconds(percentile: 95), places: 3), .decimal(m.queueLatencySeconds(percentile: 99), places: 3),
                 .decimal(m.queueLatencySeconds(percentile: 100), places: 3),
+            ] + styleCells + [
                 .decimal(run.wallSeconds > 0 ? Double(views) / run.wallSeconds : .nan, places: 0), .decimal(run.wallSeconds, places: 3),
             ])
         }

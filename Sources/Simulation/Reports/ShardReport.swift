@@ -30,7 +30,7 @@ public enum ShardReport {
     ) throws -> [URL] {
         let cells = plan.cells(of: shard.index)
         precondition(cells.count == runs.count, "\(runs.count) runs for \(cells.count) cells")
-        var summary = CSVTable(columns: FleetReport.summaryColumns)
+        var summary = CSVTable(columns: FleetReport.summaryColumns(for: scenarios))
         var timeseries: CSVTable?
         var latency: CSVTable?
         var records: [ShardManifest.Cell] = []

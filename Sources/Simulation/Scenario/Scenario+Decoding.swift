@@ -304,7 +304,7 @@ extension Scenario {
     private static func client(_ r: ScenarioReader?, base: Client = defaultClient, extraKeys: [String] = []) throws(ScenarioError) -> Client {
         var client = base
         guard let r else { return client }
-        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every"])
+        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions"])
         if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics]) }
         if let x = r.optional("batch_size") { client.batchSize = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
@@ -330,6 +330,8 @@ extension Scenario {
         if let x = r.optional("first_view_wait") { client.firstViewWait = try x.duration() }
         if let x = r.optional("background_sync") { client.backgroundSync = try x.boolean() }
         if let x = r.optional("persist_every") { client.persistEvery = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
+        if let x = r.optional("decision_cache") { client.decisionCache = try x.boolean() }
+        if let x = r.optional("decision_sessions") { client.decisionSessions = try x.choice(["device": .device, "app_session": .appSession]) }
         return client
     }
 

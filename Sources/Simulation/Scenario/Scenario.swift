@@ -86,11 +86,19 @@ public struct Scenario: Sendable {
     }
 
     /// How devices talk to the experiment server.
-    public enum ClientStyle: String, Sendable {
+    public enum ClientStyle: String, Sendable, CaseIterable {
         /// Devices cache the policy snapshot and assign locally; events are queued and synced.
         case myna
         /// Devices ask the server for each decision; on failure or timeout they show the first choice.
         case conductrics
+
+        /// The style's own columns in `summary.csv`, after the common ones.
+        public var counters: [String] {
+            switch self {
+            case .myna: []
+            case .conductrics: ["decisions_from_cache", "session_expiries"]
+            }
+        }
     }
 
     /// The client engine's settings.
@@ -112,6 +120,19 @@ public struct Scenario: Sendable {
         /// Group commit of the device's durable queue: events persisted every this many appends
         /// (1 = every append).
         public var persistEvery: Int
+        /// Conductrics style: whether the client's sticky cache answers a repeated decision
+        /// without asking the server (the iOS wrapper asks every time).
+        public var decisionCache = false
+        /// Conductrics style: what a session is to the decision service.
+        public var decisionSessions = DecisionSessions.device
+    }
+
+    /// What a session is to a Conductrics-style decision service.
+    public enum DecisionSessions: String, Sendable {
+        /// The device's vendor identifier: decisions stick for the device's life (the wrapper's default).
+        case device
+        /// Each app session: the app expires its agents' sessions as a session starts.
+        case appSession = "app_session"
     }
 
     /// A retry policy.

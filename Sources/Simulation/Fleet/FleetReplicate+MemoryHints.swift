@@ -1,0 +1,47 @@
+import CMemoryHints
+import Histogram
+
+// The fleet's performance devices, in one place, so the domain code reads plainly:
+// - devices live in an `InPlaceBuffer` (a subscript is an address, no copy-on-write check);
+// - the event loop prefetches the device of an upcoming event (`prefetch(device:)`);
+// - the latency histogram is moved out of the metrics while it is recorded into
+//   (`takeQueueLatency()`), so recording does not copy its buckets;
+// - the replicate is `~Copyable`, so helpers that only read borrow it instead of copying
+//   a kilobyte of state and retaining every array in it.
+
+extension FleetReplicate {
+    /// How far into a device its events usually read: the kernel's fields, then the client's
+    /// hot fields (``DeviceStyle/hotClientBytes``), worked out from the layout.
+    static var hotPrefix: Int {
+        (MemoryLayout<Device>.offset(of: \.client) ?? 0) + Style.hotClientBytes
+    }
+
+    /// Asks the memory system for the part of a device's state its events touch first.
+    @inline(__always)
+    func prefetch(device d: Int) {
+        guard d < devices.count else { return }
+        // A device need not start on a cache line, so its lines are counted from the one holding
+        // its first byte.
+        let start = devices.address(d)
+        let end = start + prefetchBytes
+        var line = UnsafeRawPointer(bitPattern: UInt(bitPattern: start) & ~63)!
+        while line < end {
+            aviary_prefetch_for_write(line)
+            line += 64
+        }
+    }
+}
+
+extension FleetMetrics {
+    /// Moves the queue-latency histogram out, leaving a small placeholder; put it back after
+    /// recording into it.
+    @inline(__always)
+    mutating func takeQueueLatency() -> Histogram<UInt64> {
+        var latencies = placeholderHistogram
+        swap(&latencies, &queueLatency)
+        return latencies
+    }
+}
+
+/// Stands in for the latency histogram while it is moved out to be recorded into.
+private let placeholderHistogram = Histogram<UInt64>(highestTrackableValue: 2)

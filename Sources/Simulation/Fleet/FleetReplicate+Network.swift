@@ -1,0 +1,182 @@
+import Allocators
+import Randomness
+
+extension FleetReplicate {
+    // MARK: - A request's fate
+
+    /// What the simulated network does with one request from a device.
+    enum Transmission {
+        /// The request fails at `time` without reaching the server (no network, or a refusing
+        /// outage or partition).
+        case refused(at: Double)
+        /// The request hangs in an outage that swallows it; no answer ever comes.
+        case hangs
+        /// The request is lost on the way; the server never hears of it.
+        case lost
+        /// The server receives the request at `arrival`; its answer takes another `latency / 2`
+        /// (after any time the server takes) and is lost if `replyLost`.
+        case delivered(arrival: Double, latency: Double, replyLost: Bool)
+    }
+
+    /// Sends a request from device `d` at `now` across the simulated network.
+    mutating func transmit(from d: Int, at now: Double) -> Transmission {
+        guard reachable(d, at: now) else {
+            if !devices[d].link.online {
+                // The OS reports no network at once.
+                return .refused(at: now + 0.01)
+            } else if scenario.network.outages.contains(where: { $0.timesOut && $0.start <= now && now < $0.end }) {
+                return .hangs
+            }
+            return .refused(at: now + 0.05)
+        }
+        let (requestLost, replyLost, latency) = roundTrip(d)
+        if requestLost { return .lost }
+        return .delivered(arrival: now + latency / 2, latency: latency, replyLost: replyLost)
+    }
+
+    /// The fate of one request on the device's network stream: whether the request or its answer
+    /// is lost, and the round-trip latency.
+    mutating func roundTrip(_ d: Int) -> (requestLost: Bool, replyLost: Bool, latency: Double) {
+        var network = devices[d].network
+        let requestLost = network.nextUniform() < scenario.network.loss
+        let replyLost = network.nextUniform() < scenario.network.loss
+        let latency = scenario.network.latency.sample(using: &network)
+        devices[d].network = network
+        return (requestLost, replyLost, latency)
+    }
+
+    /// Whether device `d` can reach the server at `now`: online, outside every outage and
+    /// outside every partition that holds it.
+    func reachable(_ d: Int, at now: Double) -> Bool {
+        guard devices[d].link.online else { return false }
+        let network = scenario.network
+        for outage in network.outages where outage.start <= now && now < outage.end { return false }
+        for (index, partition) in network.partitions.enumerated() where partition.start <= now && now < partition.end {
+            if inPartition(d, index, fraction: partition.fraction) { return false }
+        }
+        return true
+    }
+
+    func inPartition(_ d: Int, _ index: Int, fraction: Double) -> Bool {
+        let h = StreamSeed(partitionSalt &+ UInt64(index)).derive(d).value
+        return Double(h >> 11) * 0x1.0p-53 < fraction
+    }
+
+    // MARK: - Replies and wakes
+
+    /// Puts `reply` on its way to device `d`, due at `time`.
+    ///
+    /// - Parameter order: Orders replies due at the same time (the request number's low byte).
+    mutating func schedule(reply: Style.Reply, order: UInt8, to d: Int, at time: Double) {
+        if devices[d].repliesPending == 0 {
+            devices[d].replyBound = time
+            devices[d].latestReply = time
+        } else {
+            devices[d].replyBound = min(devices[d].replyBound, time)
+            devices[d].latestReply = max(devices[d].latestReply, time)
+        }
+        devices[d].repliesPending += 1
+        schedule(.reply(d, slot: replies.store(reply), order: order), at: time)
+    }
+
+    mutating func deliver(slot: Int, to d: Int, at now: Double) {
+        let reply = replies.take(slot)
+        // A device's replies arrive in time order, so the latest is still on its way.
+        devices[d].repliesPending -= 1
+        devices[d].replyBound = devices[d].repliesPending == 0 ? .infinity : devices[d].latestReply
+        appRuns(d, at: now) { fleet in Style.deliver(reply, to: d, in: &fleet, at: now) }
+    }
+
+    /// The client asks to run again at `time`: a wake is scheduled if the app may run then.
+    mutating func requestWake(_ d: Int, at time: Double, now: Double) {
+        let foregroundUntil = devices[d].foregroundUntil
+        let mayRun = scenario.client.mayRun(wakeAt: time, now: now, foregroundUntil: foregroundUntil, queueDepth: Style.queueDepth(devices[d].client))
+        // A reply due by then runs the client anyway and, in the foreground, gets this wake
+        // asked for again if it is still wanted; scheduling it now would only add a wake for a
+        // timeout the reply makes moot. (The device then learns of the network at its next
+        // event, as it does between any two events.)
+        let moot = time <= foregroundUntil && devices[d].replyBound <= time
+        if mayRun && time < devices[d].wakeAt && !moot {
+            devices[d].wakeAt = time
+            schedule(.wake(d), at: time)
+        }
+    }
+
+    // MARK: - The device's link
+
+    /// A device's online/offline timeline: exponential spells drawn from its own stream.
+    struct Link {
+        var stream: SplitMix64
+        var nextToggle: Double
+        var online: Bool
+
+        mutating func advance(to now: Double, meanOnline: Double, meanOffline: Double) {
+            while nextToggle <= now {
+                online.toggle()
+                nextToggle += stream.nextExponential(mean: online ? meanOnline : meanOffline)
+            }
+        }
+    }
+
+    /// Brings the device's online/offline timeline up to `now`; the client learns of it.
+    mutating func advanceConnectivity(_ d: Int, to now: Double) {
+        advanceTimeline(d, to: now)
+        Style.noticeLink(d, in: &self, at: now)
+    }
+
+    /// Moves the device's online/offline timeline to `now` without telling the client (which
+    /// learns of it the next time the app runs). The timeline depends only on the device's
+    /// connectivity stream, so advancing it early or late gives the same spells.
+    @inline(__always)
+    mutating func advanceTimeline(_ d: Int, to now: Double) {
+        guard devices[d].link.nextToggle <= now, let meanOnline = scenario.network.meanOnline else { return }
+        devices[d].link.advance(to: now, meanOnline: meanOnline, meanOffline: scenario.network.meanOffline)
+    }
+
+    /// An offline device with queued events syncs when the network returns, if the OS allows
+    /// background work: watch for the next toggle.
+    mutating func watchConnectivity(_ d: Int) {
+        guard scenario.client.backgroundSync, !devices[d].link.online, !devices[d].connectivityWatch,
+              Style.queueDepth(devices[d].client) > 0, devices[d].link.nextToggle < scenario.horizon else { return }
+        devices[d].connectivityWatch = true
+        schedule(.connectivity(d), at: devices[d].link.nextToggle)
+    }
+
+    /// The fraction of devices online at `now`: exact up to 20,000 devices, above that measured
+    /// on every k-th device (20,000 of them, a standard error below 0.4 points), because scanning
+    /// a million timelines every step would cost more than the sessions themselves.
+    ///
+    /// - Complexity: O(min(devices, 20,000)).
+    mutating func onlineFraction(at now: Double) -> Double {
+        guard let meanOnline = scenario.network.meanOnline, !sampledLinks.isEmpty else { return 1 }
+        let meanOffline = scenario.network.meanOffline
+        var count = 0
+        for i in sampledLinks.indices {
+            sampledLinks[i].advance(to: now, meanOnline: meanOnline, meanOffline: meanOffline)
+            if sampledLinks[i].online { count += 1 }
+        }
+        return Double(count) / Double(sampledLinks.count)
+    }
+}
+
+/// Replies travelling on the simulated network, in reusable slots so the event heap stays small.
+struct ReplySlots<Reply> {
+    private var slots: [Reply?] = []
+    private var free: [Int] = []
+
+    mutating func store(_ reply: Reply) -> Int {
+        if let slot = free.popLast() {
+            slots[slot] = reply
+            return slot
+        }
+        slots.append(reply)
+        return slots.count - 1
+    }
+
+    mutating func take(_ slot: Int) -> Reply {
+        let value = slots[slot]!
+        slots[slot] = nil
+        free.append(slot)
+        return value
+    }
+}
