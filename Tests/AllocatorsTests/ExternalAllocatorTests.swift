@@ -89,8 +89,9 @@ struct ExternalAllocatorTests {
     static let faults: [Fault] = [
         Fault(name: "exits", reply: "sys.exit(3)",
               message: "the policy process exited with status 3, waiting for the reply to 'choose'; expected {\"variants\": [1000 integers from 0 to 1]}"),
-        Fault(name: "hangs", reply: "time.sleep(60)", parameters: ", timeout=0.5",
-              message: "no reply within 0.5 s (the timeout; raise it with timeout=SECONDS), waiting for the reply to 'choose'; expected {\"variants\": [1000 integers from 0 to 1]}"),
+        // 2 s, not less: the same timeout bounds the reply to hello, which waits for Python to start.
+        Fault(name: "hangs", reply: "time.sleep(60)", parameters: ", timeout=2",
+              message: "no reply within 2 s (the timeout; raise it with timeout=SECONDS), waiting for the reply to 'choose'; expected {\"variants\": [1000 integers from 0 to 1]}"),
         Fault(name: "malformed", reply: "'{\"variants\": [0, 1'",
               message: "the reply to 'choose' is not a JSON object of the protocol: '{\"variants\": [0, 1'; expected {\"variants\": [1000 integers from 0 to 1]}"),
         Fault(name: "wrong-weights", reply: "{'weights': [1, 2, 3]}", asksForSnapshot: true,

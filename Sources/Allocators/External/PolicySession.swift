@@ -163,8 +163,10 @@ final class PolicySession {
             if channel == nil {
                 channel = try connect()
                 requests.insert(Request(message: hello, kind: "hello", expected: #"{"protocol": \#(PolicyMessage.version)}"#), at: 0)
+                current = requests[0]
             }
             let channel = channel!
+            // A send fails only when the policy is gone: the first reply is the one missing.
             for request in requests { try channel.send(request.message) }
             var last: PolicyMessage.Reply?
             for request in requests {
