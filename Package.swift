@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "ExperimentServer", targets: ["ExperimentServer"]),
         .library(name: "Simulation", targets: ["Simulation"]),
         .library(name: "Randomness", targets: ["Randomness"]),
+        // The command line as a library, for packages that build their own `aviary` with
+        // allocators of their own (Examples/CustomAllocator).
+        .library(name: "AviaryCommands", targets: ["AviaryCommands"]),
     ],
     traits: [
         .trait(
@@ -87,7 +90,7 @@ let package = Package(
         .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ClientEngine", "Allocators", "Randomness"]),
         .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ClientEngine", "Allocators"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
-        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Simulation"]),
+        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Allocators", "Simulation"]),
         .testTarget(
             name: "LiveTests",
             dependencies: [

@@ -1,13 +1,29 @@
-/// A policy that decides which variant each view shows and learns from the outcomes.
+/// A policy that decides which variant each view shows and learns from the outcomes: the plug
+/// point for allocators, Aviary's own and those a package adds (``AllocatorRegistry``).
 ///
 /// An allocator serves both client styles:
 /// - ``choose()`` makes one decision now, as a server answering a device does (Conductrics);
 /// - ``snapshot(version:issuedAt:)`` publishes weights that devices cache and sample from
 ///   locally (Myna).
 ///
-/// Allocators own their random stream (derived from the run's seed), so that a decision depends
-/// only on the allocator's history. Conforming types are single-owner values, not shared between
-/// threads; hot loops are generic over this protocol.
+/// What a conforming type must guarantee:
+/// - **Single owner.** One replicate's server owns the allocator on one thread; it is never
+///   shared between threads and needs no locks. Hot loops are generic over this protocol and
+///   call ``choose()`` once per view, so it should be cheap and must not block for long.
+/// - **Its own seeded stream.** Every random draw comes from the seed the allocator was made
+///   with (derived from the run's seed, the replicate, the allocator and the experiment), never
+///   from `SystemRandomNumberGenerator` or a clock, so a decision depends only on the
+///   allocator's history and a run's CSVs are identical whatever the number of threads.
+/// - **Snapshots under batched feedback.** The server applies feedback in batches (every hour,
+///   every *n* events) and publishes a snapshot after each batch: ``record(_:)`` is called for
+///   each piece of the batch, in arrival order, then ``deferredSnapshot(version:issuedAt:)``
+///   once. A snapshot is the policy devices follow until the next one: the probability with
+///   which each variant should be shown to *every* view until then, given all feedback so far
+///   (for Thompson sampling, P(best), not the outcome of one draw). A view's conversion may
+///   arrive hours after its view; until then the view counts as a failure.
+/// - **Failures.** ``choose()`` cannot throw; an allocator that can fail (one that talks to a
+///   process) latches the failure, keeps answering, and throws it from ``finish()``, which the
+///   simulator calls after every run before it keeps the run's results.
 public protocol Allocator {
     /// The number of variants, fixed at creation.
     var variantCount: Int { get }
@@ -27,6 +43,12 @@ public protocol Allocator {
     /// returned now, whatever the allocator learns or chooses in between; the default
     /// computes the snapshot at once.
     mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot
+    /// Ends the allocator's run: releases what it holds outside the process (a child process, a
+    /// connection) and throws a failure latched during the run. The default does nothing.
+    ///
+    /// - Throws: ``AllocatorError`` naming the allocator, what went wrong and what was expected;
+    ///   the run's results are then discarded.
+    mutating func finish() throws(AllocatorError)
 }
 
 extension Allocator {
@@ -39,6 +61,9 @@ extension Allocator {
     public mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
         DeferredSnapshot(snapshot(version: version, issuedAt: issuedAt))
     }
+
+    /// Nothing to release and nothing that can fail.
+    public mutating func finish() throws(AllocatorError) {}
 
     /// The snapshot with version 0 at time 0.
     public mutating func snapshot() -> PolicySnapshot {

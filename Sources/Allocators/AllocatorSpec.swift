@@ -6,7 +6,12 @@ import Randomness
 /// starts; ``makeAllocator(variantCount:seed:)`` then builds a fresh allocator per replicate.
 ///
 /// The textual form is `name` or `name(key=value, key=value)`, e.g. `thompson(floor=0.01)`,
-/// `epsilon-greedy(epsilon=0.1, decay=0.0001)`, `uniform(split=80/20)`.
+/// `epsilon-greedy(epsilon=0.1, decay=0.0001)`, `uniform(split=80/20)`,
+/// `external(command="python3 policy.py", timeout=5)`: a value is a number, a split such as
+/// `80/20`, or text in double quotes (`\"` and `\\` inside stand for `"` and `\`).
+///
+/// Besides the built-in cases, a spec can name any allocator in ``AllocatorRegistry``: the
+/// ``external`` allocator that Aviary ships, and those a package adds.
 public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     /// A fixed split; `weights` `nil` means even.
     case uniform(weights: [Double]?)
@@ -18,9 +23,15 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     case ucb1
     /// A fixed split until a view count or a significant test, then the winner.
     case exploreThenCommit(views: Int?, significance: Double?, minimumViewsPerVariant: Int, weights: [Double]?)
+    /// An allocator found in ``AllocatorRegistry`` by name, with its parameters as given.
+    case registered(name: String, parameters: [String: Value])
 
-    /// The allocator names understood, in the order the documentation lists them.
-    public static let names = ["uniform", "epsilon-greedy", "thompson", "ucb1", "explore-then-commit"]
+    /// The built-in allocator names, in the order the documentation lists them.
+    public static let builtInNames = ["uniform", "epsilon-greedy", "thompson", "ucb1", "explore-then-commit"]
+
+    /// The allocator names understood: the built-in ones, then the registered ones
+    /// (``AllocatorRegistry``) in the order they were registered.
+    public static var names: [String] { builtInNames + AllocatorRegistry.names }
 
     /// The parameter keys each allocator accepts.
     public static let parameterKeys: [String: [String]] = [
@@ -39,13 +50,16 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         case .thompson: "thompson"
         case .ucb1: "ucb1"
         case .exploreThenCommit: "explore-then-commit"
+        case .registered(let name, _): name
         }
     }
 
-    /// A parameter value: a number or a split such as `80/20`.
+    /// A parameter value: a number, a split such as `80/20`, or text.
     public enum Value: Hashable, Sendable {
         case number(Double)
         case numbers([Double])
+        /// Text, written in double quotes in the textual form.
+        case text(String)
     }
 
     /// Creates a spec from a name and parameters, validating both.
@@ -53,14 +67,17 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: ``AllocatorError`` for an unknown name, an unknown key, a value of the wrong
     ///   kind, or a value out of range.
     public init(name: String, parameters: [String: Value] = [:]) throws(AllocatorError) {
+        if Self.parameterKeys[name] == nil, let registration = AllocatorRegistry.registration(named: name) {
+            try Self.check(parameters.keys, of: name, allowed: registration.parameterKeys)
+            self = .registered(name: name, parameters: parameters)
+            try validate()
+            return
+        }
         guard let allowed = Self.parameterKeys[name] else {
             throw AllocatorError("unknown allocator '\(name)'; expected one of \(Self.names.joined(separator: ", "))")
         }
-        for key in parameters.keys.sorted() where !allowed.contains(key) {
-            let expected = allowed.isEmpty ? "it takes no parameters" : "expected one of \(allowed.joined(separator: ", "))"
-            throw AllocatorError("\(name): unknown parameter '\(key)'; \(expected)")
-        }
-        let reader = ParameterReader(allocator: name, parameters: parameters)
+        try Self.check(parameters.keys, of: name, allowed: allowed)
+        let reader = AllocatorParameters(allocator: name, values: parameters)
         switch name {
         case "uniform":
             self = .uniform(weights: try reader.numbers("split"))
@@ -89,6 +106,15 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         try validate()
     }
 
+    /// Checks that every key is one the allocator takes; `allowed` `nil` takes any key.
+    private static func check(_ keys: Dictionary<String, Value>.Keys, of name: String, allowed: [String]?) throws(AllocatorError) {
+        guard let allowed else { return }
+        for key in keys.sorted() where !allowed.contains(key) {
+            let expected = allowed.isEmpty ? "it takes no parameters" : "expected one of \(allowed.joined(separator: ", "))"
+            throw AllocatorError("\(name): unknown parameter '\(key)'; \(expected)")
+        }
+    }
+
     /// Parses the textual form, `name` or `name(key=value, …)`.
     ///
     /// - Throws: ``AllocatorError`` naming the part that does not parse or validate.
@@ -104,10 +130,14 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         let name = String(trimmed[..<open]).trimmingSpaces
         let body = trimmed[trimmed.index(after: open)..<trimmed.index(before: trimmed.endIndex)]
         var parameters: [String: Value] = [:]
-        for item in body.split(separator: ",") {
+        for item in try Self.items(of: body, in: text) {
             let parts = item.split(separator: "=", maxSplits: 1).map { String($0).trimmingSpaces }
             guard parts.count == 2, !parts[0].isEmpty else {
                 throw AllocatorError("allocator '\(text)': '\(item.trimmingSpaces)' is not key=value")
+            }
+            if parts[1].hasPrefix("\"") {
+                parameters[parts[0]] = .text(try Self.unquote(parts[1], key: parts[0], in: text))
+                continue
             }
             let pieces = parts[1].split(separator: "/")
             let numbers = pieces.compactMap { Double($0.trimmingSpaces) }
@@ -117,6 +147,69 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
             parameters[parts[0]] = pieces.count == 1 && parts[0] != "split" ? .number(numbers[0]) : .numbers(numbers)
         }
         try self.init(name: name, parameters: parameters)
+    }
+
+    /// The comma-separated items of a parameter list; commas inside double quotes belong to the
+    /// quoted text.
+    private static func items(of body: Substring, in text: String) throws(AllocatorError) -> [Substring] {
+        var items: [Substring] = []
+        var start = body.startIndex, index = body.startIndex
+        var quoted = false, escaped = false
+        while index < body.endIndex {
+            let character = body[index]
+            if escaped {
+                escaped = false
+            } else if quoted && character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                quoted.toggle()
+            } else if character == "," && !quoted {
+                items.append(body[start..<index])
+                start = body.index(after: index)
+            }
+            index = body.index(after: index)
+        }
+        guard !quoted else {
+            throw AllocatorError("allocator '\(text)': a quoted value has no closing '\"'")
+        }
+        items.append(body[start..<body.endIndex])
+        // As `split(separator:)` would: empty items are no items.
+        return items.filter { !$0.isEmpty }
+    }
+
+    /// The text inside double quotes, with `\"` and `\\` unescaped.
+    private static func unquote(_ value: String, key: String, in text: String) throws(AllocatorError) -> String {
+        var result = ""
+        var escaped = false
+        for (offset, character) in value.dropFirst().enumerated() {
+            if escaped {
+                result.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                guard offset == value.count - 2 else {
+                    throw AllocatorError("allocator '\(text)': value of '\(key)' has text after its closing '\"'")
+                }
+                return result
+            } else {
+                result.append(character)
+            }
+        }
+        throw AllocatorError("allocator '\(text)': value of '\(key)' has no closing '\"'")
+    }
+
+    /// The textual form of a value, as ``init(parsing:)`` reads it.
+    static func format(_ value: Value, key: String) -> String {
+        switch value {
+        case .number(let x): format(x)
+        case .numbers(let xs): xs.map(format).joined(separator: "/")
+        case .text(let text): "\"" + text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"") + "\""
+        }
+    }
+
+    static func format(_ x: Double) -> String {
+        x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x)
     }
 
     /// Checks the parameters that do not depend on the number of variants.
@@ -130,6 +223,8 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         // As many variants as the floor allows, capped: a tiny floor would otherwise ask for
         // more variants than an Int holds (1 / 1e-320 is infinite) or than memory does.
         case .thompson(_, _, _, let floor) where floor > 0: max(1, Int(min(1 / floor, 64).rounded(.down)))
+        case .registered(_, let parameters):
+            if case .numbers(let weights)? = parameters["split"] { weights.count } else { 2 }
         default: 2
         }
     }
@@ -150,14 +245,21 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
             try UCB1(variantCount: variantCount, seed: seed)
         case .exploreThenCommit(let views, let significance, let minimum, let weights):
             try ExploreThenCommit(variantCount: variantCount, explorationViews: views, significance: significance, minimumViewsPerVariant: minimum, weights: weights, seed: seed)
+        case .registered(let name, let parameters):
+            try Self.makeRegistered(name, parameters: parameters, variantCount: variantCount, seed: seed)
         }
+    }
+
+    private static func makeRegistered(_ name: String, parameters: [String: Value], variantCount: Int, seed: StreamSeed) throws(AllocatorError) -> any Allocator {
+        guard let registration = AllocatorRegistry.registration(named: name) else {
+            throw AllocatorError("unknown allocator '\(name)'; expected one of \(names.joined(separator: ", "))")
+        }
+        return try registration.make(AllocatorParameters(allocator: name, values: parameters), variantCount, seed)
     }
 
     /// The textual form, which ``init(parsing:)`` reads back.
     public var description: String {
-        func format(_ x: Double) -> String {
-            x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x)
-        }
+        let format: (Double) -> String = Self.format
         var parts: [String] = []
         switch self {
         case .uniform(let weights):
@@ -177,43 +279,24 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
             if let significance { parts.append("significance=\(format(significance))") }
             if minimum != 100 { parts.append("minimum-views=\(minimum)") }
             if let weights { parts.append("split=" + weights.map(format).joined(separator: "/")) }
+        case .registered(_, let parameters):
+            parts = parameters.keys.sorted().map { "\($0)=\(Self.format(parameters[$0]!, key: $0))" }
         }
         return parts.isEmpty ? name : "\(name)(\(parts.joined(separator: ", ")))"
-    }
-}
-
-private struct ParameterReader {
-    let allocator: String
-    let parameters: [String: AllocatorSpec.Value]
-
-    func number(_ key: String) throws(AllocatorError) -> Double? {
-        switch parameters[key] {
-        case nil: return nil
-        case .number(let x): return x
-        case .numbers(let xs) where xs.count == 1: return xs[0]
-        case .numbers: throw AllocatorError("\(allocator): parameter '\(key)' takes one number, not a list")
-        }
-    }
-
-    func integer(_ key: String) throws(AllocatorError) -> Int? {
-        guard let x = try number(key) else { return nil }
-        guard x == x.rounded(), abs(x) < 1e15 else {
-            throw AllocatorError("\(allocator): parameter '\(key)' is \(x); it must be a whole number")
-        }
-        return Int(x)
-    }
-
-    func numbers(_ key: String) throws(AllocatorError) -> [Double]? {
-        switch parameters[key] {
-        case nil: nil
-        case .number(let x): [x]
-        case .numbers(let xs): xs
-        }
     }
 }
 
 extension StringProtocol {
     var trimmingSpaces: String {
         String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+    }
+
+    /// The string with every `target` replaced by `replacement` (Foundation-free).
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var result = ""
+        for character in self {
+            if character == target { result += replacement } else { result.append(character) }
+        }
+        return result
     }
 }

@@ -35,12 +35,19 @@ extension RunCommand {
         let cells = plan.cells(of: shard.index)
         let start = Date()
         var runs: [FleetSimulation.Run] = []
+        var failures: [FleetSimulation.Failure] = []
         for (s, scenario) in scenarios.enumerated() {
             let tasks = cells.filter { $0.scenario == s }.map { (allocator: $0.allocator, replicate: $0.replicate) }
             guard !tasks.isEmpty else { continue }
             let progress = options.progressBar(for: scenario)
-            runs += FleetSimulation(scenario: scenario).run(tasks: tasks, jobs: options.jobs) { progress.update($0) }
+            let scenarioRuns = FleetSimulation(scenario: scenario).run(tasks: tasks, jobs: options.jobs) { progress.update($0) }
             progress.finish()
+            runs += scenarioRuns
+            failures += FleetSimulation.Result(scenario: scenario, runs: scenarioRuns).separatingFailures().failures
+        }
+        // A shard is merged whole, so a shard with a broken allocator writes nothing.
+        guard failures.isEmpty else {
+            throw CommandFailure(failures.map(\.description).joined(separator: "\n"))
         }
         let wallSeconds = Date().timeIntervalSince(start)
         let cost = cells.map(\.cost).reduce(0, +) / max(plan.cells.map(\.cost).reduce(0, +), 1)

@@ -25,15 +25,28 @@ struct RunCommand: ParsableCommand {
         let name = scenarios[0].sweepParent ?? scenarios[0].name
         let folder = options.folder(default: name)
         var results: [FleetSimulation.Result] = []
+        var failures: [FleetSimulation.Failure] = []
         for scenario in scenarios {
             let progress = options.progressBar(for: scenario)
             let start = Date()
             let runs = FleetSimulation(scenario: scenario).run(jobs: options.jobs) { progress.update($0) }
             progress.finish()
-            results.append(FleetSimulation.Result(scenario: scenario, runs: runs))
-            print(SummaryTable.render(scenario: scenario, runs: runs, wallSeconds: Date().timeIntervalSince(start)))
+            // A broken allocator's rows are left out; the others' are still written.
+            let (result, failed) = FleetSimulation.Result(scenario: scenario, runs: runs).separatingFailures()
+            failures += failed
+            guard !result.scenario.allocators.isEmpty else { continue }
+            results.append(result)
+            print(SummaryTable.render(scenario: result.scenario, runs: result.runs, wallSeconds: Date().timeIntervalSince(start)))
             print("")
         }
+        try writeReports(results, to: folder)
+        if !failures.isEmpty {
+            throw CommandFailure(failures.map(\.description).joined(separator: "\n"))
+        }
+    }
+
+    private func writeReports(_ results: [FleetSimulation.Result], to folder: URL) throws {
+        guard !results.isEmpty else { return }
         let files: [URL]
         do {
             files = try FleetReport.write(results, to: folder)

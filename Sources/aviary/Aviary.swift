@@ -1,6 +1,10 @@
 import AviaryCommands
 
-// `@main` picks AsyncParsableCommand's asynchronous entry point, which `serve` and
-// `loadtest --live` need; a top-level `main()` call would resolve to the synchronous one.
+// An async `main` runs AsyncParsableCommand's asynchronous entry point, which `serve` and
+// `loadtest --live` need; a top-level call would resolve to the synchronous one.
 @main
-extension AviaryCommand {}
+struct Aviary {
+    static func main() async {
+        await AviaryCommand.main(registering: [])
+    }
+}

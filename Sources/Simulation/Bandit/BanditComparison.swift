@@ -93,19 +93,24 @@ public struct BanditComparison: Sendable {
         try validate()
         let tasks = allocators.indices.flatMap { a in (0..<replicates).map { (a, $0) } }
         let results = ResultSlots<Outcome>(count: tasks.count)
+        let failures = ResultSlots<AllocatorError?>(count: tasks.count)
         let comparison = self
         DispatchQueue.concurrentPerform(iterations: max(1, min(jobs, tasks.count))) { worker in
             var index = worker
             while index < tasks.count {
                 let (a, replicate) = tasks[index]
-                results[index] = comparison.runOne(allocator: a, replicate: replicate)
+                (results[index], failures[index]) = comparison.runOne(allocator: a, replicate: replicate)
                 index += max(1, min(jobs, tasks.count))
             }
+        }
+        // An allocator that failed (an external policy that broke) makes the numbers meaningless.
+        if let index = failures.values.firstIndex(where: { $0 != nil }), let failure = failures.values[index] {
+            throw ScenarioError(key: "allocators[\(tasks[index].0)]", "replicate \(tasks[index].1): \(failure.message)")
         }
         return results.values
     }
 
-    func runOne(allocator index: Int, replicate: Int) -> Outcome {
+    func runOne(allocator index: Int, replicate: Int) -> (Outcome, AllocatorError?) {
         let spec = allocators[index]
         let replicateSeed = StreamSeed(seed).derive(replicate)
         // Validated in `validate()`.
@@ -116,7 +121,12 @@ public struct BanditComparison: Sendable {
         outcome.replicate = replicate
         outcome.seed = replicateSeed.value
         outcome.wallSeconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return outcome
+        do {
+            try allocator.finish()
+            return (outcome, nil)
+        } catch {
+            return (outcome, error)
+        }
     }
 
     private func simulate(_ allocator: inout some Allocator, outcomes: StreamSeed) -> Outcome {

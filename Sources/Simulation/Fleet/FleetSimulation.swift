@@ -45,6 +45,9 @@ public struct FleetSimulation: Sendable {
         public var metrics: FleetMetrics
         /// Wall-clock seconds the replicate took (the only non-deterministic figure).
         public var wallSeconds: Double
+        /// Why the run failed (an external policy that broke), if it did: its metrics are then
+        /// meaningless and reports leave it out (see ``Result/separatingFailures()``).
+        public var failure: AllocatorError?
     }
 
     /// Progress of a whole run, reported as replicates advance through virtual time.
@@ -134,15 +137,18 @@ public struct FleetSimulation: Sendable {
             try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let metrics = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        let (metrics, failure) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: StreamSeed(scenario.seed).derive(replicate).value, metrics: metrics, wallSeconds: wall)
+        return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: StreamSeed(scenario.seed).derive(replicate).value, metrics: metrics, wallSeconds: wall, failure: failure)
     }
+
+    /// A replicate's metrics, and the first failure its allocators threw from ``Allocator/finish()``.
+    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?)
 
     /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
     /// existential would leave the whole event loop running unspecialised generic code.
-    private func runFleet(_ first: any Allocator, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
-        func run<A: Allocator>(_ type: A.Type) -> FleetMetrics {
+    private func runFleet(_ first: any Allocator, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
+        func run<A: Allocator>(_ type: A.Type) -> Outcome {
             runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
         }
         switch first {
@@ -151,15 +157,16 @@ public struct FleetSimulation: Sendable {
         case is EpsilonGreedy: return run(EpsilonGreedy.self)
         case is UCB1: return run(UCB1.self)
         case is ExploreThenCommit: return run(ExploreThenCommit.self)
+        case is ExternalAllocator: return run(ExternalAllocator.self)
         default: return runGeneric(first, all: all, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
         }
     }
 
-    private func runGeneric<A: Allocator>(_ first: A, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
+    private func runGeneric<A: Allocator>(_ first: A, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
         runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
     }
 
-    private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
+    private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
         switch scenario.client.style {
         case .myna: runFleet(typed, style: MynaStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
         case .conductrics: runFleet(typed, style: ConductricsStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
@@ -168,11 +175,12 @@ public struct FleetSimulation: Sendable {
         }
     }
 
-    private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> FleetMetrics {
+    private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
         fleet.forcesTimeOrder = forcesTimeOrder
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
-        return fleet.run()
+        let metrics = fleet.run()
+        return (metrics, Self.finish(fleet.server.allocators))
     }
 }
 

@@ -251,6 +251,9 @@ extension Scenario {
                         } else if k == "split", let text = try? value.text, text.contains("/") {
                             let parts = text.split(separator: "/").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
                             parameters[k] = .numbers(parts)
+                        } else if !AllocatorSpec.builtInNames.contains(name), (try? value.number()) == nil {
+                            // Registered allocators (external's command and url) take text too.
+                            parameters[k] = .text(try value.text)
                         } else {
                             parameters[k] = .number(try value.number())
                         }
