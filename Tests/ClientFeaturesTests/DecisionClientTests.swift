@@ -35,6 +35,21 @@ struct DecisionRequestTests {
         #expect(client.nextAction(at: 10) == .wake(at: 15))
     }
 
+    @Test func choicesParsedOnceMakeTheSameRequestsAndShareTheStickyCache() throws {
+        var parsedOnce = try makeClient()
+        var fromText = try makeClient()
+        let choices = try DecisionChoices(parsing: "a,b")
+        _ = try parsedOnce.decision(agent: "ios-agent", choices: choices, point: "home", at: 10)
+        _ = try fromText.decision(agent: "ios-agent", choices: "a,b", point: "home", at: 10)
+        let request = try #require(sends(&parsedOnce, at: 10).first)
+        #expect(request == sends(&fromText, at: 10).first)
+        _ = parsedOnce.handle(response: .decision("b"), to: request.id, at: 11)
+        // The text form of the same decision is answered from the cache the parsed form filled.
+        let again = try parsedOnce.decision(agent: "ios-agent", choices: "a,b", point: "home", at: 12)
+        #expect(again.immediate?.selection == .single("b"))
+        #expect(throws: DecisionError.self) { try parsedOnce.decision(agent: "bad agent", choices: choices, at: 13) }
+    }
+
     @Test func multiDecisionRequestCarriesNamedChoices() throws {
         var client = try makeClient()
         _ = try client.decisions(agent: "mvt", choices: "color:red,blue/size:sm,md,lg", at: 0)

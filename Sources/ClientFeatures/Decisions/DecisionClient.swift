@@ -119,6 +119,17 @@ public struct DecisionClient: Sendable {
         return decide(agent: agent, point: point, choices: try DecisionChoices(parsing: choices), at: now)
     }
 
+    /// Asks for a decision among choices parsed once, with
+    /// ``DecisionChoices/init(parsing:multiple:)``, for a caller that makes the same decision
+    /// again and again (a simulated fleet, a screen shown every session).
+    ///
+    /// - Throws: ``DecisionError`` for a bad agent or point code.
+    public mutating func decision(agent: String, choices: DecisionChoices, point: String? = nil, at now: Double) throws(DecisionError) -> DecisionTicket {
+        try DecisionCode.validate(agent, as: "agent")
+        if let point { try DecisionCode.validate(point, as: "point") }
+        return decide(agent: agent, point: point, choices: choices, at: now)
+    }
+
     /// Asks for several named decisions at once, e.g. `"color:red,blue/size:sm,md,lg"`.
     ///
     /// - Parameters:

@@ -36,7 +36,7 @@ enum ConductricsStyle: DeviceStyle {
     /// Agent and choice codes, per experiment.
     struct Shared {
         var agents: [String]
-        var choices: [String]
+        var choices: [DecisionChoices]
         /// The choice codes, per experiment, in variant order.
         var codes: [[String]]
         var expiresSessions: Bool
@@ -50,7 +50,9 @@ enum ConductricsStyle: DeviceStyle {
             experiment.variantIDs.allSatisfy(valid) && Set(experiment.variantIDs).count == experiment.variantIDs.count
                 ? experiment.variantIDs : experiment.variantIDs.indices.map { "v\($0)" }
         }
-        return Shared(agents: agents, choices: codes.map { $0.joined(separator: ",") }, codes: codes, expiresSessions: scenario.client.decisionSessions == .appSession)
+        // Valid codes, distinct: they parse.
+        let choices = codes.map { try! DecisionChoices(parsing: $0.joined(separator: ",")) }
+        return Shared(agents: agents, choices: choices, codes: codes, expiresSessions: scenario.client.decisionSessions == .appSession)
     }
 
     static func makeClient<A>(device index: Int, seed: StreamSeed, online: Bool, in fleet: inout FleetReplicate<A, Self>) -> Client {
