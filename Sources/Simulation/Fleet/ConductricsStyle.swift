@@ -43,15 +43,15 @@ enum ConductricsStyle: DeviceStyle {
     }
 
     static func makeShared(_ scenario: Scenario) -> Shared {
-        // Codes travel in URL paths; the scenario's ids are used when they are valid codes.
-        let valid = { (code: String) in !code.isEmpty && code.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) } }
-        let agents = scenario.experiments.enumerated().map { e, experiment in valid(experiment.id) ? experiment.id : "experiment-\(e)" }
-        let codes = scenario.experiments.map { experiment in
-            experiment.variantIDs.allSatisfy(valid) && Set(experiment.variantIDs).count == experiment.variantIDs.count
-                ? experiment.variantIDs : experiment.variantIDs.indices.map { "v\($0)" }
+        // Codes travel in URL paths; the scenario's ids are used where the decision client
+        // accepts them (an agent code follows the rules of a choice code).
+        let isCode = { (id: String) in (try? DecisionChoices(parsing: id))?.facets[0].options == [id] }
+        let agents = scenario.experiments.enumerated().map { e, experiment in isCode(experiment.id) ? experiment.id : "experiment-\(e)" }
+        let choices = scenario.experiments.map { experiment in
+            (try? DecisionChoices(parsing: experiment.variantIDs.joined(separator: ","))).flatMap { $0.facets[0].options == experiment.variantIDs ? $0 : nil }
+                ?? (try! DecisionChoices(parsing: experiment.variantIDs.indices.map { "v\($0)" }.joined(separator: ",")))
         }
-        // Valid codes, distinct: they parse.
-        let choices = codes.map { try! DecisionChoices(parsing: $0.joined(separator: ",")) }
+        let codes = choices.map { $0.facets[0].options }
         return Shared(agents: agents, choices: choices, codes: codes, expiresSessions: scenario.client.decisionSessions == .appSession)
     }
 
@@ -131,7 +131,6 @@ enum ConductricsStyle: DeviceStyle {
     /// One request: the service decides (sticky per session), records a goal against the
     /// session's decision, or forgets the session; its answer comes back unless lost.
     static func send<A>(_ request: DecisionRequest, from d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.metrics.requests += 1
         fleet.metrics.conductricsRequests += 1
         let arrival: Double, latency: Double, replyLost: Bool
         switch fleet.transmit(from: d, at: now) {

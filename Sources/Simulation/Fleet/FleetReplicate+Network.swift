@@ -18,8 +18,10 @@ extension FleetReplicate {
         case delivered(arrival: Double, latency: Double, replyLost: Bool)
     }
 
-    /// Sends a request from device `d` at `now` across the simulated network.
+    /// Sends a request from device `d` at `now` across the simulated network; every request a
+    /// device makes passes here once, and is counted here.
     mutating func transmit(from d: Int, at now: Double) -> Transmission {
+        metrics.requests += 1
         guard reachable(d, at: now) else {
             if !devices[d].link.online {
                 // The OS reports no network at once.

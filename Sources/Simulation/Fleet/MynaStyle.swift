@@ -98,7 +98,6 @@ enum MynaStyle: DeviceStyle {
     /// One request: experiment data comes from the server's published snapshot; event batches
     /// go through the server's capacity model and are ingested when processed.
     static func send<A>(_ request: Request, from d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.metrics.requests += 1
         let order = UInt8(truncatingIfNeeded: request.id.rawValue)
         let arrival: Double, latency: Double, replyLost: Bool
         switch fleet.transmit(from: d, at: now) {

@@ -352,7 +352,6 @@ enum RemoteConfigStyle: DeviceStyle {
     static func newRequest<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>) -> Int32 {
         let request = fleet.devices[d].client.nextRequest
         fleet.devices[d].client.nextRequest = (request &+ 1) & Int32.max
-        fleet.metrics.requests += 1
         return request
     }
 

@@ -213,7 +213,6 @@ enum VWOStyle: DeviceStyle {
 
     /// Requests one settings payload; returns whether it left the device (so a first launch waits).
     static func fetchSettings<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> Bool {
-        fleet.metrics.requests += 1
         let timeout = fleet.scenario.client.requestTimeout
         switch fleet.transmit(from: d, at: now) {
         case .refused:
@@ -270,7 +269,6 @@ enum VWOStyle: DeviceStyle {
 
     /// One event's GET: the server takes it through its capacity model and ingests it.
     static func post<A>(_ event: Event, from d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> Fate {
-        fleet.metrics.requests += 1
         switch fleet.transmit(from: d, at: now) {
         case .refused:
             return .failed
