@@ -186,6 +186,10 @@ public struct LiveLoadTest: Sendable {
             thread.name = "aviary-live-devices"
             thread.start()
         }
+        if let faults {
+            faults.cancel()
+            metrics.faultsNotApplied = await faults.value
+        }
         if let embedded { metrics.serverIngestP99Milliseconds = embedded.ingestLatencyMilliseconds(percentile: 99) }
         // Stop from the devices' end inward, so no connection is being opened as the server stops.
         try? await client.shutdown()
@@ -196,7 +200,8 @@ public struct LiveLoadTest: Sendable {
 
     /// Takes the namespace's link down for refusing outages, drops its packets for hanging ones,
     /// resets a partition's route, and loses packets, each in its window of scenario time.
-    private static func applyFaults(_ network: Scenario.Network, ports: [Int], in namespace: NetworkNamespace, clock: ScenarioClock) async {
+    /// Returns what could not be applied (each also said on stderr at once).
+    private static func applyFaults(_ network: Scenario.Network, ports: [Int], in namespace: NetworkNamespace, clock: ScenarioClock) async -> [String] {
         var changes: [(time: Double, apply: () throws -> Void)] = []
         for outage in network.outages {
             if outage.timesOut {
@@ -211,18 +216,25 @@ public struct LiveLoadTest: Sendable {
             changes.append((partition.start, { try namespace.setRefused(port: ports[index + 1], true) }))
             changes.append((partition.end, { try namespace.setRefused(port: ports[index + 1], false) }))
         }
-        try? namespace.setLoss(network.loss)
+        var failures: [String] = []
+        let fail = { (error: any Error) in
+            failures.append("\(error)")
+            FileHandle.standardError.write(Data("aviary loadtest --live --netns: \(error)\n".utf8))
+        }
+        do { try namespace.setLoss(network.loss) } catch { fail(error) }
+        // Scenario time starts when the devices' thread has built its fleet: a change timed
+        // before then would be applied at once (and undone at once).
+        while !clock.hasBegun {
+            do { try await Task.sleep(for: .milliseconds(1)) } catch { return failures }
+        }
         for change in changes.sorted(by: { $0.time < $1.time }) {
             let wait = (change.time - clock.now) / clock.speedup
             if wait > 0 {
-                do { try await Task.sleep(for: .seconds(wait)) } catch { return }
+                do { try await Task.sleep(for: .seconds(wait)) } catch { return failures }
             }
-            do {
-                try change.apply()
-            } catch {
-                FileHandle.standardError.write(Data("aviary loadtest --live --netns: \(error)\n".utf8))
-            }
+            do { try change.apply() } catch { fail(error) }
         }
+        return failures
     }
 
     /// The embedded server for `scenario`: its experiments, first allocator, cadence and capacity.

@@ -61,6 +61,9 @@ public struct LiveMetrics: Sendable {
     public var requestLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
     /// The time series.
     public var samples: [Sample] = []
+    /// Faults of `--netns` the kernel could not be given (the command and its error), each said
+    /// on stderr when it happened.
+    var faultsNotApplied: [String] = []
     /// CPU seconds the whole process spent (user + system) during the run.
     public var clientCPUSeconds = 0.0
     public var wallSeconds = 0.0

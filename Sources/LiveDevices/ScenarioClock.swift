@@ -18,6 +18,9 @@ public final class ScenarioClock: Sendable {
         start.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
     }
 
+    /// Whether ``begin()`` has started the clock; before it, ``now`` means nothing.
+    public var hasBegun: Bool { origin != 0 }
+
     /// The wall-clock reading (`DispatchTime` nanoseconds) of scenario time 0.
     public var origin: UInt64 { start.load(ordering: .relaxed) }
 

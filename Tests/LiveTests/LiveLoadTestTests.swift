@@ -89,9 +89,18 @@ struct LiveLoadTestTests {
             return
         }
         let m = try #require(try await test.run(stop: StopFlag()).first).metrics
+        #expect(m.faultsNotApplied.isEmpty)
         #expect(m.connectionErrors > 0)
         #expect(m.timeouts > 0)
         #expect(m.isBalanced)
+        // Each outage is in force for its whole window of scenario time, and only then: nothing
+        // gets through after its first minute, and events get through before and after it.
+        let accepted = { (minute: Double) in m.samples.last { $0.time <= minute * 60 }?.acceptedEvents ?? -1 }
+        #expect(accepted(8) == accepted(6), "link down 5–8 min: \(accepted(6)) → \(accepted(8)) accepted")
+        #expect(accepted(14) == accepted(13), "dropping 12–14 min: \(accepted(13)) → \(accepted(14)) accepted")
+        #expect(accepted(5) > 0)
+        #expect(accepted(12) > accepted(9))
+        #expect(accepted(20) > accepted(15))
         // The namespace and its rules are gone afterwards.
         #expect(!FileManager.default.fileExists(atPath: "/var/run/netns/aviary-\(getpid() % 10_000)"))
         let routes = Process()
