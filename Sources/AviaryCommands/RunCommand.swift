@@ -26,7 +26,11 @@ struct RunCommand: ParsableCommand {
         let folder = options.folder(default: name)
         var results: [FleetSimulation.Result] = []
         var failures: [FleetSimulation.Failure] = []
+        var told = Set<String>()
         for scenario in scenarios {
+            if options.jobs > scenario.allocators.count * scenario.replicates, let reason = scenario.serialReason, told.insert(reason).inserted {
+                FileHandle.standardError.write(Data("aviary: \(scenario.name): a replicate runs on one thread, because \(reason)\n".utf8))
+            }
             let progress = options.progressBar(for: scenario)
             let start = Date()
             let runs = FleetSimulation(scenario: scenario).run(jobs: options.jobs) { progress.update($0) }

@@ -200,6 +200,44 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
 
+    // MARK: Ingesting on another server's behalf
+
+    /// Feedback a server took in and has not yet given the allocators, for another server to
+    /// learn from (see ``handOver()``).
+    ///
+    /// `Sendable`: plain values.
+    public struct Inbox: Sendable {
+        fileprivate var entries: [PendingFeedback]
+    }
+
+    /// Takes out the feedback waiting for the next update.
+    ///
+    /// A fleet whose devices run on several threads gives each part a copy of the server to
+    /// ingest into; before an update, the parts hand their feedback to the one server that
+    /// learns. The update sorts all of it by arrival, so the allocators see the same sequence
+    /// however the devices were split.
+    public mutating func handOver() -> Inbox {
+        var taken: [PendingFeedback] = []
+        swap(&taken, &pending)
+        return Inbox(entries: taken)
+    }
+
+    /// Adds what another server handed over to the feedback waiting for the next update, after
+    /// what is already waiting.
+    public mutating func take(_ inbox: Inbox) {
+        for var entry in inbox.entries {
+            entry.order = pending.count
+            pending.append(entry)
+        }
+    }
+
+    /// Serves `data` as the published data, in place of this server's own publications: for a
+    /// copy that ingests on behalf of the server that publishes.
+    public mutating func serve(_ data: ExperimentData) {
+        built = data
+        publication = nil
+    }
+
     /// Applies buffered feedback and republishes if the cadence says it is time.
     public mutating func tick(at now: Double) {
         switch cadence {
@@ -232,7 +270,7 @@ public struct ExperimentServer<A: Allocator> {
 }
 
 /// Feedback waiting for the next update, with what orders it.
-private struct PendingFeedback {
+private struct PendingFeedback: Sendable {
     /// When it reached the server.
     var time: Double
     /// The event it came from; `nil` for server-side decisions and goals.

@@ -1,13 +1,15 @@
+import Allocators
 import Testing
 @testable import Simulation
 
 /// Windowed order (each device's events in a window back to back) must give exactly the reports
 /// of time order wherever the scenario allows it.
 struct WindowedOrderTests {
-    func reports(_ scenario: Scenario, timeOrder: Bool) -> [String] {
+    func reports(_ scenario: Scenario, timeOrder: Bool, shards: Int? = nil, jobs: Int = 1) -> [String] {
         var simulation = FleetSimulation(scenario: scenario)
         simulation.forcesTimeOrder = timeOrder
-        let runs = simulation.run(jobs: 1)
+        simulation.shardCount = shards
+        let runs = simulation.run(jobs: jobs)
         return [
             FleetReport.summary(scenario, runs).text(dropping: wallClockColumns),
             FleetReport.timeseries(scenario, runs).text(dropping: wallClockColumns),
@@ -67,6 +69,38 @@ struct WindowedOrderTests {
         #expect(windowed[1] == timed[1])
     }
 
+    /// The parallel kernel: a replicate's devices split into shards that run a window at a time
+    /// on several threads give the reports of time order, whatever the number of shards and
+    /// threads (one replicate and one allocator, so `jobs` threads all go to the split).
+    @Test(arguments: cases.keys.sorted())
+    func splittingTheFleetAmongThreadsChangesNothing(name: String) throws {
+        var sections = Self.cases[name]!
+        sections["replicates"] = "replicates: 1"
+        sections["allocators"] = "allocators: [thompson]"
+        let scenario = try Tiny.scenario(sections)
+        let timed = reports(scenario, timeOrder: true)
+        for (shards, jobs) in [(1, 1), (7, 1), (7, 3), (200, 2)] {
+            let split = reports(scenario, timeOrder: false, shards: shards, jobs: jobs)
+            #expect(split[0] == timed[0], "\(shards) shards on \(jobs) threads")
+            #expect(split[1] == timed[1], "\(shards) shards on \(jobs) threads")
+        }
+    }
+
+    /// A fleet big enough for the scenario's own shard count gives the same reports on one
+    /// thread and on two, for one replicate and for several.
+    @Test func aBigFleetGivesTheSameReportsOnAnyNumberOfThreads() throws {
+        let scenario = try Tiny.scenario([
+            "replicates": "replicates: 1", "horizon": "horizon: 1d",
+            "population": "population:\n  devices: 20000\n  sessions_per_day: 3\n  session_length: 5m",
+            "network": "network:\n  mean_online: 8h\n  mean_offline: 2h",
+            "allocators": "allocators: [thompson]",
+        ])
+        #expect(SplitFleet<ThompsonSampling, MynaStyle>.shardCount(devices: 20_000) == 2)
+        let one = reports(scenario, timeOrder: false, jobs: 1)
+        #expect(reports(scenario, timeOrder: false, jobs: 2) == one)
+        #expect(reports(scenario, timeOrder: false, jobs: 3) == one)
+    }
+
     @Test(arguments: [
         ["client": "client:\n  style: conductrics"],
         ["server": "server:\n  update: immediate"],
@@ -79,9 +113,14 @@ struct WindowedOrderTests {
     func scenariosWhereDevicesMeetWithinAnHourRunInTimeOrder(replacements: [String: String]) throws {
         let scenario = try Tiny.scenario(replacements)
         #expect(scenario.independentWindow == nil)
+        // `aviary run` says why in one line when it has threads to spare.
+        let reason = try #require(scenario.serialReason)
+        #expect(!reason.isEmpty && !reason.contains("\n"))
     }
 
     @Test func theDefaultServerGivesHourWindows() throws {
-        #expect(try Tiny.scenario().independentWindow == 3600)
+        let scenario = try Tiny.scenario()
+        #expect(scenario.independentWindow == 3600)
+        #expect(scenario.serialReason == nil)
     }
 }

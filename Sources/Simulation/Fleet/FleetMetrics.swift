@@ -17,8 +17,19 @@ public struct FleetMetrics: Sendable {
     /// counting a view checks one buffer's uniqueness, not two.
     var viewCounts: [Int]
     var conversionCounts: [Int]
-    var regretSums: [Double]
     let offsets: [Int]
+    /// Views per span of constant rates (an epoch: see ``Scenario/rateEpochs``) and cell,
+    /// epoch `i`'s cells from `i × viewCounts.count`.
+    ///
+    /// Regret is counted, not summed: every view of a cell in one epoch has the same expected
+    /// regret, so the total is Σ over epochs of views × regret, a function of integer counts. It
+    /// is then the same however the views were split among threads and merged, and exact where
+    /// a running sum of a hundred million small numbers drifts in its last digits.
+    var epochViews: [Int]
+    /// Best rate − the cell's rate in each epoch, in the layout of `epochViews`.
+    let epochRegret: [Double]
+    /// Per-device peak queue depths seen so far: how many devices peaked at each depth.
+    var peakDepthCounts: [Int] = []
     /// Views that converted on the best variant's potential outcome.
     public internal(set) var bestConversions = 0
     /// Views of the variant that was best at the time.
@@ -52,9 +63,9 @@ public struct FleetMetrics: Sendable {
     /// Failed attempts the devices retried (timeouts, rejections, unreachable server).
     public internal(set) var retries = 0
     /// Per-device peak queue depth: median, 95th percentile and maximum over devices.
-    public internal(set) var deviceDepthP50 = 0
-    public internal(set) var deviceDepthP95 = 0
-    public internal(set) var deviceDepthMax = 0
+    public var deviceDepthP50: Int { peakDepth { $0 / 2 } }
+    public var deviceDepthP95: Int { peakDepth { min($0 - 1, $0 * 95 / 100) } }
+    public var deviceDepthMax: Int { peakDepth { $0 - 1 } }
 
     public internal(set) var eventsCreated = 0
     public internal(set) var eventsAcked = 0
@@ -87,7 +98,25 @@ public struct FleetMetrics: Sendable {
         offsets = counts.indices.map { counts[..<$0].reduce(0, +) }
         viewCounts = Array(repeating: 0, count: counts.reduce(0, +))
         conversionCounts = viewCounts
-        regretSums = Array(repeating: 0, count: viewCounts.count)
+        let epochs = scenario.rateEpochs
+        epochViews = Array(repeating: 0, count: viewCounts.count * epochs.count)
+        epochRegret = epochs.flatMap { start in
+            scenario.experiments.flatMap { experiment in
+                let rates = experiment.rates(at: start)
+                let best = rates[Scenario.bestVariant(rates)]
+                return rates.map { best - $0 }
+            }
+        }
+    }
+
+    /// Σ over views of (best rate − rate shown), per cell: epoch by epoch, views × regret.
+    var regretSums: [Double] {
+        let cells = viewCounts.count
+        var sums = [Double](repeating: 0, count: cells)
+        for index in epochViews.indices where epochViews[index] > 0 {
+            sums[index % cells] += Double(epochViews[index]) * epochRegret[index]
+        }
+        return sums
     }
 
     private func nested<T>(_ flat: [T]) -> [[T]] {
@@ -110,12 +139,12 @@ public struct FleetMetrics: Sendable {
         return Double(percentile >= 100 ? queueLatency.max : queueLatency.valueAtPercentile(percentile)) / 1000
     }
 
+    /// Counts a view of `variant` in rate epoch `epoch`, where `best` is the best variant.
     @inline(__always)
-    /// Counts a view of `variant` whose expected regret (best rate − its rate) is `regret`.
-    mutating func view(experiment e: Int, variant: Int, best: Int, regret: Double, convertsMask: UInt64, converted: Bool) {
+    mutating func view(experiment e: Int, variant: Int, best: Int, epoch: Int, convertsMask: UInt64, converted: Bool) {
         let cell = offsets[e] + variant
         viewCounts[cell] += 1
-        regretSums[cell] += regret
+        epochViews[epoch &* viewCounts.count &+ cell] += 1
         if converted { conversionCounts[cell] += 1 }
         if convertsMask & (1 << UInt64(best)) != 0 { bestConversions += 1 }
         if variant == best { bestViews += 1 }
@@ -129,13 +158,71 @@ public struct FleetMetrics: Sendable {
         ))
     }
 
-    /// Takes the devices' peak queue depths (in any order) for the median, 95th percentile and
-    /// maximum.
+    /// Takes devices' peak queue depths (in any order, some devices at a time) for the median,
+    /// 95th percentile and maximum.
     mutating func noteDevicePeakDepths(_ depths: [UInt32]) {
-        let depths = depths.sorted()
-        guard !depths.isEmpty else { return }
-        deviceDepthP50 = Int(depths[depths.count / 2])
-        deviceDepthP95 = Int(depths[min(depths.count - 1, depths.count * 95 / 100)])
-        deviceDepthMax = Int(depths[depths.count - 1])
+        for depth in depths {
+            let depth = Int(depth)
+            if depth >= peakDepthCounts.count { peakDepthCounts += repeatElement(0, count: depth + 1 - peakDepthCounts.count) }
+            peakDepthCounts[depth] += 1
+        }
+    }
+
+    /// The peak depth at `rank(n)` among the n devices' depths sorted, or 0 with none.
+    private func peakDepth(rank: (Int) -> Int) -> Int {
+        let n = peakDepthCounts.reduce(0, +)
+        guard n > 0 else { return 0 }
+        var below = 0, target = rank(n)
+        for (depth, count) in peakDepthCounts.enumerated() {
+            below += count
+            if below > target { return depth }
+        }
+        return peakDepthCounts.count - 1
+    }
+
+    /// Adds what another part of the same fleet measured (the devices of another shard):
+    /// counts add, histograms merge, the backlog's peak is the larger. Samples are left alone;
+    /// the fleet takes them from the sum.
+    mutating func add(_ other: FleetMetrics) {
+        addSampled(other)
+        Self.add(&peakDepthCounts, other.peakDepthCounts)
+        bestConversions += other.bestConversions
+        bestViews += other.bestViews
+        defaultViews += other.defaultViews
+        conversionsRecorded += other.conversionsRecorded
+        crashes += other.crashes
+        requests += other.requests
+        fetches += other.fetches
+        batches += other.batches
+        timeouts += other.timeouts
+        conductricsRequests += other.conductricsRequests
+        conductricsLost += other.conductricsLost
+        queueLatency.add(other.queueLatency)
+        peakServerBacklog = max(peakServerBacklog, other.peakServerBacklog)
+        retries += other.retries
+        eventsCreated += other.eventsCreated
+        eventsAcked += other.eventsAcked
+        eventsPending += other.eventsPending
+        eventsDropped += other.eventsDropped
+        duplicatesIgnored += other.duplicatesIgnored
+        styleCounters.merge(other.styleCounters, uniquingKeysWith: +)
+    }
+
+    /// Adds the counts a sample reads (see ``sample(at:onlineFraction:serverBacklog:)``), and
+    /// the sessions.
+    mutating func addSampled(_ other: FleetMetrics) {
+        Self.add(&viewCounts, other.viewCounts)
+        Self.add(&conversionCounts, other.conversionCounts)
+        Self.add(&epochViews, other.epochViews)
+        sessions += other.sessions
+        queueDepth += other.queueDepth
+        offeredEvents += other.offeredEvents
+        acceptedEvents += other.acceptedEvents
+        rejectedRequests += other.rejectedRequests
+    }
+
+    private static func add(_ a: inout [Int], _ b: [Int]) {
+        if a.count < b.count { a += repeatElement(0, count: b.count - a.count) }
+        for i in b.indices { a[i] += b[i] }
     }
 }

@@ -60,7 +60,7 @@ extension FleetReplicate {
     }
 
     func inPartition(_ d: Int, _ index: Int, fraction: Double) -> Bool {
-        let h = StreamSeed(partitionSalt &+ UInt64(index)).derive(d).value
+        let h = StreamSeed(partitionSalt &+ UInt64(index)).derive(deviceRange.lowerBound + d).value
         return Double(h >> 11) * 0x1.0p-53 < fraction
     }
 
@@ -150,14 +150,21 @@ extension FleetReplicate {
     ///
     /// - Complexity: O(min(devices, 20,000)).
     mutating func onlineFraction(at now: Double) -> Double {
-        guard let meanOnline = scenario.network.meanOnline, !sampledLinks.isEmpty else { return 1 }
+        guard scenario.network.meanOnline != nil, !sampledLinks.isEmpty else { return 1 }
+        return Double(sampledOnline(at: now)) / Double(sampledLinks.count)
+    }
+
+    /// How many of the sampled devices are online at `now` (all of them without connectivity
+    /// spells).
+    mutating func sampledOnline(at now: Double) -> Int {
+        guard let meanOnline = scenario.network.meanOnline else { return sampledLinks.count }
         let meanOffline = scenario.network.meanOffline
         var count = 0
         for i in sampledLinks.indices {
             sampledLinks[i].advance(to: now, meanOnline: meanOnline, meanOffline: meanOffline)
             if sampledLinks[i].online { count += 1 }
         }
-        return Double(count) / Double(sampledLinks.count)
+        return count
     }
 }
 

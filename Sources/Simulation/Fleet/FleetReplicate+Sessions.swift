@@ -61,11 +61,10 @@ extension FleetReplicate {
     mutating func show(_ view: PendingView, variant: Int, isDefault: Bool, at now: Double) {
         refreshRates(at: now)
         let e = view.experiment
-        let first = metrics.offsets[e]
         if isDefault { metrics.defaultViews += 1 }
         let converted = view.convertsMask & (1 << UInt64(variant)) != 0
         let best = bestVariants[e]
-        metrics.view(experiment: e, variant: variant, best: best, regret: rates[first + best] - rates[first + variant], convertsMask: view.convertsMask, converted: converted)
+        metrics.view(experiment: e, variant: variant, best: best, epoch: rateEpoch, convertsMask: view.convertsMask, converted: converted)
         if converted {
             if view.delay <= 0 {
                 Style.convert(view.device, experiment: e, variant: variant, in: &self, at: now)
@@ -90,11 +89,12 @@ extension FleetReplicate {
     @inline(__always)
     mutating func refreshRates(at now: Double) {
         guard now >= nextRateChange || now < lastRateChange else { return }
-        let changes = scenario.experiments.flatMap { $0.rateChanges.map(\.at) }
+        let epochs = scenario.rateEpochs
         let nested = scenario.experiments.map { $0.rates(at: now) }
         rates = nested.flatMap { $0 }
-        bestVariants = nested.map { r in r.indices.max { r[$0] < r[$1] || (r[$0] == r[$1] && $0 > $1) }! }
-        nextRateChange = changes.filter { $0 > now }.min() ?? .infinity
-        lastRateChange = changes.filter { $0 <= now }.max() ?? 0
+        bestVariants = nested.map(Scenario.bestVariant)
+        rateEpoch = epochs.lastIndex { $0 <= now } ?? 0
+        nextRateChange = rateEpoch + 1 < epochs.count ? epochs[rateEpoch + 1] : .infinity
+        lastRateChange = epochs[rateEpoch]
     }
 }

@@ -27,12 +27,15 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     let shared: Style.Shared
     let replicateSeed: StreamSeed
     var server: ExperimentServer<A>
+    /// The devices of the fleet this replicate runs: all of them, or a shard's (see
+    /// ``SplitFleet``). Local device `d` is the fleet's device `deviceRange.lowerBound + d`.
+    let deviceRange: Range<Int>
     let devices: InPlaceBuffer<Device>
     /// Copies of the online/offline timelines of every `sampleStride`-th device, for measuring the
     /// fleet's online fraction without touching the devices. A timeline is a pure function of
     /// its stream, so a copy advanced separately stays identical to the device's own.
     var sampledLinks: [Link] = []
-    var sampleStride = 1
+    let sampleStride: Int
     var queue = EventQueue<Occurrence>()
     var replies = ReplySlots<Style.Reply>()
     var metrics: FleetMetrics
@@ -50,6 +53,8 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     var bestVariants: [Int] = []
     var nextRateChange = -Double.infinity
     var lastRateChange = 0.0
+    /// The index of the span of constant rates `rates` belong to (see ``Scenario/rateEpochs``).
+    var rateEpoch = 0
 
     /// The bytes of a device that `prefetch(device:)` asks for (``hotPrefix``, kept at hand).
     let prefetchBytes = min(MemoryLayout<Device>.stride, Self.hotPrefix)
@@ -84,35 +89,53 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         var client: Style.Client
     }
 
+    /// A replicate of the whole fleet, with its own server.
     init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile) {
+        self.init(scenario: scenario, replicate: replicate, server: Self.makeServer(scenario, allocators: allocators, profile: profile), profile: profile, devices: 0..<scenario.population.devices)
+    }
+
+    /// A replicate of the devices in `range`, ingesting into `server` (for a shard: a copy of
+    /// the fleet's server that only takes in what its devices send).
+    init(scenario: Scenario, replicate: Int, server: ExperimentServer<A>, profile: EngineProfile, devices range: Range<Int>) {
+        precondition(scenario.population.devices < Occurrence.maximumDevices, "at most 268,435,454 devices per replicate")
         self.scenario = scenario
         self.profile = profile
         self.shared = Style.makeShared(scenario)
         self.replicateSeed = StreamSeed(scenario.seed).derive(replicate)
+        self.server = server
+        self.metrics = FleetMetrics(scenario: scenario)
+        self.upgrades = scenario.population.appUpgrades
+        self.partitionSalt = replicateSeed.derive("partition").value
+        self.deviceRange = range
+        self.devices = InPlaceBuffer(capacity: range.count)
+        self.sampleStride = max(1, scenario.population.devices / 20_000)
+        self.variantCounts = scenario.experiments.map(\.rates.count)
+        self.conversionDelay = scenario.population.conversionDelay
+    }
+
+    /// The scenario's experiment server, with its allocators and update cadence.
+    static func makeServer(_ scenario: Scenario, allocators: [A], profile: EngineProfile) -> ExperimentServer<A> {
         let cadence: ExperimentServer<A>.UpdateCadence = switch scenario.server.update {
         case .immediate: .immediate(minimumInterval: 60)
         case .every(let seconds): .every(seconds: seconds)
         case .everyEvents(let n): .everyEvents(n)
         }
-        self.server = ExperimentServer(experiments: profile.defaults.experiments, allocators: allocators, cadence: cadence, at: 0)
-        self.metrics = FleetMetrics(scenario: scenario)
-        self.upgrades = scenario.population.appUpgrades
-        self.partitionSalt = replicateSeed.derive("partition").value
-        self.devices = InPlaceBuffer(capacity: scenario.population.devices)
-        self.variantCounts = scenario.experiments.map(\.rates.count)
-        self.conversionDelay = scenario.population.conversionDelay
+        return ExperimentServer(experiments: profile.defaults.experiments, allocators: allocators, cadence: cadence, at: 0)
     }
 
     // MARK: - Running
 
-    /// Runs the replicate to the scenario's horizon and returns what it measured.
-    mutating func run() -> FleetMetrics {
-        let population = scenario.population
-        precondition(population.devices < Occurrence.maximumDevices, "at most 268,435,454 devices per replicate")
-        sampleStride = max(1, population.devices / 20_000)
+    /// Makes the devices and schedules their first sessions, on an event queue in windowed
+    /// order where the scenario allows it.
+    mutating func start() {
         let window = forcesTimeOrder ? nil : scenario.independentWindow
         queue = window.map { EventQueue(window: $0) } ?? EventQueue()
         makeDevices()
+    }
+
+    /// Runs the replicate to the scenario's horizon and returns what it measured.
+    mutating func run() -> FleetMetrics {
+        start()
         if let next = server.nextUpdate(after: 0) {
             schedule(.serverTick, at: next)
         } else if case .immediate = scenario.server.update {
@@ -125,27 +148,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         while let entry = queue.pop(), entry.time <= horizon {
             let now = entry.time
             let occurrence = entry.payload
-            let d = occurrence.device
-            if let upcoming = queue.upcomingGroup(4), upcoming != prefetched {
-                prefetch(device: Int(upcoming))
-                prefetched = upcoming
-            }
             switch occurrence.kind {
-            case .session: session(d, at: now)
-            case .views:
-                appRuns(d, at: now) { fleet in fleet.views(d, crashes: occurrence.crashes, at: now) }
-            case .conversion: delayedConversion(d, occurrence.conversion, at: now)
-            case .wake:
-                if devices[d].wakeAt == now {
-                    devices[d].wakeAt = .infinity
-                    // The app runs, so it learns of the network as it is now, and what it sends
-                    // meets the network as it is now.
-                    appRuns(d, at: now) { fleet in Style.run(d, in: &fleet, at: now) }
-                }
-            case .reply: deliver(slot: occurrence.replySlot, to: d, at: now)
-            case .connectivity:
-                devices[d].connectivityWatch = false
-                appRuns(d, at: now) { fleet in Style.run(d, in: &fleet, at: now) }
             case .serverTick:
                 server.tick(at: now)
                 let next = server.nextUpdate(after: now) ?? (now + 60)
@@ -156,11 +159,51 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
                 if now < horizon {
                     schedule(occurrence, at: min(now + scenario.timestep, horizon))
                 }
+            default:
+                handle(occurrence, at: now, prefetched: &prefetched)
             }
         }
         var result = metrics
         Style.finish(self, into: &result)
         return result
+    }
+
+    /// Runs the events of this replicate's devices through window `window` of the windowed
+    /// event queue: a shard's share of one window (see ``SplitFleet``).
+    mutating func advance(throughWindow window: UInt64) {
+        var prefetched = UInt32.max
+        while let entry = queue.pop(throughWindow: window) {
+            handle(entry.payload, at: entry.time, prefetched: &prefetched)
+        }
+    }
+
+    /// Runs one device occurrence.
+    @inline(__always)
+    private mutating func handle(_ occurrence: Occurrence, at now: Double, prefetched: inout UInt32) {
+        let d = occurrence.device
+        if let upcoming = queue.upcomingGroup(4), upcoming != prefetched {
+            prefetch(device: Int(upcoming))
+            prefetched = upcoming
+        }
+        switch occurrence.kind {
+        case .session: session(d, at: now)
+        case .views:
+            appRuns(d, at: now) { fleet in fleet.views(d, crashes: occurrence.crashes, at: now) }
+        case .conversion: delayedConversion(d, occurrence.conversion, at: now)
+        case .wake:
+            if devices[d].wakeAt == now {
+                devices[d].wakeAt = .infinity
+                // The app runs, so it learns of the network as it is now, and what it sends
+                // meets the network as it is now.
+                appRuns(d, at: now) { fleet in Style.run(d, in: &fleet, at: now) }
+            }
+        case .reply: deliver(slot: occurrence.replySlot, to: d, at: now)
+        case .connectivity:
+            devices[d].connectivityWatch = false
+            appRuns(d, at: now) { fleet in Style.run(d, in: &fleet, at: now) }
+        case .serverTick, .sample:
+            preconditionFailure("fleet-wide occurrences are the fleet's to run")
+        }
     }
 
     /// Makes every device in its first state and schedules its first session.
@@ -171,7 +214,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         let connectivityLabel = StreamSeed.Label("connectivity"), engineLabel = StreamSeed.Label("engine")
         let sessionsLabel = StreamSeed.Label("sessions"), outcomesLabel = StreamSeed.Label("outcomes")
         let assignmentLabel = StreamSeed.Label("assignment"), networkLabel = StreamSeed.Label("network")
-        for index in 0..<population.devices {
+        for index in deviceRange {
             let seed = devicesSeed.derive(index)
             var connectivity = SplitMix64(seed: seed.derive(connectivityLabel))
             var online = true
@@ -191,7 +234,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
             let join = population.ramp * Double(index) / Double(population.devices)
             let first = join + population.firstSession(using: &device.sessions)
             devices.append(device)
-            schedule(.session(index), at: first)
+            schedule(.session(index - deviceRange.lowerBound), at: first)
         }
     }
 

@@ -6,9 +6,11 @@ import Randomness
 
 /// Runs a scenario: every allocator on every replicate, each a fleet of devices in virtual time.
 ///
-/// Replicates run in parallel on `jobs` threads; results do not depend on `jobs`, because each
-/// (allocator, replicate) pair derives all its streams from the master seed and its own indices,
-/// and results are returned in (allocator, replicate) order.
+/// Replicates run in parallel on `jobs` threads, and a replicate whose scenario has an
+/// independence window splits its devices among the threads left over (see ``SplitFleet``).
+/// Results do not depend on `jobs`, because each (allocator, replicate) pair derives all its
+/// streams from the master seed and its own indices, a split fleet gives the same numbers on
+/// any number of threads, and results are returned in (allocator, replicate) order.
 ///
 /// `Sendable`: an immutable description.
 public struct FleetSimulation: Sendable {
@@ -17,6 +19,9 @@ public struct FleetSimulation: Sendable {
     /// Runs every event in time order even where windowed order gives the same result (see
     /// ``Scenario/independentWindow``), to check that it does.
     var forcesTimeOrder = false
+    /// Splits each replicate's devices into this many shards, not the scenario's number (see
+    /// ``SplitFleet``), to check that the split changes nothing.
+    var shardCount: Int?
 
     /// Creates a simulation of `scenario`.
     public init(scenario: Scenario) {
@@ -116,12 +121,16 @@ public struct FleetSimulation: Sendable {
         let tracker = ProgressTracker(tasks: tasks.count, horizon: scenario.horizon, report: progress)
         let profile = self.profile
         let workers = max(1, min(jobs, tasks.count))
+        // Fewer tasks than threads: each task's fleet is split among the threads left over
+        // (where its scenario allows), so the threads are used whatever the shape of the work.
+        let spare = max(1, jobs) - workers
         let simulation = self
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             var index = worker
+            let threads = 1 + spare / workers + (worker < spare % workers ? 1 : 0)
             while index < tasks.count {
                 let (allocator, replicate) = tasks[index]
-                results[index] = simulation.runOne(allocator: allocator, replicate: replicate, profile: profile, task: index, tracker: tracker)
+                results[index] = simulation.runOne(allocator: allocator, replicate: replicate, profile: profile, task: index, threads: threads, tracker: tracker)
                 tracker.finish(task: index)
                 index += workers
             }
@@ -129,7 +138,7 @@ public struct FleetSimulation: Sendable {
         return results.values
     }
 
-    func runOne(allocator index: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Run {
+    func runOne(allocator index: Int, replicate: Int, profile: EngineProfile, task: Int, threads: Int = 1, tracker: ProgressTracker) -> Run {
         let spec = scenario.allocators[index].spec
         let seed = StreamSeed(scenario.seed).derive(replicate).derive("allocator").derive(index)
         // Validated when the scenario was read.
@@ -137,7 +146,7 @@ public struct FleetSimulation: Sendable {
             try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let (metrics, failure) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        let (metrics, failure) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: StreamSeed(scenario.seed).derive(replicate).value, metrics: metrics, wallSeconds: wall, failure: failure)
     }
@@ -147,9 +156,9 @@ public struct FleetSimulation: Sendable {
 
     /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
     /// existential would leave the whole event loop running unspecialised generic code.
-    private func runFleet(_ first: any Allocator, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
+    private func runFleet(_ first: any Allocator, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker) -> Outcome {
         func run<A: Allocator>(_ type: A.Type) -> Outcome {
-            runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
+            runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         }
         switch first {
         case is ThompsonSampling: return run(ThompsonSampling.self)
@@ -158,24 +167,30 @@ public struct FleetSimulation: Sendable {
         case is UCB1: return run(UCB1.self)
         case is ExploreThenCommit: return run(ExploreThenCommit.self)
         case is ExternalAllocator: return run(ExternalAllocator.self)
-        default: return runGeneric(first, all: all, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        default: return runGeneric(first, all: all, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         }
     }
 
-    private func runGeneric<A: Allocator>(_ first: A, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
-        runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, tracker: tracker)
+    private func runGeneric<A: Allocator>(_ first: A, all: [any Allocator], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker) -> Outcome {
+        runFleet(all.map { $0 as! A }, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
     }
 
-    private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
+    private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker) -> Outcome {
         switch scenario.client.style {
-        case .myna: runFleet(typed, style: MynaStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
-        case .conductrics: runFleet(typed, style: ConductricsStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
-        case .vwo: runFleet(typed, style: VWOStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
-        case .remoteConfig: runFleet(typed, style: RemoteConfigStyle.self, replicate: replicate, profile: profile, task: task, tracker: tracker)
+        case .myna: runFleet(typed, style: MynaStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        case .conductrics: runFleet(typed, style: ConductricsStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        case .vwo: runFleet(typed, style: VWOStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        case .remoteConfig: runFleet(typed, style: RemoteConfigStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         }
     }
 
-    private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, tracker: ProgressTracker) -> Outcome {
+    private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker) -> Outcome {
+        if !forcesTimeOrder, scenario.independentWindow != nil {
+            var fleet = SplitFleet<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile, shards: shardCount)
+            fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
+            let metrics = fleet.run(threads: threads)
+            return (metrics, Self.finish(fleet.server.allocators))
+        }
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
         fleet.forcesTimeOrder = forcesTimeOrder
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }

@@ -123,10 +123,7 @@ struct EventQueue<Payload: Comparable> {
             file(entry)
             return
         }
-        // Divided, not multiplied by the inverse: a window's end k·w must give exactly k, or an
-        // event at a publication would fall into the next window.
-        let scaled = (time / window!).rounded(.up)
-        let key = (scaled < 0x1p31 ? UInt64(scaled) : 1 << 31) << 32 | UInt64(g)
+        let key = Self.window(of: time, width: window!) << 32 | UInt64(g)
         precondition(key >= currentKey, "an event scheduled before the last one popped")
         let entry = Entry(time: time, payload: payload, key: key)
         if key == currentKey {
@@ -149,6 +146,25 @@ struct EventQueue<Payload: Comparable> {
         if group.isEmpty && !nextGroup() { return nil }
         count -= 1
         return group.pop()
+    }
+
+    /// Removes and returns the earliest event if it falls in window `last` or an earlier one
+    /// (windowed order only).
+    @inline(__always)
+    mutating func pop(throughWindow last: UInt64) -> Entry? {
+        if group.isEmpty && !nextGroup() { return nil }
+        guard currentKey >> 32 <= last else { return nil }
+        count -= 1
+        return group.pop()
+    }
+
+    /// The window an event at `time` falls in, for windows of `width` seconds: `k` for
+    /// `((k − 1)·width, k·width]`.
+    static func window(of time: Double, width: Double) -> UInt64 {
+        // Divided, not multiplied by the inverse: a window's end k·w must give exactly k, or an
+        // event at a publication would fall into the next window.
+        let scaled = ((time + 0) / width).rounded(.up)
+        return scaled < 0x1p31 ? UInt64(scaled) : 1 << 31
     }
 
     // MARK: Time order

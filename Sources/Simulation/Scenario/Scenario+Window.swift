@@ -22,3 +22,32 @@ extension Scenario {
         return width
     }
 }
+
+extension Scenario {
+    /// The starts of the spans over which every experiment's true rates hold still: 0, then
+    /// each distinct time some experiment's rates change.
+    var rateEpochs: [Double] {
+        [0] + Set(experiments.flatMap { $0.rateChanges.map(\.at) }).filter { $0 > 0 }.sorted()
+    }
+
+    /// The best of `rates` (ties to the lowest index).
+    static func bestVariant(_ rates: [Double]) -> Int {
+        rates.indices.max { rates[$0] < rates[$1] || (rates[$0] == rates[$1] && $0 > $1) }!
+    }
+
+    /// Why one replicate of this scenario runs on one thread, in one line, or `nil` when its
+    /// devices are split among the threads `--jobs` leaves over.
+    public var serialReason: String? {
+        guard independentWindow == nil else { return nil }
+        switch client.style {
+        case .myna: break
+        case .conductrics: return "every decision draws from the server's allocator, which all devices share"
+        case .vwo, .remoteConfig: return "only Myna-style devices are split among threads so far"
+        }
+        if server.capacity != nil { return "the server's capacity serves requests first come, first served, across all devices" }
+        guard case .every = server.update else {
+            return "the server updates after events, not on a clock, so any device's event can change what the next one sees"
+        }
+        return "its timestep, horizon or rate changes do not fall on the server's update times"
+    }
+}

@@ -1,0 +1,155 @@
+import Allocators
+import ClientEngine
+import Dispatch
+import ExperimentServer
+import Synchronization
+
+/// One replicate whose devices are split into shards that run on several threads, window by
+/// window: conservative synchronisation with a fixed lookahead, as in YAWNS or ns-3's
+/// distributed simulator, the lookahead being the scenario's ``Scenario/independentWindow``.
+///
+/// Within a window no device can affect another (see `independentWindow`), so the shards run
+/// their devices' events up to the window's end on any threads, in any order, and each shard's
+/// server copy takes in what its devices send. At the window's end the fleet does what the
+/// single-threaded kernel does there, in the same order: the shards hand their feedback to the
+/// one server (whose update sorts it by arrival), the server updates, and the metrics take a
+/// sample from the shards' sums. Every count is an integer and regret is counted, not summed
+/// (see ``FleetMetrics``), so the result is the same for every number of threads and equals
+/// the single-threaded windowed kernel's.
+///
+/// The number of shards is fixed by the scenario (``shardCount(devices:)``), never by the
+/// threads, and shards are contiguous ranges of devices, so concatenated in order they are the
+/// fleet's devices in the order the single-threaded kernel runs them.
+///
+/// `~Copyable`: it owns its shards.
+struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
+    /// A shard: a replicate of some of the fleet's devices, on the heap so threads can take one
+    /// each (an array cannot hold the non-copyable replicate itself).
+    ///
+    /// `@unchecked Sendable`: in a window each shard is run by exactly one thread, and between
+    /// windows only by the fleet's own thread; the window's barrier orders the two.
+    final class Shard: ShardWork, @unchecked Sendable {
+        var fleet: FleetReplicate<A, Style>
+
+        init(_ fleet: consuming FleetReplicate<A, Style>) {
+            self.fleet = fleet
+        }
+
+        func start() { fleet.start() }
+        func advance(throughWindow window: UInt64) { fleet.advance(throughWindow: window) }
+    }
+
+    let scenario: Scenario
+    /// The width of a window in seconds.
+    let window: Double
+    /// The server that learns and publishes; the shards hold copies that only ingest.
+    var server: ExperimentServer<A>
+    private let shards: [Shard]
+    /// Called at every sample time with the virtual time and the sessions so far.
+    var onSample: ((Double, Int) -> Void)?
+
+    /// The shards for a fleet of `devices`: enough for 64 threads to share evenly in a large
+    /// fleet, and at least 8,192 devices each, so that a small fleet does not spend its time
+    /// at barriers.
+    static func shardCount(devices: Int) -> Int {
+        min(64, max(1, devices / 8_192))
+    }
+
+    /// Sets up replicate `replicate` of `scenario`, which must have an independence window, in
+    /// `shards` shards (by default the scenario's ``shardCount(devices:)``).
+    init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile, shards requested: Int? = nil) {
+        guard let window = scenario.independentWindow else { preconditionFailure("a scenario without an independence window runs on one thread") }
+        self.scenario = scenario
+        self.window = window
+        let server = FleetReplicate<A, Style>.makeServer(scenario, allocators: allocators, profile: profile)
+        self.server = server
+        let devices = scenario.population.devices
+        let count = max(1, min(devices, requested ?? Self.shardCount(devices: devices)))
+        shards = (0..<count).map { k in
+            let range = devices * k / count ..< devices * (k + 1) / count
+            return Shard(FleetReplicate(scenario: scenario, replicate: replicate, server: server, profile: profile, devices: range))
+        }
+    }
+
+    /// Runs the replicate to the horizon on `threads` threads and returns what it measured.
+    mutating func run(threads: Int) -> FleetMetrics {
+        let work: [any ShardWork] = shards
+        forEachConcurrently(work.count, threads: threads) { work[$0].start() }
+        let horizon = scenario.horizon
+        var samples: [FleetMetrics.Sample] = []
+        // The fleet-wide occurrences of the single-threaded kernel: server updates and samples.
+        var nextUpdate = server.nextUpdate(after: 0) ?? .infinity
+        var nextSample = min(scenario.timestep, horizon)
+        let lastWindow = EventQueue<FleetReplicate<A, Style>.Occurrence>.window(of: horizon, width: window)
+        for k in 1...max(1, lastWindow) {
+            let data = server.published
+            for shard in shards { shard.fleet.server.serve(data) }
+            forEachConcurrently(work.count, threads: threads) { work[$0].advance(throughWindow: k) }
+            for shard in shards { server.take(shard.fleet.server.handOver()) }
+            // At a window's end the kernel runs its fleet-wide occurrences by time, an update
+            // before a sample at the same time.
+            while true {
+                let time = min(nextUpdate, nextSample)
+                guard time <= horizon, EventQueue<FleetReplicate<A, Style>.Occurrence>.window(of: time, width: window) <= k else { break }
+                if nextUpdate <= nextSample {
+                    server.tick(at: time)
+                    nextUpdate = max(server.nextUpdate(after: time) ?? (time + 60), time + 1)
+                } else {
+                    let sample = takeSample(at: time)
+                    samples.append(sample.sample)
+                    onSample?(time, sample.sessions)
+                    nextSample = time < horizon ? min(time + scenario.timestep, horizon) : .infinity
+                }
+            }
+        }
+        var result = FleetMetrics(scenario: scenario)
+        for shard in shards {
+            var part = shard.fleet.metrics
+            Style.finish(shard.fleet, into: &part)
+            result.add(part)
+        }
+        result.samples = samples
+        return result
+    }
+
+    /// The fleet's sample at `time`: the shards' counts added, and the online fraction of the
+    /// devices sampled in every shard.
+    private func takeSample(at time: Double) -> (sample: FleetMetrics.Sample, sessions: Int) {
+        var sum = FleetMetrics(scenario: scenario)
+        var online = 0, sampled = 0
+        for shard in shards {
+            sum.addSampled(shard.fleet.metrics)
+            online += shard.fleet.sampledOnline(at: time)
+            sampled += shard.fleet.sampledLinks.count
+        }
+        let fraction = scenario.network.meanOnline == nil || sampled == 0 ? 1 : Double(online) / Double(sampled)
+        sum.sample(at: time, onlineFraction: fraction, serverBacklog: 0)
+        return (sum.samples[0], sum.sessions)
+    }
+
+}
+
+/// What threads do with a shard, without knowing its allocator and device style.
+protocol ShardWork: AnyObject, Sendable {
+    /// Makes the shard's devices.
+    func start()
+    /// Runs the shard's devices through window `window`.
+    func advance(throughWindow window: UInt64)
+}
+
+/// Runs `body` for every index below `count`, on up to `threads` threads, and returns when all
+/// are done. Threads take the next index as they finish one, so a slow one delays only itself.
+func forEachConcurrently(_ count: Int, threads: Int, _ body: @Sendable (Int) -> Void) {
+    guard threads > 1, count > 1 else {
+        for index in 0..<count { body(index) }
+        return
+    }
+    let next = Atomic<Int>(0)
+    DispatchQueue.concurrentPerform(iterations: min(threads, count)) { _ in
+        while true {
+            let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard index < count else { return }
+            body(index)
+        }
+    }
+}
