@@ -75,7 +75,9 @@ public struct ClientEngine<Store: EventStore> {
     // fewest cache lines, which is what a fleet of a million engines is bound by.
 
     @usableFromInline var generator: Xoshiro256
-    @usableFromInline var _appVersion: String
+    /// The number of ``appVersion`` in the profile's texts, which keeps each text once for all
+    /// its engines instead of a 16-byte `String` in each.
+    @usableFromInline var appVersionNumber: UInt32
     @usableFromInline var _eventsDroppedByOverflow = 0
     /// Events removed because a server permanently refused their batch.
     public internal(set) var eventsRejectedPermanently = 0
@@ -85,8 +87,8 @@ public struct ClientEngine<Store: EventStore> {
     public internal(set) var transientFailures = 0
     /// Responses ignored because their request was unknown, timed out or forgotten.
     public internal(set) var ignoredResponses = 0
-    /// The most recent malformed payload, permanent refusal or mismatched response, described.
-    public internal(set) var lastError: String?
+    /// The number of ``lastError`` in the profile's texts, or 0 for none.
+    @usableFromInline var lastErrorNumber: UInt32 = 0
 
     @usableFromInline static var variantMask: UInt32 { 0x3FFF_FFFF }
     @usableFromInline static var convertedBit: UInt32 { 0x8000_0000 }
@@ -115,13 +117,13 @@ public struct ClientEngine<Store: EventStore> {
         self.profile = profile
         self._store = store
         self.deviceID = deviceID
-        self._appVersion = appVersion
+        self.appVersionNumber = profile.texts.number(for: appVersion)
         self.generator = seed.makeGenerator()
         self.fetchDueAt = now
     }
 
     /// The app version the cache belongs to.
-    public var appVersion: String { _appVersion }
+    public var appVersion: String { profile.texts.text(appVersionNumber) }
     /// The engine's settings.
     @inlinable public var settings: EngineSettings { profile.settings }
     /// Whether experiment data has never been retrieved, so the defaults are served.
@@ -139,6 +141,11 @@ public struct ClientEngine<Store: EventStore> {
     @inlinable public var eventsCreated: Int { _eventsCreated }
     /// Events dropped because the queue was full.
     @inlinable public var eventsDroppedByOverflow: Int { _eventsDroppedByOverflow }
+    /// The most recent malformed payload, permanent refusal or mismatched response, described.
+    public internal(set) var lastError: String? {
+        get { lastErrorNumber == 0 ? nil : profile.texts.text(lastErrorNumber) }
+        set { lastErrorNumber = newValue.map { profile.texts.number(for: $0) } ?? 0 }
+    }
     /// The number of events waiting for acknowledgement.
     @inlinable public var queueDepth: Int { _store.count }
     /// Events lost because a crash struck before they were persisted.
@@ -339,8 +346,9 @@ extension ClientEngine {
     /// asks for fresh data. Until it arrives the stale downloaded data remains the fallback (the
     /// engine does not return to offline mode). The same version is a no-op.
     public mutating func appVersionChanged(to version: String, at now: Double) {
-        guard version != appVersion else { return }
-        _appVersion = version
+        let number = profile.texts.number(for: version)
+        guard number != appVersionNumber else { return }
+        appVersionNumber = number
         assignments = AssignmentTable()
         fetchDueAt = min(fetchDueAt, now)
     }
