@@ -8,18 +8,21 @@
 struct AssignmentTable: Sendable {
     @usableFromInline var inline: UInt64 = 0
     @usableFromInline var spilled: [UInt32] = []
+    // 32-bit so that the engine can pack a 4-byte field into the rest of the table's last word.
+    @usableFromInline private(set) var experiments: UInt32 = 0
+
     /// The number of experiments, or 0 before the first view.
-    @usableFromInline private(set) var count = 0
+    @inlinable var count: Int { Int(experiments) }
 
     @inlinable init() {}
 
     /// A table of `count` unassigned experiments.
     @inlinable init(count: Int) {
-        self.count = count
+        self.experiments = UInt32(count)
         if count > 2 { spilled = [UInt32](repeating: 0, count: count - 2) }
     }
 
-    @inlinable var isEmpty: Bool { count == 0 }
+    @inlinable var isEmpty: Bool { experiments == 0 }
 
     @inlinable
     subscript(index: Int) -> UInt32 {

@@ -11,11 +11,11 @@ extension ClientEngine {
     public mutating func nextAction(at now: Double) -> EngineAction {
         _store.commitIfDue(at: now)
         let timeout = profile.settings.requestTimeout
-        if fetchInFlight != 0 && now >= fetchSentAt + timeout {
+        if fetchInFlight != 0 && now >= fetchTime + timeout {
             fetchInFlight = 0
             fetchFailed(retryAfter: nil, at: now)
         }
-        if sendInFlight != 0 && now >= sendSentAt + timeout {
+        if sendInFlight != 0 && now >= sendTime + timeout {
             sendInFlight = 0
             inFlightCount = 0
             sendFailed(retryAfter: nil, at: now)
@@ -23,7 +23,7 @@ extension ClientEngine {
         var wake = _store.commitDeadline
         if isOnline {
             if fetchInFlight == 0 {
-                let due = max(fetchDueAt, fetchNotBefore)
+                let due = max(fetchDueAt, fetchTime)
                 if now >= due { return .send(startFetch(at: now)) }
                 wake = min(wake, due)
             }
@@ -33,8 +33,8 @@ extension ClientEngine {
                 wake = min(wake, due)
             }
         }
-        if fetchInFlight != 0 { wake = min(wake, fetchSentAt + timeout) }
-        if sendInFlight != 0 { wake = min(wake, sendSentAt + timeout) }
+        if fetchInFlight != 0 { wake = min(wake, fetchTime + timeout) }
+        if sendInFlight != 0 { wake = min(wake, sendTime + timeout) }
         return wake < .infinity ? .wake(at: wake) : .idle
     }
 
@@ -47,15 +47,20 @@ extension ClientEngine {
         } else {
             ready = (_store.oldestCreatedAt ?? .infinity) + profile.settings.flushInterval
         }
-        return max(ready, sendNotBefore)
+        return max(ready, sendTime)
     }
 
     @usableFromInline
     mutating func startFetch(at now: Double) -> Request {
-        lastRequestNumber += 1
-        fetchInFlight = lastRequestNumber
-        fetchSentAt = now
-        return Request(id: RequestID(lastRequestNumber), kind: .fetchExperiments)
+        fetchInFlight = nextRequestNumber()
+        fetchTime = now
+        return Request(id: RequestID(UInt64(fetchInFlight)), kind: .fetchExperiments)
+    }
+
+    /// Numbers a request, from 1 and skipping 0 (which means none in flight) when it wraps.
+    mutating func nextRequestNumber() -> UInt32 {
+        lastRequestNumber = lastRequestNumber == .max ? 1 : lastRequestNumber + 1
+        return lastRequestNumber
     }
 
     @usableFromInline
@@ -63,13 +68,12 @@ extension ClientEngine {
         // A server must never see an event a crash could still lose.
         _store.commit(at: now)
         let batch = _store.oldest(profile.settings.batchSize)
-        lastRequestNumber += 1
-        sendInFlight = lastRequestNumber
-        sendSentAt = now
+        sendInFlight = nextRequestNumber()
+        sendTime = now
         inFlightCount = Int32(batch.count)
         offeredCount = max(offeredCount, inFlightCount)
         flushRequested = false
-        return Request(id: RequestID(lastRequestNumber), kind: .sendEvents(batch))
+        return Request(id: RequestID(UInt64(sendInFlight)), kind: .sendEvents(batch))
     }
 
     /// Applies a response to the request `requestID`.
@@ -79,15 +83,15 @@ extension ClientEngine {
     /// of the wrong kind for its request counts as a transient failure.
     public mutating func handle(_ response: Response, to requestID: RequestID, at now: Double) {
         let number = requestID.rawValue
-        if number != 0 && number == fetchInFlight {
+        if number != 0 && number == UInt64(fetchInFlight) {
             fetchInFlight = 0
             handleFetchResponse(response, at: now)
-        } else if number != 0 && number == sendInFlight {
+        } else if number != 0 && number == UInt64(sendInFlight) {
             sendInFlight = 0
             handleSendResponse(response, at: now)
             inFlightCount = 0
         } else {
-            ignoredResponses += 1
+            _ignoredResponses.addSaturating(1)
         }
     }
 
@@ -105,7 +109,7 @@ extension ClientEngine {
             do {
                 install(try ExperimentData(payload: payload), at: now)
             } catch {
-                malformedPayloads += 1
+                _malformedPayloads.addSaturating(1)
                 lastError = "malformed experiment data: \(error)"
                 fetchFailed(retryAfter: nil, at: now)
             }
@@ -116,7 +120,7 @@ extension ClientEngine {
                 // Retrying a refused fetch soon would fail the same way; try again a TTL later.
                 lastError = "experiment data request refused with status \(status)"
                 fetchFailures = 0
-                fetchNotBefore = now + max(profile.settings.dataTTL, retryAfter ?? 0)
+                fetchTime = now + max(profile.settings.dataTTL, retryAfter ?? 0)
             }
         case .failed:
             fetchFailed(retryAfter: nil, at: now)
@@ -136,18 +140,18 @@ extension ClientEngine {
                 sendFailed(retryAfter: nil, at: now)
             } else {
                 sendFailures = 0
-                sendNotBefore = -.infinity
+                sendTime = -.infinity
             }
         case .rejected(let status, let retryAfter):
             if Self.isTransient(status: status) {
                 sendFailed(retryAfter: retryAfter, at: now)
             } else {
                 let setAside = _store.removeOldest(Int(inFlightCount))
-                eventsRejectedPermanently += setAside.count
+                _eventsRejectedPermanently.addSaturating(setAside.count)
                 offeredCount = max(0, offeredCount - Int32(setAside.count))
                 lastError = "\(setAside.count) events refused permanently with status \(status)"
                 sendFailures = 0
-                sendNotBefore = -.infinity
+                sendTime = -.infinity
             }
         case .failed:
             sendFailed(retryAfter: nil, at: now)
@@ -173,27 +177,27 @@ extension ClientEngine {
         }
         _data = fresh
         fetchDueAt = now + profile.settings.dataTTL
-        fetchNotBefore = -.infinity
+        fetchTime = -.infinity
         fetchFailures = 0
     }
 
     @usableFromInline
     mutating func fetchFailed(retryAfter: Double?, at now: Double) {
-        transientFailures += 1
-        // Saturates: retrying every 50 ms without backoff behind a partition of years fails
-        // more than Int32.max times in a row (the backoff stopped growing long before).
+        _transientFailures.addSaturating(1)
+        // Saturates (see the field): a device behind a long partition can fail more than
+        // UInt16.max times in a row, and the backoff stopped growing long before.
         if fetchFailures < .max { fetchFailures += 1 }
-        fetchNotBefore = now + retryDelay(failures: fetchFailures, retryAfter: retryAfter)
+        fetchTime = now + retryDelay(failures: fetchFailures, retryAfter: retryAfter)
     }
 
     @usableFromInline
     mutating func sendFailed(retryAfter: Double?, at now: Double) {
-        transientFailures += 1
+        _transientFailures.addSaturating(1)
         if sendFailures < .max { sendFailures += 1 }
-        sendNotBefore = now + retryDelay(failures: sendFailures, retryAfter: retryAfter)
+        sendTime = now + retryDelay(failures: sendFailures, retryAfter: retryAfter)
     }
 
-    mutating func retryDelay(failures: Int32, retryAfter: Double?) -> Double {
+    mutating func retryDelay(failures: UInt16, retryAfter: Double?) -> Double {
         let delay = profile.settings.backoff.delay(afterFailures: Int(failures), using: &generator)
         if profile.settings.honourRetryAfter, let retryAfter, retryAfter.isFinite {
             return max(delay, retryAfter)

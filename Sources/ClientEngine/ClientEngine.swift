@@ -40,53 +40,67 @@ import Randomness
 ///
 /// `ClientEngine` is `Sendable` when its store is; it has a single owner and no locks.
 public struct ClientEngine<Store: EventStore> {
+    // A fleet simulates millions of engines, so every byte here is paid millions of times:
+    // counters are 32-bit (see each), texts are numbers into the profile's table, and fields are
+    // ordered so that the 4-byte ones fill the tails of the 8-byte ones.
+
     /// The defaults and settings shared with other devices of the same app.
     public let profile: EngineProfile
     @usableFromInline var _data: ExperimentData?
     /// Per experiment of `data`: 0 when not viewed, else the variant index plus one, with
     /// ``convertedBit`` set once converted. Empty until the first view.
     @usableFromInline var assignments = AssignmentTable()
+    /// The number of oldest queued events in the batch in flight.
+    @usableFromInline var inFlightCount: Int32 = 0
     @usableFromInline var _store: Store
 
     @usableFromInline var fetchDueAt: Double
-    @usableFromInline var fetchNotBefore = -Double.infinity
-    @usableFromInline var fetchSentAt = 0.0
-    @usableFromInline var fetchInFlight: UInt64 = 0
-    @usableFromInline var sendNotBefore = -Double.infinity
-    @usableFromInline var sendSentAt = 0.0
-    @usableFromInline var sendInFlight: UInt64 = 0
-    @usableFromInline var lastRequestNumber: UInt64 = 0
-    @usableFromInline var fetchFailures: Int32 = 0
-    @usableFromInline var sendFailures: Int32 = 0
-    /// The number of oldest queued events in the batch in flight.
-    @usableFromInline var inFlightCount: Int32 = 0
-    /// The number of oldest queued events ever offered to a server (in any batch, answered or
-    /// not). Batches are always the oldest events, so these form a prefix; overflow never drops
-    /// them, because a server may have ingested them already.
-    @usableFromInline var offeredCount: Int32 = 0
+    /// While a fetch is in flight, when it was sent; otherwise the earliest time the next may
+    /// be sent (a backoff, or `-infinity`). One field serves both because every way a fetch
+    /// leaves flight (a response, a timeout, a restart) sets a fresh earliest time, so the one
+    /// from before it was sent is never read again.
+    @usableFromInline var fetchTime = -Double.infinity
+    /// For the batch of events, as `fetchTime` is for the fetch.
+    @usableFromInline var sendTime = -Double.infinity
+    // Request numbers are 32-bit and wrap from UInt32.max to 1. A response is matched only
+    // against the (at most two) requests in flight, each timed out after
+    // `EngineSettings.requestTimeout`; a number is mistaken for its earlier holder only by a
+    // response that arrives after four billion later requests.
+    @usableFromInline var fetchInFlight: UInt32 = 0
+    @usableFromInline var sendInFlight: UInt32 = 0
+    @usableFromInline var lastRequestNumber: UInt32 = 0
+    // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
+    @usableFromInline var _eventsCreated: UInt32 = 0
+    // Saturate at UInt16.max: the backoff's exponent stops growing after 1,025 failures, so the
+    // delays are those of the exact count.
+    @usableFromInline var fetchFailures: UInt16 = 0
+    @usableFromInline var sendFailures: UInt16 = 0
     @usableFromInline var flushRequested = false
     /// Whether the OS reports connectivity; requests are held back while it does not.
     public private(set) var isOnline = true
-    @usableFromInline var _eventsCreated = 0
     /// The device's identity, stamped on its events.
     public let deviceID: UInt64
 
     // The fields above are what a view and a fetch touch; declared first, they share the
-    // fewest cache lines, which is what a fleet of a million engines is bound by.
+    // fewest cache lines, which is what a fleet of a million engines is bound by. A fleet
+    // prefetches them, up to and including `deviceID`, before a device's events run.
 
+    // Only a send and its response touch this one, and it shares the device id's cache line.
+    /// The number of oldest queued events ever offered to a server (in any batch, answered or
+    /// not). Batches are always the oldest events, so these form a prefix; overflow never drops
+    /// them, because a server may have ingested them already.
+    @usableFromInline var offeredCount: Int32 = 0
+    /// The number of ``appVersion`` in the profile's texts, which keeps each text once for all
+    /// its engines instead of a 16-byte `String` in each.
+    @usableFromInline var appVersionNumber: UInt32
     @usableFromInline var generator: Xoshiro256
-    @usableFromInline var _appVersion: String
-    @usableFromInline var _eventsDroppedByOverflow = 0
-    /// Events removed because a server permanently refused their batch.
-    public internal(set) var eventsRejectedPermanently = 0
-    /// Data responses that were not valid experiment data.
-    public internal(set) var malformedPayloads = 0
-    /// Requests that failed transiently (timeouts, unreachable, retryable statuses).
-    public internal(set) var transientFailures = 0
-    /// Responses ignored because their request was unknown, timed out or forgotten.
-    public internal(set) var ignoredResponses = 0
-    /// The most recent malformed payload, permanent refusal or mismatched response, described.
-    public internal(set) var lastError: String?
+    @usableFromInline var _transientFailures: UInt32 = 0
+    /// The number of ``lastError`` in the profile's texts, or 0 for none.
+    @usableFromInline var lastErrorNumber: UInt32 = 0
+    @usableFromInline var _eventsDroppedByOverflow: UInt32 = 0
+    @usableFromInline var _eventsRejectedPermanently: UInt32 = 0
+    @usableFromInline var _malformedPayloads: UInt32 = 0
+    @usableFromInline var _ignoredResponses: UInt32 = 0
 
     @usableFromInline static var variantMask: UInt32 { 0x3FFF_FFFF }
     @usableFromInline static var convertedBit: UInt32 { 0x8000_0000 }
@@ -115,13 +129,13 @@ public struct ClientEngine<Store: EventStore> {
         self.profile = profile
         self._store = store
         self.deviceID = deviceID
-        self._appVersion = appVersion
+        self.appVersionNumber = profile.texts.number(for: appVersion)
         self.generator = seed.makeGenerator()
         self.fetchDueAt = now
     }
 
     /// The app version the cache belongs to.
-    public var appVersion: String { _appVersion }
+    public var appVersion: String { profile.texts.text(appVersionNumber) }
     /// The engine's settings.
     @inlinable public var settings: EngineSettings { profile.settings }
     /// Whether experiment data has never been retrieved, so the defaults are served.
@@ -136,9 +150,22 @@ public struct ClientEngine<Store: EventStore> {
     /// The durable event queue.
     @inlinable public var store: Store { _store }
     /// Events created by views and conversions, including those later dropped or lost.
-    @inlinable public var eventsCreated: Int { _eventsCreated }
+    @inlinable public var eventsCreated: Int { Int(_eventsCreated) }
     /// Events dropped because the queue was full.
-    @inlinable public var eventsDroppedByOverflow: Int { _eventsDroppedByOverflow }
+    @inlinable public var eventsDroppedByOverflow: Int { Int(_eventsDroppedByOverflow) }
+    /// Events removed because a server permanently refused their batch.
+    public var eventsRejectedPermanently: Int { Int(_eventsRejectedPermanently) }
+    /// Data responses that were not valid experiment data.
+    public var malformedPayloads: Int { Int(_malformedPayloads) }
+    /// Requests that failed transiently (timeouts, unreachable, retryable statuses).
+    public var transientFailures: Int { Int(_transientFailures) }
+    /// Responses ignored because their request was unknown, timed out or forgotten.
+    public var ignoredResponses: Int { Int(_ignoredResponses) }
+    /// The most recent malformed payload, permanent refusal or mismatched response, described.
+    public internal(set) var lastError: String? {
+        get { lastErrorNumber == 0 ? nil : profile.texts.text(lastErrorNumber) }
+        set { lastErrorNumber = newValue.map { profile.texts.number(for: $0) } ?? 0 }
+    }
     /// The number of events waiting for acknowledgement.
     @inlinable public var queueDepth: Int { _store.count }
     /// Events lost because a crash struck before they were persisted.
@@ -270,13 +297,13 @@ extension ClientEngine {
     @inlinable
     mutating func queue(_ kind: EventKind, experiment: Int, variant: Int, value: Double, at now: Double) {
         let sequence = _store.nextSequenceNumber()
-        _eventsCreated += 1
+        _eventsCreated.addSaturating(1)
         let event = Event(
             id: EventID(device: deviceID, sequence: sequence), kind: kind,
             experiment: Int32(truncatingIfNeeded: experiment), variant: Int32(truncatingIfNeeded: variant),
             value: value, createdAt: now)
         if _store.count >= profile.settings.queueCapacity {
-            _eventsDroppedByOverflow += 1
+            _eventsDroppedByOverflow.addSaturating(1)
             switch profile.settings.overflowPolicy {
             case .dropNewest:
                 return
@@ -339,8 +366,9 @@ extension ClientEngine {
     /// asks for fresh data. Until it arrives the stale downloaded data remains the fallback (the
     /// engine does not return to offline mode). The same version is a no-op.
     public mutating func appVersionChanged(to version: String, at now: Double) {
-        guard version != appVersion else { return }
-        _appVersion = version
+        let number = profile.texts.number(for: version)
+        guard number != appVersionNumber else { return }
+        appVersionNumber = number
         assignments = AssignmentTable()
         fetchDueAt = min(fetchDueAt, now)
     }
@@ -358,8 +386,9 @@ extension ClientEngine {
         if _store.count > 0 { flushRequested = true }
         if data == nil { fetchDueAt = min(fetchDueAt, now) }
         if profile.settings.resetBackoffOnReconnect {
-            fetchNotBefore = -.infinity
-            sendNotBefore = -.infinity
+            // A request in flight will set its own earliest time when it leaves flight.
+            if fetchInFlight == 0 { fetchTime = -.infinity }
+            if sendInFlight == 0 { sendTime = -.infinity }
             fetchFailures = 0
             sendFailures = 0
         }
@@ -377,8 +406,8 @@ extension ClientEngine {
         offeredCount = min(offeredCount, Int32(_store.count))
         fetchFailures = 0
         sendFailures = 0
-        fetchNotBefore = -.infinity
-        sendNotBefore = -.infinity
+        fetchTime = -.infinity
+        sendTime = -.infinity
         flushRequested = false
         if data == nil { fetchDueAt = min(fetchDueAt, now) }
     }

@@ -66,8 +66,13 @@ extension EventStore {
 @usableFromInline
 struct EventRing: Sendable {
     private var storage: [Event] = []
-    private var head = 0
-    @usableFromInline private(set) var count = 0
+    // 32-bit because every simulated device holds a ring; a queue of 2³¹ events would need
+    // tens of gigabytes of buffer first.
+    private var start: Int32 = 0
+    @usableFromInline private(set) var length: Int32 = 0
+
+    @inlinable var count: Int { Int(length) }
+    private var head: Int { Int(start) }
 
     /// Buffers up to this capacity are kept when the queue empties. None are: a drained queue
     /// has just sent a batch (which allocates anyway), and a million idle devices each keeping
@@ -90,7 +95,7 @@ struct EventRing: Sendable {
     mutating func append(_ event: Event) {
         if count == storage.count { grow() }
         storage[slot(count)] = event
-        count += 1
+        length += 1
     }
 
     private mutating func grow() {
@@ -98,7 +103,7 @@ struct EventRing: Sendable {
         var fresh = [Event](repeating: Self.filler, count: capacity)
         for offset in 0..<count { fresh[offset] = self[offset] }
         storage = fresh
-        head = 0
+        start = 0
     }
 
     func prefix(_ n: Int) -> [Event] {
@@ -111,13 +116,13 @@ struct EventRing: Sendable {
 
     mutating func removeFirst(_ n: Int) {
         let taken = min(n, count)
-        head = slot(taken)
-        count -= taken
+        start = Int32(slot(taken))
+        length -= Int32(taken)
         releaseIfDrained()
     }
 
     mutating func removeLast(_ n: Int) {
-        count -= min(n, count)
+        length -= Int32(min(n, count))
         releaseIfDrained()
     }
 
@@ -175,7 +180,7 @@ struct EventRing: Sendable {
 
     private mutating func releaseIfDrained() {
         if count == 0 {
-            head = 0
+            start = 0
             if storage.count > Self.retainedCapacity { storage = [] }
         }
     }

@@ -4,7 +4,7 @@ import Testing
 
 struct FailureCountTests {
     /// A device retrying every 50 ms without backoff behind a partition of ten years fails more
-    /// than Int32.max times in a row; counting one more trapped.
+    /// times in a row than the counter holds; counting one more once trapped.
     @Test func consecutiveSendFailuresSaturate() throws {
         let backoff = BackoffPolicy.exponential(base: 1, multiplier: 2, cap: 20, jitter: .none)
         var engine = Fixtures.onlineEngine(settings: EngineSettings(batchSize: 1, backoff: backoff, dataTTL: .infinity))
