@@ -36,6 +36,14 @@ let benchmarks: @Sendable () -> Void = {
         runReplicates(of: smallFleetModel, benchmark)
     }
 
+    // The fleet model as a SimPy model of it runs: not sticky, data fetched and the queue
+    // flushed every session, so every session is a fetch, a batch and its ingestion, where the
+    // fleet model's cached, sticky devices rarely send anything.
+    let fleetSimPy = FleetWorkload.scenario("fleet-simpy")
+    Benchmark("Fleet fleet-simpy 100k devices 7d thompson") { benchmark in
+        runReplicates(of: fleetSimPy, benchmark)
+    }
+
     // The speed benchmark's big fleet: a million devices for 30 days, one replicate.
     let fleetMillion = FleetWorkload.scenario("fleet-million")
     Benchmark(

@@ -75,8 +75,14 @@ public struct ExperimentServer<A: Allocator> {
     /// Decisions answered (server-side assignment).
     public private(set) var decisions = 0
 
-    private var seen = Set<EventID>()
+    /// Every event id ingested.
+    private var seen = IngestedEvents()
+    /// Each experiment's variant count, read once: a generic allocator read through the array
+    /// would be copied (and its storage retained and released) for every event checked.
+    private let variantCounts: [Int]
     private var pending: [PendingFeedback] = []
+    /// Where each entry of `pending` falls in arrival order, appended with it.
+    private var arrivals: [Arrival] = []
     private var dirty = false
     private var lastPublished: Double
     private var version = 1
@@ -96,6 +102,7 @@ public struct ExperimentServer<A: Allocator> {
         }
         self.definitions = experiments
         self.allocators = allocators
+        self.variantCounts = allocators.map(\.variantCount)
         self.cadence = cadence
         self.lastPublished = now
         self.built = ExperimentData(version: 0, experiments: experiments)
@@ -116,12 +123,12 @@ public struct ExperimentServer<A: Allocator> {
     public mutating func ingest(_ batch: [Event], at now: Double, accepted: (Event) -> Void) -> IngestResult {
         var result = IngestResult(accepted: 0, duplicates: 0, invalid: 0)
         for event in batch {
-            guard seen.insert(event.id).inserted else {
+            guard seen.insert(event.id) else {
                 result.duplicates += 1
                 continue
             }
             let experiment = Int(event.experiment), variant = Int(event.variant)
-            guard experiment >= 0, experiment < allocators.count, variant >= 0, variant < allocators[experiment].variantCount else {
+            guard experiment >= 0, experiment < variantCounts.count, variant >= 0, variant < variantCounts[experiment] else {
                 result.invalid += 1
                 continue
             }
@@ -181,9 +188,9 @@ public struct ExperimentServer<A: Allocator> {
             allocators[experiment].record(feedback)
             dirty = true
         case .every:
-            pending.append(PendingFeedback(time: now, event: event, order: pending.count, experiment: experiment, feedback: feedback))
+            buffer(feedback, experiment: experiment, at: now, event: event)
         case .everyEvents(let count):
-            pending.append(PendingFeedback(time: now, event: event, order: pending.count, experiment: experiment, feedback: feedback))
+            buffer(feedback, experiment: experiment, at: now, event: event)
             if pending.count >= count {
                 applyPending()
                 publish(at: now)
@@ -208,6 +215,10 @@ public struct ExperimentServer<A: Allocator> {
     /// `Sendable`: plain values.
     public struct Inbox: Sendable {
         fileprivate var entries: [PendingFeedback]
+        fileprivate var arrivals: [Arrival]
+
+        /// Whether there is no feedback in it.
+        public var isEmpty: Bool { entries.isEmpty }
     }
 
     /// Takes out the feedback waiting for the next update.
@@ -217,18 +228,24 @@ public struct ExperimentServer<A: Allocator> {
     /// learns. The update sorts all of it by arrival, so the allocators see the same sequence
     /// however the devices were split.
     public mutating func handOver() -> Inbox {
-        var taken: [PendingFeedback] = []
-        swap(&taken, &pending)
-        return Inbox(entries: taken)
+        var inbox = Inbox(entries: [], arrivals: [])
+        swap(&inbox.entries, &pending)
+        swap(&inbox.arrivals, &arrivals)
+        return inbox
     }
 
     /// Adds what another server handed over to the feedback waiting for the next update, after
     /// what is already waiting.
     public mutating func take(_ inbox: Inbox) {
-        for var entry in inbox.entries {
-            entry.order = pending.count
-            pending.append(entry)
-        }
+        let offset = pending.count
+        pending.append(contentsOf: inbox.entries)
+        arrivals.append(contentsOf: inbox.arrivals.lazy.map { Arrival(bits: $0.time, index: $0.index + offset) })
+    }
+
+    /// Says which devices will send this server events, so that it keeps their ids in an array
+    /// indexed from the first of them (a shard's server copy hears from one range of devices).
+    public mutating func expectDevices(from first: UInt64) {
+        seen.expectDevices(from: first)
     }
 
     /// Serves `data` as the published data, in place of this server's own publications: for a
@@ -251,12 +268,35 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
 
+    private mutating func buffer(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID?) {
+        arrivals.append(Arrival(time: now, index: pending.count))
+        pending.append(PendingFeedback(event: event, experiment: experiment, feedback: feedback))
+    }
+
+    /// Feeds the buffered feedback to the allocators in arrival order: by time, then feedback
+    /// without an event (decisions and goals) before events, events by id, and otherwise in
+    /// the order it was buffered.
     private mutating func applyPending() {
-        pending.sort(by: PendingFeedback.arrivesBefore)
-        for entry in pending {
-            allocators[entry.experiment].record(entry.feedback)
+        // Sorting 16-byte keys and reading the feedback through them moves a fraction of the
+        // bytes that sorting the entries would; ties in time, rare, are ordered afterwards.
+        if !arrivals.isSorted() { arrivals.sort() }
+        var start = 0
+        while start < arrivals.count {
+            var end = start + 1
+            while end < arrivals.count && arrivals[end].time == arrivals[start].time { end += 1 }
+            if end - start > 1 {
+                arrivals[start..<end].sort { [pending] a, b in
+                    pending[a.index].sameTimeOrder(at: a.index) < pending[b.index].sameTimeOrder(at: b.index)
+                }
+            }
+            for arrival in arrivals[start..<end] {
+                let entry = pending[arrival.index]
+                allocators[entry.experiment].record(entry.feedback)
+            }
+            start = end
         }
         pending.removeAll(keepingCapacity: true)
+        arrivals.removeAll(keepingCapacity: true)
     }
 
     /// Captures every allocator's policy now; ``published`` builds the data when it is read.
@@ -269,24 +309,216 @@ public struct ExperimentServer<A: Allocator> {
     }
 }
 
-/// Feedback waiting for the next update, with what orders it.
+/// Feedback waiting for the next update.
 private struct PendingFeedback: Sendable {
-    /// When it reached the server.
-    var time: Double
     /// The event it came from; `nil` for server-side decisions and goals.
     var event: EventID?
-    /// Its place in the buffer, the last tie-break.
-    var order: Int
     var experiment: Int
     var feedback: Feedback
 
-    static func arrivesBefore(_ a: PendingFeedback, _ b: PendingFeedback) -> Bool {
-        if a.time != b.time { return a.time < b.time }
-        switch (a.event, b.event) {
-        case let (x?, y?) where x != y: return x < y
-        case (nil, _?): return true
-        case (_?, nil): return false
-        default: return a.order < b.order
+    /// What orders feedback that arrived at the same time, `index` being its place in the
+    /// buffer: feedback without an event first, in buffer order, then events by id.
+    func sameTimeOrder(at index: Int) -> (UInt64, UInt64, Int) {
+        guard let event else { return (0, 0, index) }
+        return (event.device, 1 << 32 | UInt64(event.sequence), index)
+    }
+}
+
+/// When an entry of the pending feedback arrived, and where it is in the buffer.
+private struct Arrival: Comparable, Sendable {
+    /// The arrival time's bits, mapped so that unsigned order is numeric order (−0 as +0).
+    var time: UInt64
+    var index: Int
+
+    init(time: Double, index: Int) {
+        // Adding zero turns −0 into +0, which compares equal to it as a time.
+        let bits = (time + 0).bitPattern
+        self.time = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
+        self.index = index
+    }
+
+    /// An arrival whose time is already mapped (`time` of another arrival).
+    init(bits: UInt64, index: Int) {
+        self.time = bits
+        self.index = index
+    }
+
+    static func < (a: Arrival, b: Arrival) -> Bool {
+        a.time != b.time ? a.time < b.time : a.index < b.index
+    }
+}
+
+extension Array where Element: Comparable {
+    fileprivate func isSorted() -> Bool {
+        indices.dropFirst().allSatisfy { self[$0 - 1] <= self[$0] }
+    }
+}
+
+/// The ids of the events ingested, by device.
+///
+/// A device numbers its events in order and sends the oldest first, so its ids form a few runs
+/// of consecutive numbers, usually one: an 8-byte entry per device holding the latest run,
+/// instead of one per event, keeps this in cache. Devices numbered densely from 0 (or from
+/// the first of a shard's range), as a simulated fleet's are, index an array; others (and devices far beyond those seen, so that
+/// one large id cannot make the array huge) go in a dictionary. Earlier runs, left behind when
+/// numbers are skipped (events lost in a crash, dropped or refused), wait in a dictionary too.
+private struct IngestedEvents {
+    /// Latest runs of devices `base ..< base + dense.count`.
+    private var dense: [Run] = []
+    /// The first device the array covers.
+    private var base: UInt64 = 0
+    /// Latest runs of other devices.
+    private var sparse: [UInt64: Run] = [:]
+    /// Earlier runs of devices that have them, in increasing order, each ending at least two
+    /// below the next (or the latest run).
+    private var earlier: [UInt64: [ClosedRange<UInt32>]] = [:]
+    /// Devices with a run.
+    private var devices = 0
+
+    /// A run of consecutive sequence numbers, `first ... last`; empty (first above last) for a
+    /// device with none.
+    struct Run {
+        var first: UInt32 = 1
+        var last: UInt32 = 0
+
+        var isEmpty: Bool { first > last }
+
+        /// What adding a number to a device's latest run did, or left to do.
+        enum Insertion {
+            /// It was added, and it is the device's first.
+            case first
+            /// It was added.
+            case added
+            /// It was added, starting a new latest run after a gap: this run is left behind.
+            case leftBehind(ClosedRange<UInt32>)
+            /// It was there already.
+            case present
+            /// It is below this run: the earlier runs decide.
+            case below
+        }
+
+        mutating func insert(_ s: UInt32) -> Insertion {
+            if isEmpty {
+                (first, last) = (s, s)
+                return .first
+            }
+            if s > last {
+                guard s - last > 1 else {
+                    last = s
+                    return .added
+                }
+                let behind = first...last
+                (first, last) = (s, s)
+                return .leftBehind(behind)
+            }
+            return s >= first ? .present : .below
+        }
+    }
+
+    /// The array grows to cover a device only this far past `base`: at most twice the devices
+    /// seen, so it is never much larger than a dictionary of them would be, plus a few thousand.
+    private var denseLimit: UInt64 { UInt64(max(4096, 2 * devices)) }
+
+    /// Starts the array at device `first`, before any id is inserted.
+    mutating func expectDevices(from first: UInt64) {
+        precondition(devices == 0, "the array's start is set before any id is inserted")
+        base = first
+    }
+
+    /// Where `device`'s latest run is in the array, if the array covers it.
+    @inline(__always)
+    private func slot(_ device: UInt64) -> Int? {
+        device >= base && device - base < UInt64(dense.count) ? Int(device - base) : nil
+    }
+
+    func contains(_ id: EventID) -> Bool {
+        let run = slot(id.device).map { dense[$0] } ?? sparse[id.device] ?? Run()
+        if id.sequence >= run.first { return id.sequence <= run.last }
+        guard let runs = earlier[id.device] else { return false }
+        let next = Self.firstRun(endingAtOrAfter: id.sequence, in: runs)
+        return next < runs.count && runs[next].lowerBound <= id.sequence
+    }
+
+    /// Adds `id`; returns whether it was not already there.
+    mutating func insert(_ id: EventID) -> Bool {
+        let device = id.device
+        if device >= base, device - base >= UInt64(dense.count), device - base < denseLimit { grow(covering: device) }
+        let insertion = if let slot = slot(device) {
+            dense[slot].insert(id.sequence)
+        } else {
+            sparse[device, default: Run()].insert(id.sequence)
+        }
+        switch insertion {
+        case .first:
+            devices += 1
+            return true
+        case .added:
+            return true
+        case .leftBehind(let run):
+            earlier[device, default: []].append(run)
+            return true
+        case .present:
+            return false
+        case .below:
+            return insertEarlier(id.sequence, of: device)
+        }
+    }
+
+    /// Adds `s`, below the device's latest run, among its earlier runs, merging the runs it
+    /// joins (the latest one included).
+    private mutating func insertEarlier(_ s: UInt32, of device: UInt64) -> Bool {
+        var runs = earlier.removeValue(forKey: device) ?? []
+        defer { if !runs.isEmpty { earlier[device] = runs } }
+        let next = Self.firstRun(endingAtOrAfter: s, in: runs)
+        if next < runs.count && runs[next].lowerBound <= s { return false }
+        // `s` lies in the gap between run `next - 1` (if any) and run `next` (or the latest).
+        let latestFirst = slot(device).map { dense[$0].first } ?? sparse[device]!.first
+        let joinsBelow = next > 0 && runs[next - 1].upperBound == s - 1
+        let joinsAbove = (next < runs.count ? runs[next].lowerBound : latestFirst) == s + 1
+        var newLatestFirst: UInt32?
+        switch (joinsBelow, joinsAbove) {
+        case (true, true):
+            let merged = runs[next - 1].lowerBound
+            if next < runs.count {
+                runs[next] = merged...runs[next].upperBound
+            } else {
+                newLatestFirst = merged
+            }
+            runs.remove(at: next - 1)
+        case (true, false):
+            runs[next - 1] = runs[next - 1].lowerBound...s
+        case (false, true):
+            if next < runs.count {
+                runs[next] = s...runs[next].upperBound
+            } else {
+                newLatestFirst = s
+            }
+        case (false, false):
+            runs.insert(s...s, at: next)
+        }
+        if let newLatestFirst {
+            if let slot = slot(device) { dense[slot].first = newLatestFirst } else { sparse[device]!.first = newLatestFirst }
+        }
+        return true
+    }
+
+    /// The index of the first run in `runs` that ends at or after `s` (`runs.count` if none).
+    private static func firstRun(endingAtOrAfter s: UInt32, in runs: [ClosedRange<UInt32>]) -> Int {
+        var low = 0, high = runs.count
+        while low < high {
+            let middle = (low + high) / 2
+            if runs[middle].upperBound < s { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
+    /// Extends the array to cover `device` (doubling, within the limit), moving the runs of
+    /// the devices it now covers out of the dictionary.
+    private mutating func grow(covering device: UInt64) {
+        let count = Int(min(denseLimit, max(device - base + 1, UInt64(2 * dense.count))))
+        dense.append(contentsOf: repeatElement(Run(), count: count - dense.count))
+        for moved in sparse.keys.filter({ $0 >= base && $0 - base < UInt64(count) }) {
+            dense[Int(moved - base)] = sparse.removeValue(forKey: moved)!
         }
     }
 }

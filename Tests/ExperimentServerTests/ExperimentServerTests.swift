@@ -268,3 +268,133 @@ struct EveryEventsDecisionTests {
         #expect(server.published.version == first + 2)
     }
 }
+
+/// The server remembers ingested ids per device as runs of sequence numbers; these cover the
+/// orders and gaps a fleet produces (crashes skip numbers, retries repeat them, a device far
+/// beyond the others stays out of the dense table).
+struct IngestedIDTests {
+    @Test func idsInAnyOrderWithGapsAreRememberedExactly() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        let device: UInt64 = 7
+        let order: [UInt32] = [0, 1, 2, 10, 11, 5, 4, 6, 3, 20, 8, 9, 7, 30, 31, 29, 25]
+        for sequence in order {
+            #expect(counts(server.ingest([ServerFixtures.view(device: device, sequence, variant: 0)], at: 1)) == [1, 0, 0])
+        }
+        let ingested = Set(order)
+        for sequence in UInt32(0)...40 {
+            #expect(server.hasIngested(EventID(device: device, sequence: sequence)) == ingested.contains(sequence))
+            let again = server.ingest([ServerFixtures.view(device: device, sequence, variant: 0)], at: 2)
+            #expect(counts(again) == (ingested.contains(sequence) ? [0, 1, 0] : [1, 0, 0]))
+        }
+        #expect(server.eventsAccepted == 41)
+    }
+
+    @Test func largeAndDenseDeviceIDsAreKeptApart() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        let devices: [UInt64] = [.max, 1 << 40, 3, 0, 5000, 100_000, 2, .max - 1]
+        for (offset, device) in devices.enumerated() {
+            _ = server.ingest([ServerFixtures.view(device: device, UInt32(offset), variant: 0)], at: 1)
+        }
+        // Enough devices that the dense table grows past ids seen earlier in the dictionary.
+        for device in UInt64(0)..<20_000 where !devices.contains(device) {
+            _ = server.ingest([ServerFixtures.view(device: device, 0, variant: 0)], at: 2)
+        }
+        for (offset, device) in devices.enumerated() {
+            #expect(server.hasIngested(EventID(device: device, sequence: UInt32(offset))))
+            #expect(!server.hasIngested(EventID(device: device, sequence: UInt32(offset) + 1)))
+            #expect(counts(server.ingest([ServerFixtures.view(device: device, UInt32(offset), variant: 0)], at: 3)) == [0, 1, 0])
+        }
+        #expect(!server.hasIngested(EventID(device: 1 << 41, sequence: 0)))
+        #expect(server.hasIngested(EventID(device: 19_999, sequence: 0)))
+        #expect(server.eventsAccepted == devices.count + (UInt64(0)..<20_000).filter { !devices.contains($0) }.count)
+    }
+
+    @Test func sequenceNumbersAtTheTopOfTheRangeAreRemembered() {
+        var server = ServerFixtures.server(.immediate(minimumInterval: 60))
+        let top = UInt32.max
+        for sequence in [top, top - 1, 0, top - 3] {
+            _ = server.ingest([ServerFixtures.view(device: 4, sequence, variant: 0)], at: 1)
+        }
+        #expect(server.hasIngested(EventID(device: 4, sequence: top)))
+        #expect(server.hasIngested(EventID(device: 4, sequence: top - 1)))
+        #expect(!server.hasIngested(EventID(device: 4, sequence: top - 2)))
+        #expect(server.hasIngested(EventID(device: 4, sequence: top - 3)))
+        #expect(server.hasIngested(EventID(device: 4, sequence: 0)))
+        #expect(!server.hasIngested(EventID(device: 4, sequence: 1)))
+    }
+
+    @Test func feedbackArrivingTogetherIsLearntByEventIDAfterDecisions() {
+        // Same arrival time: decisions (no event) first in the order taken, then events by id
+        // (device, then sequence), whatever order the batches were handed in.
+        var server = ServerFixtures.server(.every(seconds: 100), choices: [1, 0])
+        _ = server.ingest([ServerFixtures.view(device: 3, 1, variant: 1), ServerFixtures.conversion(device: 3, 0, variant: 0)], at: 50)
+        _ = server.decide(experiment: 0, at: 50)
+        _ = server.ingest([ServerFixtures.view(device: 1, 9, variant: 0)], at: 50)
+        _ = server.decide(experiment: 0, at: 50)
+        _ = server.ingest([ServerFixtures.view(device: 8, 0, variant: 0)], at: 40)
+        server.tick(at: 100)
+        #expect(server.allocators[0].received == [
+            .view(0), .view(1), .view(0), .view(0), .conversion(0, value: 1), .view(1),
+        ])
+    }
+}
+
+/// A fleet split among threads: copies of the server ingest what their devices send and hand it
+/// over to the one server that learns.
+struct ServerHandOverTests {
+    /// Events of 40 devices at shuffled times, some sent twice, with ties in time.
+    static func batches() -> [[Event]] {
+        var batches: [[Event]] = []
+        for device in UInt64(0)..<40 {
+            var batch: [Event] = []
+            for sequence in UInt32(0)..<3 {
+                let time = Double((device * 7 + UInt64(sequence) * 13) % 10)
+                batch.append(ServerFixtures.view(device: device, sequence, experiment: Int32(device % 2), variant: Int32(sequence % 2), at: time))
+            }
+            batches.append(batch)
+            if device % 5 == 0 { batches.append(batch) }
+        }
+        return batches
+    }
+
+    @Test func copiesThatHandOverTeachTheAllocatorsWhatOneServerWouldLearn() {
+        var one = ServerFixtures.server(.every(seconds: 60))
+        for batch in Self.batches() { _ = one.ingest(batch, at: batch[0].createdAt) }
+        one.tick(at: 60)
+
+        var learning = ServerFixtures.server(.every(seconds: 60))
+        // Three copies, each hearing from a range of devices, the last two numbering theirs
+        // from the range's start; handed over last first, since the update orders feedback by
+        // arrival whatever order it was handed over in.
+        var copies = [learning, learning, learning]
+        copies[1].expectDevices(from: 10)
+        copies[2].expectDevices(from: 25)
+        for batch in Self.batches() {
+            let part = batch[0].id.device < 10 ? 0 : batch[0].id.device < 25 ? 1 : 2
+            _ = copies[part].ingest(batch, at: batch[0].createdAt)
+        }
+        for index in copies.indices.reversed() { learning.take(copies[index].handOver()) }
+        learning.tick(at: 60)
+
+        #expect(learning.allocators.map(\.received) == one.allocators.map(\.received))
+        #expect(copies.map(\.eventsAccepted).reduce(0, +) == one.eventsAccepted)
+        #expect(copies.map(\.duplicatesIgnored).reduce(0, +) == one.duplicatesIgnored)
+        for batch in Self.batches() {
+            let part = batch[0].id.device < 10 ? 0 : batch[0].id.device < 25 ? 1 : 2
+            #expect(batch.allSatisfy { copies[part].hasIngested($0.id) })
+        }
+        // A handed-over copy holds nothing more for the next update.
+        #expect(copies[0].handOver().isEmpty)
+    }
+
+    @Test func aCopyServesThePublishedDataItIsGiven() {
+        var server = ServerFixtures.server(.every(seconds: 60))
+        _ = server.ingest([ServerFixtures.view(device: 1, 0, experiment: 0, variant: 1, at: 5)], at: 5)
+        server.tick(at: 60)
+        let data = server.published
+        var copy = ServerFixtures.server(.every(seconds: 60))
+        copy.serve(data)
+        #expect(copy.published.version == data.version)
+        #expect(copy.published.experiments.map(\.snapshot) == data.experiments.map(\.snapshot))
+    }
+}

@@ -96,10 +96,10 @@ public struct FleetMetrics: Sendable {
     init(scenario: Scenario) {
         let counts = scenario.experiments.map(\.rates.count)
         offsets = counts.indices.map { counts[..<$0].reduce(0, +) }
-        viewCounts = Array(repeating: 0, count: counts.reduce(0, +))
-        conversionCounts = viewCounts
+        viewCounts = Self.counters(counts.reduce(0, +))
+        conversionCounts = Self.counters(viewCounts.count)
         let epochs = scenario.rateEpochs
-        epochViews = Array(repeating: 0, count: viewCounts.count * epochs.count)
+        epochViews = Self.counters(viewCounts.count * epochs.count)
         epochRegret = epochs.flatMap { start in
             scenario.experiments.flatMap { experiment in
                 let rates = experiment.rates(at: start)
@@ -107,6 +107,16 @@ public struct FleetMetrics: Sendable {
                 return rates.map { best - $0 }
             }
         }
+    }
+
+    /// `count` zeros, in a buffer of at least two cache lines: the shards of a split fleet
+    /// count views on different threads, and counters that shared a line with another shard's
+    /// would make the threads take it from each other on every view.
+    private static func counters(_ count: Int) -> [Int] {
+        var zeros = [Int]()
+        zeros.reserveCapacity(max(count, 16))
+        zeros.append(contentsOf: repeatElement(0, count: count))
+        return zeros
     }
 
     /// Σ over views of (best rate − rate shown), per cell: epoch by epoch, views × regret.

@@ -28,15 +28,14 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
     ///
     /// `@unchecked Sendable`: in a window each shard is run by exactly one thread, and between
     /// windows only by the fleet's own thread; the window's barrier orders the two.
-    final class Shard: ShardWork, @unchecked Sendable {
+    final class Shard: @unchecked Sendable {
         var fleet: FleetReplicate<A, Style>
+        /// Keeps the next shard's counters off the cache line of this one's last fields.
+        private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
 
         init(_ fleet: consuming FleetReplicate<A, Style>) {
             self.fleet = fleet
         }
-
-        func start() { fleet.start() }
-        func advance(throughWindow window: UInt64) { fleet.advance(throughWindow: window) }
     }
 
     let scenario: Scenario
@@ -67,14 +66,18 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         let count = max(1, min(devices, requested ?? Self.shardCount(devices: devices)))
         shards = (0..<count).map { k in
             let range = devices * k / count ..< devices * (k + 1) / count
-            return Shard(FleetReplicate(scenario: scenario, replicate: replicate, server: server, profile: profile, devices: range))
+            var ingesting = server
+            ingesting.expectDevices(from: UInt64(range.lowerBound))
+            return Shard(FleetReplicate(scenario: scenario, replicate: replicate, server: ingesting, profile: profile, devices: range))
         }
     }
 
     /// Runs the replicate to the horizon on `threads` threads and returns what it measured.
     mutating func run(threads: Int) -> FleetMetrics {
-        let work: [any ShardWork] = shards
-        forEachConcurrently(work.count, threads: threads) { work[$0].start() }
+        // The closures are made here, where the allocator and style are known, so the event
+        // loop they run is specialised for them.
+        let shards = self.shards
+        forEachConcurrently(shards.count, threads: threads) { shards[$0].fleet.start() }
         let horizon = scenario.horizon
         var samples: [FleetMetrics.Sample] = []
         // The fleet-wide occurrences of the single-threaded kernel: server updates and samples.
@@ -84,7 +87,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         for k in 1...max(1, lastWindow) {
             let data = server.published
             for shard in shards { shard.fleet.server.serve(data) }
-            forEachConcurrently(work.count, threads: threads) { work[$0].advance(throughWindow: k) }
+            forEachConcurrently(shards.count, threads: threads) { shards[$0].fleet.advance(throughWindow: k) }
             for shard in shards { server.take(shard.fleet.server.handOver()) }
             // At a window's end the kernel runs its fleet-wide occurrences by time, an update
             // before a sample at the same time.
@@ -129,27 +132,32 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
 }
 
-/// What threads do with a shard, without knowing its allocator and device style.
-protocol ShardWork: AnyObject, Sendable {
-    /// Makes the shard's devices.
-    func start()
-    /// Runs the shard's devices through window `window`.
-    func advance(throughWindow window: UInt64)
-}
-
 /// Runs `body` for every index below `count`, on up to `threads` threads, and returns when all
 /// are done. Threads take the next index as they finish one, so a slow one delays only itself.
-func forEachConcurrently(_ count: Int, threads: Int, _ body: @Sendable (Int) -> Void) {
+///
+/// `body` need not be `Sendable`: the caller hands each index to one thread only, and what the
+/// bodies share they only read.
+func forEachConcurrently(_ count: Int, threads: Int, _ body: (Int) -> Void) {
     guard threads > 1, count > 1 else {
         for index in 0..<count { body(index) }
         return
     }
-    let next = Atomic<Int>(0)
-    DispatchQueue.concurrentPerform(iterations: min(threads, count)) { _ in
-        while true {
-            let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-            guard index < count else { return }
-            body(index)
+    withoutActuallyEscaping(body) { body in
+        let work = UncheckedSendable(body)
+        let next = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: min(threads, count)) { _ in
+            while true {
+                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                guard index < count else { return }
+                work.value(index)
+            }
         }
     }
+}
+
+/// A value handed to other threads under a guarantee the compiler cannot check (see
+/// ``forEachConcurrently(_:threads:_:)``).
+private struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
