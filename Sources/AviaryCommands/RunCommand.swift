@@ -64,7 +64,7 @@ struct RunCommand: ParsableCommand {
 
 /// How a simulation runs and where it writes, shared by `run` and `loadtest`.
 struct RunOptions: ParsableArguments {
-    @Option(name: .long, help: "Replicates run in parallel (results are identical for any value).")
+    @Option(name: .long, help: "Threads: replicates run in parallel, and threads left over split one replicate's devices where the scenario allows (results are identical for any value).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(name: .shortAndLong, help: "Output folder (default: aviary-out/<scenario name>).")
