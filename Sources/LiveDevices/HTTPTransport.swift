@@ -1,3 +1,4 @@
+import Allocators
 import AsyncHTTPClient
 import ClientEngine
 import Foundation
@@ -173,9 +174,9 @@ public final class HTTPTransport: Transport, Sendable {
             buffer.writeString(#"","kind":""#)
             buffer.writeString(Wire.name(event.kind))
             buffer.writeString(#"","experiment":"#)
-            buffer.writeString(jsonString(definition.id))
+            buffer.writeString(JSONText.string(definition.id))
             buffer.writeString(#","variant":"#)
-            buffer.writeString(jsonString(definition.variants[variant].id))
+            buffer.writeString(JSONText.string(definition.variants[variant].id))
             buffer.writeString(#","value":"#)
             buffer.writeString(event.value.isFinite ? "\(event.value)" : "0")
             buffer.writeString(#","created_at":"#)
@@ -184,27 +185,6 @@ public final class HTTPTransport: Transport, Sendable {
         }
         buffer.writeString("]}")
         return buffer
-    }
-
-    /// `text` as a JSON string literal. Ids are nearly always plain, so the common case is
-    /// one scan and two quotes.
-    static func jsonString(_ text: String) -> String {
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            return "\"" + text + "\""
-        }
-        var escaped = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": escaped += "\\\""
-            case "\\": escaped += "\\\\"
-            case "\n": escaped += "\\n"
-            case "\r": escaped += "\\r"
-            case "\t": escaped += "\\t"
-            case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped + "\""
     }
 
     /// The engine's failure for a request that got no response.

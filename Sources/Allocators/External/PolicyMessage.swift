@@ -15,11 +15,11 @@ enum PolicyMessage {
             let value: String = switch parameters[key]! {
             case .number(let x): number(x)
             case .numbers(let xs): "[" + xs.map(number).joined(separator: ",") + "]"
-            case .text(let text): string(text)
+            case .text(let text): JSONText.string(text)
             }
-            return "\(string(key)):\(value)"
+            return "\(JSONText.string(key)):\(value)"
         }
-        return #"{"type":"hello","protocol":\#(version),"variants":\#(variants),"seed":\#(seed),"allocator":\#(string(spec)),"parameters":{\#(values.joined(separator: ","))}}"#
+        return #"{"type":"hello","protocol":\#(version),"variants":\#(variants),"seed":\#(seed),"allocator":\#(JSONText.string(spec)),"parameters":{\#(values.joined(separator: ","))}}"#
     }
 
     static func record(time: Double, views: [Int], conversions: [Int], rewards: [Double]) -> String {
@@ -56,24 +56,6 @@ enum PolicyMessage {
     static func number(_ x: Double) -> String {
         guard x.isFinite else { return "null" }
         return x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x)
-    }
-
-    static func string(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 
     /// A reply as quoted in an error: its first 200 characters.
