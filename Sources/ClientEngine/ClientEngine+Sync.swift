@@ -91,7 +91,7 @@ extension ClientEngine {
             handleSendResponse(response, at: now)
             inFlightCount = 0
         } else {
-            _ignoredResponses.addSaturating(1)
+            trouble.ignoredResponses.addSaturating(1)
         }
     }
 
@@ -109,7 +109,7 @@ extension ClientEngine {
             do {
                 install(try ExperimentData(payload: payload), at: now)
             } catch {
-                _malformedPayloads.addSaturating(1)
+                trouble.malformedPayloads.addSaturating(1)
                 lastError = "malformed experiment data: \(error)"
                 fetchFailed(retryAfter: nil, at: now)
             }
@@ -147,7 +147,7 @@ extension ClientEngine {
                 sendFailed(retryAfter: retryAfter, at: now)
             } else {
                 let setAside = _store.removeOldest(Int(inFlightCount))
-                _eventsRejectedPermanently.addSaturating(setAside.count)
+                trouble.eventsRejectedPermanently.addSaturating(setAside.count)
                 offeredCount = max(0, offeredCount - Int32(setAside.count))
                 lastError = "\(setAside.count) events refused permanently with status \(status)"
                 sendFailures = 0
@@ -183,7 +183,7 @@ extension ClientEngine {
 
     @usableFromInline
     mutating func fetchFailed(retryAfter: Double?, at now: Double) {
-        _transientFailures.addSaturating(1)
+        trouble.transientFailures.addSaturating(1)
         // Saturates (see the field): a device behind a long partition can fail more than
         // UInt16.max times in a row, and the backoff stopped growing long before.
         if fetchFailures < .max { fetchFailures += 1 }
@@ -192,13 +192,13 @@ extension ClientEngine {
 
     @usableFromInline
     mutating func sendFailed(retryAfter: Double?, at now: Double) {
-        _transientFailures.addSaturating(1)
+        trouble.transientFailures.addSaturating(1)
         if sendFailures < .max { sendFailures += 1 }
         sendTime = now + retryDelay(failures: sendFailures, retryAfter: retryAfter)
     }
 
     mutating func retryDelay(failures: UInt16, retryAfter: Double?) -> Double {
-        let delay = profile.settings.backoff.delay(afterFailures: Int(failures), using: &generator)
+        let delay = profile.settings.backoff.delay(afterFailures: Int(failures), using: &trouble.generator)
         if profile.settings.honourRetryAfter, let retryAfter, retryAfter.isFinite {
             return max(delay, retryAfter)
         }

@@ -93,14 +93,12 @@ public struct ClientEngine<Store: EventStore> {
     /// The number of ``appVersion`` in the profile's texts, which keeps each text once for all
     /// its engines instead of a 16-byte `String` in each.
     @usableFromInline var appVersionNumber: UInt32
-    @usableFromInline var generator: Xoshiro256
-    @usableFromInline var _transientFailures: UInt32 = 0
-    /// The number of ``lastError`` in the profile's texts, or 0 for none.
-    @usableFromInline var lastErrorNumber: UInt32 = 0
-    @usableFromInline var _eventsDroppedByOverflow: UInt32 = 0
-    @usableFromInline var _eventsRejectedPermanently: UInt32 = 0
-    @usableFromInline var _malformedPayloads: UInt32 = 0
-    @usableFromInline var _ignoredResponses: UInt32 = 0
+    /// Seeds the backoff's jitter generator when the engine first needs it.
+    @usableFromInline let jitterSeed: UInt64
+    /// What only trouble touches (see ``Trouble``): empty until the first failure, overflow or
+    /// ignored response, then one element. An array so that it costs 8 bytes until then and
+    /// copies of the engine keep value semantics (copy-on-write).
+    @usableFromInline var troubles: [Trouble] = []
 
     @usableFromInline static var variantMask: UInt32 { 0x3FFF_FFFF }
     @usableFromInline static var convertedBit: UInt32 { 0x8000_0000 }
@@ -130,7 +128,7 @@ public struct ClientEngine<Store: EventStore> {
         self._store = store
         self.deviceID = deviceID
         self.appVersionNumber = profile.texts.number(for: appVersion)
-        self.generator = seed.makeGenerator()
+        self.jitterSeed = seed.value
         self.fetchDueAt = now
     }
 
@@ -152,19 +150,53 @@ public struct ClientEngine<Store: EventStore> {
     /// Events created by views and conversions, including those later dropped or lost.
     @inlinable public var eventsCreated: Int { Int(_eventsCreated) }
     /// Events dropped because the queue was full.
-    @inlinable public var eventsDroppedByOverflow: Int { Int(_eventsDroppedByOverflow) }
+    @inlinable public var eventsDroppedByOverflow: Int { Int(troubles.first?.eventsDroppedByOverflow ?? 0) }
     /// Events removed because a server permanently refused their batch.
-    public var eventsRejectedPermanently: Int { Int(_eventsRejectedPermanently) }
+    public var eventsRejectedPermanently: Int { Int(troubles.first?.eventsRejectedPermanently ?? 0) }
     /// Data responses that were not valid experiment data.
-    public var malformedPayloads: Int { Int(_malformedPayloads) }
+    public var malformedPayloads: Int { Int(troubles.first?.malformedPayloads ?? 0) }
     /// Requests that failed transiently (timeouts, unreachable, retryable statuses).
-    public var transientFailures: Int { Int(_transientFailures) }
+    public var transientFailures: Int { Int(troubles.first?.transientFailures ?? 0) }
     /// Responses ignored because their request was unknown, timed out or forgotten.
-    public var ignoredResponses: Int { Int(_ignoredResponses) }
+    public var ignoredResponses: Int { Int(troubles.first?.ignoredResponses ?? 0) }
     /// The most recent malformed payload, permanent refusal or mismatched response, described.
     public internal(set) var lastError: String? {
-        get { lastErrorNumber == 0 ? nil : profile.texts.text(lastErrorNumber) }
-        set { lastErrorNumber = newValue.map { profile.texts.number(for: $0) } ?? 0 }
+        get { troubles.first.flatMap { $0.lastErrorNumber == 0 ? nil : profile.texts.text($0.lastErrorNumber) } }
+        set {
+            let number = newValue.map { profile.texts.number(for: $0) } ?? 0
+            if number != 0 || !troubles.isEmpty { trouble.lastErrorNumber = number }
+        }
+    }
+
+    /// The state only trouble touches: the backoff's jitter generator and the counts of things
+    /// gone wrong. Most devices of a fleet never fail, so these 56 bytes live in one allocation
+    /// made on the first trouble rather than in every engine.
+    @usableFromInline
+    struct Trouble: Sendable {
+        // Created from the engine's seed when first needed: no draw precedes that, so the
+        // draws are those of a generator created with the engine.
+        @usableFromInline var generator: Xoshiro256
+        // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
+        @usableFromInline var transientFailures: UInt32 = 0
+        /// The number of ``lastError`` in the profile's texts, or 0 for none.
+        @usableFromInline var lastErrorNumber: UInt32 = 0
+        @usableFromInline var eventsDroppedByOverflow: UInt32 = 0
+        @usableFromInline var eventsRejectedPermanently: UInt32 = 0
+        @usableFromInline var malformedPayloads: UInt32 = 0
+        @usableFromInline var ignoredResponses: UInt32 = 0
+
+        @inlinable init(seed: UInt64) {
+            generator = Xoshiro256(seed: seed)
+        }
+    }
+
+    /// The engine's ``Trouble``, made on first use.
+    @inlinable var trouble: Trouble {
+        get { troubles.first ?? Trouble(seed: jitterSeed) }
+        _modify {
+            if troubles.isEmpty { troubles = [Trouble(seed: jitterSeed)] }
+            yield &troubles[0]
+        }
     }
     /// The number of events waiting for acknowledgement.
     @inlinable public var queueDepth: Int { _store.count }
@@ -303,7 +335,7 @@ extension ClientEngine {
             experiment: Int32(truncatingIfNeeded: experiment), variant: Int32(truncatingIfNeeded: variant),
             value: value, createdAt: now)
         if _store.count >= profile.settings.queueCapacity {
-            _eventsDroppedByOverflow.addSaturating(1)
+            trouble.eventsDroppedByOverflow.addSaturating(1)
             switch profile.settings.overflowPolicy {
             case .dropNewest:
                 return

@@ -89,6 +89,43 @@ struct BatchingTests {
     }
 }
 
+struct TroubleStateTests {
+    /// What only failures touch (the jitter generator, the failure counts) is allocated on the
+    /// first failure; until then an engine carries none of it.
+    @Test func anEngineThatNeverFailsHoldsNoTroubleState() throws {
+        var engine = Fixtures.onlineEngine(settings: EngineSettings(batchSize: 2))
+        queueViews(&engine, count: 2, at: 1)
+        let request = try #require(engine.pump(at: 1).requests.first)
+        engine.handle(.acknowledged(request.events!.map(\.id)), to: request.id, at: 2)
+        #expect(engine.troubles.isEmpty)
+        #expect(engine.transientFailures == 0 && engine.lastError == nil)
+        queueViews(&engine, count: 2, at: 3)
+        let failing = try #require(engine.pump(at: 3).requests.first)
+        engine.handle(.failed(.unreachable), to: failing.id, at: 4)
+        #expect(engine.troubles.count == 1)
+        #expect(engine.transientFailures == 1)
+    }
+
+    /// Copies of an engine are independent values: failures of one do not show in the other,
+    /// and the jitter each draws next is the one it would have drawn alone.
+    @Test func copiesOfAFailedEngineFailIndependently() throws {
+        let backoff = BackoffPolicy.exponential(base: 10, multiplier: 2, cap: 1_000, jitter: .full)
+        var engine = Fixtures.onlineEngine(settings: EngineSettings(batchSize: 1, backoff: backoff, dataTTL: .infinity), seed: 5)
+        queueViews(&engine, count: 1, at: 0)
+        let first = try #require(engine.pump(at: 0).requests.first)
+        engine.handle(.failed(.unreachable), to: first.id, at: 1)
+        var copy = engine
+        let retry = try #require(copy.pump(at: 10_000).requests.first)
+        copy.handle(.failed(.unreachable), to: retry.id, at: 10_001)
+        #expect(copy.transientFailures == 2)
+        #expect(engine.transientFailures == 1)
+        // The original, failed the same way, backs off exactly as the copy did.
+        let again = try #require(engine.pump(at: 10_000).requests.first)
+        engine.handle(.failed(.unreachable), to: again.id, at: 10_001)
+        #expect(engine.nextAction(at: 10_001) == copy.nextAction(at: 10_001))
+    }
+}
+
 struct BackoffTests {
     /// Fails every send and returns the delays between attempts.
     private func retryDelays(seed: UInt64, backoff: BackoffPolicy, attempts: Int) throws -> [Double] {
