@@ -25,7 +25,7 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
 
     /// A label hashed once, for deriving many children with it (one per device, say).
     public struct Label: Sendable {
-        let hash: UInt64
+        @usableFromInline let hash: UInt64
 
         /// The label `name`; `seed.derive(Label(name))` equals `seed.derive(name)`.
         public init(_ name: String) {
@@ -44,6 +44,28 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
         StreamSeed(raw: Self.combine(value, UInt64(bitPattern: Int64(index)) &+ 0x5851_F42D_4C95_7F2D))
     }
 
+    /// This seed with its share of every derivation done once (see ``Prepared``).
+    @inlinable public var prepared: Prepared { Prepared(key: Self.mix(value &+ 0x9E37_79B9_7F4A_7C15)) }
+
+    /// A seed as its children see it: deriving from it takes one mixing step fewer than from
+    /// the seed itself, and its 64-bit ``key`` stands for the seed in storage. For a fleet that
+    /// keeps one key per device and derives the device's streams from it as they are used.
+    public struct Prepared: Sendable {
+        /// The seed's part of every child it derives.
+        public let key: UInt64
+
+        /// The seed a ``StreamSeed/prepared`` value with this key came from, as its children see it.
+        @inlinable public init(key: UInt64) {
+            self.key = key
+        }
+
+        /// The child named by `label`: `seed.prepared.derive(label) == seed.derive(label)`.
+        @inlinable @inline(__always)
+        public func derive(_ label: Label) -> StreamSeed {
+            StreamSeed(raw: StreamSeed.mix(key ^ label.hash))
+        }
+    }
+
     /// A fast generator seeded from this stream.
     public func makeGenerator() -> Xoshiro256 {
         Xoshiro256(seed: value)
@@ -56,7 +78,7 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { String(value) }
 
-    private init(raw: UInt64) {
+    @usableFromInline init(raw: UInt64) {
         value = raw
     }
 
@@ -66,7 +88,7 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The SplitMix64 output function (Stafford's variant 13).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func mix(_ x: UInt64) -> UInt64 {
         var z = x
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

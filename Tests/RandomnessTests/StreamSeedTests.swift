@@ -101,3 +101,29 @@ struct SplitMix64Tests {
         #expect(abs(correlation) < 0.005)
     }
 }
+
+struct CountedStreamTests {
+    /// A fleet keeps a device's streams as counts of draws: a generator rebuilt from its seed
+    /// and a count must continue exactly where the original was, and the count must be read
+    /// back from any generator.
+    @Test func aSeedAndACountOfDrawsStandForTheGenerator() {
+        let seed = StreamSeed(7).derive("devices").derive(123_456)
+        var original = SplitMix64(seed: seed)
+        for drawn in 0..<2_000 {
+            #expect(original.draws(since: seed) == UInt64(drawn))
+            var rebuilt = SplitMix64(seed: seed, draws: UInt64(drawn))
+            #expect(rebuilt.next() == original.next())
+        }
+    }
+
+    @Test func aPreparedSeedDerivesWhatTheSeedDerives() {
+        for index in [0, 1, 99, 1 << 40] {
+            let seed = StreamSeed(2026).derive(index)
+            for name in ["sessions", "outcomes", "assignment", "network", "connectivity", ""] {
+                let label = StreamSeed.Label(name)
+                #expect(seed.prepared.derive(label) == seed.derive(name))
+                #expect(StreamSeed.Prepared(key: seed.prepared.key).derive(label) == seed.derive(label))
+            }
+        }
+    }
+}

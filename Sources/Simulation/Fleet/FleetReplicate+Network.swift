@@ -23,7 +23,7 @@ extension FleetReplicate {
     mutating func transmit(from d: Int, at now: Double) -> Transmission {
         metrics.requests += 1
         guard reachable(d, at: now) else {
-            if !devices[d].link.online {
+            if !devices[d].online {
                 // The OS reports no network at once.
                 return .refused(at: now + 0.01)
             } else if scenario.network.outages.contains(where: { $0.timesOut && $0.start <= now && now < $0.end }) {
@@ -39,18 +39,18 @@ extension FleetReplicate {
     /// The fate of one request on the device's network stream: whether the request or its answer
     /// is lost, and the round-trip latency.
     mutating func roundTrip(_ d: Int) -> (requestLost: Bool, replyLost: Bool, latency: Double) {
-        var network = devices[d].network
+        var network = stream(.network, of: d)
         let requestLost = network.nextUniform() < scenario.network.loss
         let replyLost = network.nextUniform() < scenario.network.loss
         let latency = scenario.network.latency.sample(using: &network)
-        devices[d].network = network
+        keep(network, as: .network, of: d)
         return (requestLost, replyLost, latency)
     }
 
     /// Whether device `d` can reach the server at `now`: online, outside every outage and
     /// outside every partition that holds it.
     func reachable(_ d: Int, at now: Double) -> Bool {
-        guard devices[d].link.online else { return false }
+        guard devices[d].online else { return false }
         let network = scenario.network
         for outage in network.outages where outage.start <= now && now < outage.end { return false }
         for (index, partition) in network.partitions.enumerated() where partition.start <= now && now < partition.end {
@@ -107,8 +107,8 @@ extension FleetReplicate {
     // MARK: - The device's link
 
     /// A device's online/offline timeline: exponential spells drawn from its own stream.
-    struct Link {
-        var stream: SplitMix64
+    struct Link<Stream: RandomNumberGenerator> {
+        var stream: Stream
         var nextToggle: Double
         var online: Bool
 
@@ -131,17 +131,21 @@ extension FleetReplicate {
     /// connectivity stream, so advancing it early or late gives the same spells.
     @inline(__always)
     mutating func advanceTimeline(_ d: Int, to now: Double) {
-        guard devices[d].link.nextToggle <= now, let meanOnline = scenario.network.meanOnline else { return }
-        devices[d].link.advance(to: now, meanOnline: meanOnline, meanOffline: scenario.network.meanOffline)
+        guard devices[d].nextToggle <= now, let meanOnline = scenario.network.meanOnline else { return }
+        var link = Link(stream: stream(.connectivity, of: d), nextToggle: devices[d].nextToggle, online: devices[d].online)
+        link.advance(to: now, meanOnline: meanOnline, meanOffline: scenario.network.meanOffline)
+        keep(link.stream, as: .connectivity, of: d)
+        devices[d].nextToggle = link.nextToggle
+        devices[d].online = link.online
     }
 
     /// An offline device with queued events syncs when the network returns, if the OS allows
     /// background work: watch for the next toggle.
     mutating func watchConnectivity(_ d: Int) {
-        guard scenario.client.backgroundSync, !devices[d].link.online, !devices[d].connectivityWatch,
-              Style.queueDepth(devices[d].client) > 0, devices[d].link.nextToggle < scenario.horizon else { return }
+        guard scenario.client.backgroundSync, !devices[d].online, !devices[d].connectivityWatch,
+              Style.queueDepth(devices[d].client) > 0, devices[d].nextToggle < scenario.horizon else { return }
         devices[d].connectivityWatch = true
-        schedule(.connectivity(d), at: devices[d].link.nextToggle)
+        schedule(.connectivity(d), at: devices[d].nextToggle)
     }
 
     /// The fraction of devices online at `now`: exact up to 20,000 devices, above that measured

@@ -8,10 +8,10 @@ extension FleetReplicate {
     /// and the style says whether the views happen now or after a wait.
     mutating func session(_ d: Int, at now: Double) {
         advanceConnectivity(d, to: now)
-        var sessions = devices[d].sessions
+        var sessions = stream(.sessions, of: d)
         let next = scenario.population.nextSession(after: now, using: &sessions)
         let crashes = sessions.nextUniform() < scenario.population.crashProbability
-        devices[d].sessions = sessions
+        keep(sessions, as: .sessions, of: d)
         schedule(.session(d), at: next)
 
         let depthBefore = Style.queueDepth(devices[d].client)
@@ -37,11 +37,11 @@ extension FleetReplicate {
         for e in 0..<variantCounts.count {
             let first = metrics.offsets[e]
             // Potential outcomes: one uniform per variant, drawn whatever is shown.
-            var outcomes = devices[d].outcomes
+            var outcomes = stream(.outcomes, of: d)
             var converts: UInt64 = 0
             for v in 0..<variantCounts[e] where outcomes.nextUniform() < rates[first + v] { converts |= 1 << UInt64(v) }
             let delay = conversionDelay.sample(using: &outcomes)
-            devices[d].outcomes = outcomes
+            keep(outcomes, as: .outcomes, of: d)
 
             let view = PendingView(device: d, experiment: e, convertsMask: converts, delay: delay)
             if let shown = Style.view(view, in: &self, at: now) {

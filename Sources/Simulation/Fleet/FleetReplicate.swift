@@ -34,7 +34,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// Copies of the online/offline timelines of every `sampleStride`-th device, for measuring the
     /// fleet's online fraction without touching the devices. A timeline is a pure function of
     /// its stream, so a copy advanced separately stays identical to the device's own.
-    var sampledLinks: [Link] = []
+    var sampledLinks: [Link<SplitMix64>] = []
     let sampleStride: Int
     var queue = EventQueue<Occurrence>()
     var replies = ReplySlots<Style.Reply>()
@@ -64,29 +64,71 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
+    /// The labels of the devices' streams, hashed once.
+    let streamLabels = DeviceStream.Labels()
 
     /// A device: its user's streams, what the kernel tracks of its app and link, and its client.
     /// What a session touches comes first and next to the client's own hot fields, so that a
     /// device's events load as few cache lines as possible (see `+MemoryHints`).
+    ///
+    /// Ten million of these make a large fleet, so the streams are kept as counts of draws
+    /// (see ``DeviceStream``): 4 bytes each and the device's ``key``, where generators would
+    /// take 8 bytes each.
     struct Device {
-        var sessions: SplitMix64
-        var outcomes: SplitMix64
-        var assignment: SplitMix64
-        var network: SplitMix64
+        /// The device's seed, prepared (``StreamSeed/Prepared``): its streams derive from it.
+        let key: UInt64
         var foregroundUntil: Double = -.infinity
         var wakeAt: Double = .infinity
         /// The time of a reply on its way to the device, no earlier than the earliest one
         /// (∞ when none is).
         var replyBound: Double = .infinity
         var latestReply: Double = .infinity
+        /// When the link next goes online or offline (see ``Link``).
+        var nextToggle: Double
+        /// The numbers drawn from each stream, by ``DeviceStream/rawValue``.
+        var draws: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0)
         var repliesPending: UInt32 = 0
         /// The largest queue depth so far.
         var peakDepth: UInt32 = 0
         var version: Int16 = 0
         var connectivityWatch = false
-        /// The device's online/offline timeline.
-        var link: Link
+        /// Whether the link is up.
+        var online: Bool
         var client: Style.Client
+
+        @inline(__always)
+        func drawn(_ stream: DeviceStream) -> UInt32 {
+            switch stream {
+            case .sessions: draws.0
+            case .outcomes: draws.1
+            case .assignment: draws.2
+            case .network: draws.3
+            case .connectivity: draws.4
+            }
+        }
+
+        @inline(__always)
+        mutating func setDrawn(_ stream: DeviceStream, _ count: UInt32) {
+            switch stream {
+            case .sessions: draws.0 = count
+            case .outcomes: draws.1 = count
+            case .assignment: draws.2 = count
+            case .network: draws.3 = count
+            case .connectivity: draws.4 = count
+            }
+        }
+    }
+
+    /// A device's random stream as of now. Hand it back with ``keep(_:as:of:)`` once drawn from.
+    @inline(__always)
+    func stream(_ stream: DeviceStream, of d: Int) -> DeviceRandom {
+        DeviceRandom(key: devices[d].key, label: streamLabels[stream], draws: devices[d].drawn(stream))
+    }
+
+    /// Records what `generator`, got from ``stream(_:of:)``, has drawn.
+    @inline(__always)
+    mutating func keep(_ generator: DeviceRandom, as stream: DeviceStream, of d: Int) {
+        if generator.hasDrawn { devices[d].setDrawn(stream, generator.draws) }
     }
 
     /// A replicate of the whole fleet, with its own server.
@@ -211,12 +253,12 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         let population = scenario.population
         let network = scenario.network
         let devicesSeed = replicateSeed.derive("devices")
-        let connectivityLabel = StreamSeed.Label("connectivity"), engineLabel = StreamSeed.Label("engine")
-        let sessionsLabel = StreamSeed.Label("sessions"), outcomesLabel = StreamSeed.Label("outcomes")
-        let assignmentLabel = StreamSeed.Label("assignment"), networkLabel = StreamSeed.Label("network")
+        let engineLabel = StreamSeed.Label("engine")
         for index in deviceRange {
             let seed = devicesSeed.derive(index)
-            var connectivity = SplitMix64(seed: seed.derive(connectivityLabel))
+            let prepared = seed.prepared
+            let connectivitySeed = prepared.derive(streamLabels[.connectivity])
+            var connectivity = SplitMix64(seed: connectivitySeed)
             var online = true
             var nextToggle = Double.infinity
             if let meanOnline = network.meanOnline {
@@ -225,14 +267,14 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
                 nextToggle = connectivity.nextExponential(mean: online ? meanOnline : network.meanOffline)
             }
             let client = Style.makeClient(device: index, seed: seed.derive(engineLabel), online: online, in: &self)
-            var device = Device(
-                sessions: SplitMix64(seed: seed.derive(sessionsLabel)), outcomes: SplitMix64(seed: seed.derive(outcomesLabel)),
-                assignment: SplitMix64(seed: seed.derive(assignmentLabel)), network: SplitMix64(seed: seed.derive(networkLabel)),
-                link: Link(stream: connectivity, nextToggle: nextToggle, online: online), client: client
-            )
-            if index % sampleStride == 0 { sampledLinks.append(device.link) }
+            var device = Device(key: prepared.key, nextToggle: nextToggle, online: online, client: client)
+            device.setDrawn(.connectivity, UInt32(connectivity.draws(since: connectivitySeed)))
+            if index % sampleStride == 0 { sampledLinks.append(Link(stream: connectivity, nextToggle: nextToggle, online: online)) }
             let join = population.ramp * Double(index) / Double(population.devices)
-            let first = join + population.firstSession(using: &device.sessions)
+            let sessionsSeed = prepared.derive(streamLabels[.sessions])
+            var sessions = SplitMix64(seed: sessionsSeed)
+            let first = join + population.firstSession(using: &sessions)
+            device.setDrawn(.sessions, UInt32(sessions.draws(since: sessionsSeed)))
             devices.append(device)
             schedule(.session(index - deviceRange.lowerBound), at: first)
         }
@@ -259,5 +301,74 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         let depth = Style.queueDepth(devices[d].client)
         metrics.queueDepth += depth - before
         if depth > devices[d].peakDepth { devices[d].peakDepth = UInt32(depth) }
+    }
+}
+
+/// The random streams of a fleet's device: each a ``SplitMix64`` seeded from the device's seed
+/// and the stream's name.
+enum DeviceStream {
+    /// Session times and crashes.
+    case sessions
+    /// Potential outcomes and conversion delays.
+    case outcomes
+    /// The client's assignment draws.
+    case assignment
+    /// The network's fate of each request.
+    case network
+    /// The online/offline timeline.
+    case connectivity
+
+    /// The streams' names, hashed once.
+    struct Labels {
+        private let sessions = StreamSeed.Label("sessions"), outcomes = StreamSeed.Label("outcomes")
+        private let assignment = StreamSeed.Label("assignment"), network = StreamSeed.Label("network")
+        private let connectivity = StreamSeed.Label("connectivity")
+
+        @inline(__always)
+        subscript(stream: DeviceStream) -> StreamSeed.Label {
+            switch stream {
+            case .sessions: sessions
+            case .outcomes: outcomes
+            case .assignment: assignment
+            case .network: network
+            case .connectivity: connectivity
+            }
+        }
+    }
+}
+
+/// One of a device's streams while the kernel draws from it: a ``SplitMix64`` derived from the
+/// device's key and advanced past the numbers already drawn, worked out on the first draw
+/// (many uses draw nothing: a view of an assigned variant, say).
+struct DeviceRandom: RandomNumberGenerator {
+    private let key: UInt64
+    private let label: StreamSeed.Label
+    private let drawnBefore: UInt32
+    private var seed = StreamSeed(0)
+    private var generator = SplitMix64(seed: StreamSeed(0))
+    /// Whether anything was drawn.
+    private(set) var hasDrawn = false
+
+    @inline(__always)
+    init(key: UInt64, label: StreamSeed.Label, draws: UInt32) {
+        self.key = key
+        self.label = label
+        self.drawnBefore = draws
+    }
+
+    @inline(__always)
+    mutating func next() -> UInt64 {
+        if !hasDrawn {
+            seed = StreamSeed.Prepared(key: key).derive(label)
+            generator = SplitMix64(seed: seed, draws: UInt64(drawnBefore))
+            hasDrawn = true
+        }
+        return generator.next()
+    }
+
+    /// The numbers drawn from the stream so far (2³² from one stream of one device is beyond
+    /// any horizon a fleet runs to).
+    var draws: UInt32 {
+        hasDrawn ? UInt32(truncatingIfNeeded: generator.draws(since: seed)) : drawnBefore
     }
 }

@@ -36,9 +36,9 @@ enum MynaStyle: DeviceStyle {
 
     static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)? {
         let d = view.device
-        var assignment = fleet.devices[d].assignment
+        var assignment = fleet.stream(.assignment, of: d)
         let shown = fleet.devices[d].client.viewVariant(experiment: view.experiment, at: now, using: &assignment)
-        fleet.devices[d].assignment = assignment
+        fleet.keep(assignment, as: .assignment, of: d)
         return (shown.variant, shown.isDefault)
     }
 
@@ -80,8 +80,8 @@ enum MynaStyle: DeviceStyle {
     }
 
     static func noticeLink<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        if fleet.devices[d].link.online != fleet.devices[d].client.isOnline {
-            fleet.devices[d].client.connectivityChanged(isOnline: fleet.devices[d].link.online, at: now)
+        if fleet.devices[d].online != fleet.devices[d].client.isOnline {
+            fleet.devices[d].client.connectivityChanged(isOnline: fleet.devices[d].online, at: now)
         }
     }
 

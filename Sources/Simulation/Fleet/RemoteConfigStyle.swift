@@ -189,7 +189,7 @@ enum RemoteConfigStyle: DeviceStyle {
         }
         // With no network (the OS says so) the app sends nothing; it runs again when the
         // network returns (see `watchConnectivity`) or at its next session.
-        guard fleet.devices[d].link.online else {
+        guard fleet.devices[d].online else {
             fleet.watchConnectivity(d)
             return
         }
@@ -258,7 +258,7 @@ enum RemoteConfigStyle: DeviceStyle {
     /// flight or waiting to be retried. Returns whether one was sent.
     static func fetchIfDue<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> Bool {
         let client = fleet.devices[d].client
-        guard client.fetchRequest < 0, now >= client.fetchRetryAt, fleet.devices[d].link.online else { return false }
+        guard client.fetchRequest < 0, now >= client.fetchRetryAt, fleet.devices[d].online else { return false }
         if let created = client.values.keeper.configCreatedAt, now - created <= fleet.scenario.client.dataTTL { return false }
         let request = newRequest(d, in: &fleet)
         fleet.devices[d].client.fetchRequest = request

@@ -98,9 +98,9 @@ enum VWOStyle: DeviceStyle {
 
     static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)? {
         let d = view.device, e = view.experiment, id = campaignID(e)
-        var assignment = fleet.devices[d].assignment
+        var assignment = fleet.stream(.assignment, of: d)
         let outcome = fleet.devices[d].client.campaigns.variation(forCampaign: id, at: now, using: &assignment)
-        fleet.devices[d].assignment = assignment
+        fleet.keep(assignment, as: .assignment, of: d)
         switch outcome.reason {
         case .paused: fleet.metrics.styleCounters["paused_views", default: 0] += 1
         case .excluded: fleet.metrics.styleCounters["excluded_views", default: 0] += 1

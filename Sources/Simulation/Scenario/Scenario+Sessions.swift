@@ -10,13 +10,13 @@ extension Scenario.Population {
     /// A device's first session: the first arrival of its Poisson process, or a random phase of
     /// the fixed interval.
     @inlinable
-    package func firstSession(using stream: inout SplitMix64) -> Double {
+    package func firstSession(using stream: inout some RandomNumberGenerator) -> Double {
         poisson ? nextSession(after: 0, using: &stream) : stream.nextUniform() * sessionMean
     }
 
     /// The next session after `t`: a (possibly time-varying) Poisson process, or a fixed interval.
     @inlinable
-    package func nextSession(after t: Double, using stream: inout SplitMix64) -> Double {
+    package func nextSession(after t: Double, using stream: inout some RandomNumberGenerator) -> Double {
         guard poisson else { return t + sessionMean }
         guard let profile = dailyProfile else {
             return t + stream.nextExponential(mean: sessionMean)
