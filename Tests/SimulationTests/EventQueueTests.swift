@@ -2,13 +2,27 @@ import Randomness
 import Testing
 @testable import Simulation
 
+/// A payload for the tests: ordered by its value, in its group.
+private struct Item: EventQueuePayload {
+    var value: Int
+    var group: UInt32 = 0
+    static func < (a: Item, b: Item) -> Bool { a.value < b.value }
+}
+
+/// A payload ordered by its text.
+private struct Name: EventQueuePayload {
+    var text: String
+    var group: UInt32 { 0 }
+    static func < (a: Name, b: Name) -> Bool { a.text < b.text }
+}
+
 struct EventQueueTests {
     @Test func popsInTimeThenPayloadOrderAgainstASortedReference() {
         // 5,000 events on only 40 distinct times, so most times are shared by many events, mixed
         // with pops part-way so the heap is exercised while it shrinks and grows. Payloads are
         // scheduled in increasing order, so (time, payload) order is also (time, insertion).
         var generator = StreamSeed(2026).derive("event-queue").makeGenerator()
-        var queue = EventQueue<Int>()
+        var queue = EventQueue<Item>()
         var reference: [(time: Double, order: Int)] = []
         var popped: [(time: Double, order: Int)] = []
         var expected: [(time: Double, order: Int)] = []
@@ -16,16 +30,16 @@ struct EventQueueTests {
         for order in 0..<5_000 {
             // Never schedule before the last popped time, as a simulation kernel never does.
             let time = floor + Double(generator.nextIndex(below: 40))
-            queue.schedule(order, at: time)
+            queue.schedule(Item(value: order), at: time)
             reference.append((time, order))
             if generator.nextIndex(below: 4) == 0, let entry = queue.pop() {
-                popped.append((entry.time, entry.payload))
+                popped.append((entry.time, entry.payload.value))
                 reference.sort { $0.time < $1.time || ($0.time == $1.time && $0.order < $1.order) }
                 expected.append(reference.removeFirst())
                 floor = entry.time
             }
         }
-        while let entry = queue.pop() { popped.append((entry.time, entry.payload)) }
+        while let entry = queue.pop() { popped.append((entry.time, entry.payload.value)) }
         reference.sort { $0.time < $1.time || ($0.time == $1.time && $0.order < $1.order) }
         expected += reference
         #expect(popped.count == 5_000)
@@ -35,20 +49,20 @@ struct EventQueueTests {
     }
 
     @Test func equalTimesPopInPayloadOrderWhateverTheInsertionOrder() {
-        var queue = EventQueue<String>()
-        for name in ["d", "a", "g", "c", "f", "b", "e"] { queue.schedule(name, at: 5) }
-        queue.schedule("early", at: 1)
+        var queue = EventQueue<Name>()
+        for name in ["d", "a", "g", "c", "f", "b", "e"] { queue.schedule(Name(text: name), at: 5) }
+        queue.schedule(Name(text: "early"), at: 1)
         var names: [String] = []
-        while let entry = queue.pop() { names.append(entry.payload) }
+        while let entry = queue.pop() { names.append(entry.payload.text) }
         #expect(names == ["early", "a", "b", "c", "d", "e", "f", "g"])
     }
 
     @Test func reportsCountAndNextTime() {
-        var queue = EventQueue<Int>()
+        var queue = EventQueue<Item>()
         #expect(queue.nextTime == nil)
         #expect(queue.pop() == nil)
-        queue.schedule(1, at: 3.5)
-        queue.schedule(2, at: 0.25)
+        queue.schedule(Item(value: 1), at: 3.5)
+        queue.schedule(Item(value: 2), at: 0.25)
         #expect(queue.count == 2)
         #expect(queue.nextTime == 0.25)
         _ = queue.pop()
@@ -63,7 +77,7 @@ struct EventQueueTests {
     @Test func windowedOrderPopsWindowByWindowAndGroupByGroup() {
         let width = 10.0
         var generator = StreamSeed(2026).derive("windowed-queue").makeGenerator()
-        var queue = EventQueue<Int>(window: width)
+        var queue = EventQueue<Item>(window: width)
         struct Pending: Comparable {
             var window: Int, group: UInt32, time: Double, payload: Int
             static func < (a: Pending, b: Pending) -> Bool {
@@ -73,7 +87,7 @@ struct EventQueueTests {
         var pending: [Pending] = []
         var nextPayload = 0
         func add(_ group: UInt32, at time: Double) {
-            queue.schedule(nextPayload, at: time, group: group)
+            queue.schedule(Item(value: nextPayload, group: group), at: time)
             pending.append(Pending(window: Int((time / width).rounded(.up)), group: group, time: time, payload: nextPayload))
             nextPayload += 1
         }
@@ -83,7 +97,7 @@ struct EventQueueTests {
         while let entry = queue.pop() {
             pending.sort()
             let expected = pending.removeFirst()
-            #expect(entry.payload == expected.payload && entry.time == expected.time)
+            #expect(entry.payload.value == expected.payload && entry.time == expected.time)
             pops += 1
             if expected.group == .max {
                 if entry.time < 200 { add(.max, at: entry.time + width) }
@@ -103,13 +117,13 @@ struct EventQueueTests {
     @Test func windowedOrderPutsAWindowsEndInThatWindow() {
         // Windows are (0, 10], (10, 20], ...: an event at exactly 10 belongs to the first, so it
         // comes before an event of a lower group at 10.5.
-        var queue = EventQueue<Int>(window: 10)
-        queue.schedule(1, at: 10.5, group: 0)
-        queue.schedule(2, at: 10, group: 5)
-        queue.schedule(3, at: 0, group: 9)
-        #expect(queue.pop()?.payload == 3)
-        #expect(queue.pop()?.payload == 2)
-        #expect(queue.pop()?.payload == 1)
+        var queue = EventQueue<Item>(window: 10)
+        queue.schedule(Item(value: 1, group: 0), at: 10.5)
+        queue.schedule(Item(value: 2, group: 5), at: 10)
+        queue.schedule(Item(value: 3, group: 9), at: 0)
+        #expect(queue.pop()?.payload.value == 3)
+        #expect(queue.pop()?.payload.value == 2)
+        #expect(queue.pop()?.payload.value == 1)
         #expect(queue.pop() == nil)
     }
 
@@ -118,14 +132,14 @@ struct EventQueueTests {
     /// window's devices; the window must come from a division.
     @Test(arguments: [600.0, 3600, 1800, 3, 0.5])
     func anEventAtAWindowsEndBelongsToThatWindow(width: Double) {
-        var queue = EventQueue<Int>(window: width)
+        var queue = EventQueue<Item>(window: width)
         for k in 1...5_000 {
             let end = Double(k) * width
-            queue.schedule(2 * k, at: end, group: 1)
-            queue.schedule(2 * k + 1, at: end.nextUp, group: 0)
+            queue.schedule(Item(value: 2 * k, group: 1), at: end)
+            queue.schedule(Item(value: 2 * k + 1, group: 0), at: end.nextUp)
         }
         var order: [Int] = []
-        while let entry = queue.pop() { order.append(entry.payload) }
+        while let entry = queue.pop() { order.append(entry.payload.value) }
         #expect(order == Array(2...10_001))
     }
 }

@@ -2,12 +2,12 @@ import Allocators
 
 extension FleetReplicate {
     /// What happens at a point in virtual time, packed into 64 bits (kind, device, detail) so an
-    /// entry of the event queue stays small (24 bytes with its time and key) and equal times
+    /// entry of the event queue stays small (16 bytes with its time) and equal times
     /// order by these bits: by kind, then device, then detail.
     ///
     /// Make one with the named constructors (``session(_:)``, ``reply(_:slot:order:)``, …); each
     /// kind's detail is read back by the accessor of the same name, beside its constructor.
-    struct Occurrence: Comparable {
+    struct Occurrence: EventQueuePayload {
         enum Kind: UInt8 {
             case session, views, conversion, wake, reply, connectivity, serverTick, sample
         }

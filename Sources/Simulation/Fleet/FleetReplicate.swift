@@ -283,7 +283,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// Puts an occurrence on the event queue, grouped by its device (fleet-wide ones last).
     @inline(__always)
     mutating func schedule(_ occurrence: Occurrence, at time: Double) {
-        queue.schedule(occurrence, at: time, group: occurrence.group)
+        queue.schedule(occurrence, at: time)
     }
 
     /// Runs `body` while device `d`'s app runs: the app first learns of the network as it is

@@ -13,39 +13,38 @@
 /// - Precondition: times are non-negative and never earlier than the last popped time (in
 ///   windowed order: never in an earlier window, nor in an earlier group of the same window),
 ///   as in any simulation kernel.
-struct EventQueue<Payload: Comparable> {
+struct EventQueue<Payload: EventQueuePayload> {
+    /// An event: 16 bytes with the fleet's payload. A fleet keeps one or two pending events a
+    /// device, so a key stored beside them (the window and group, derivable from the time and
+    /// the payload) would cost ten million devices 80 MB.
     struct Entry: HeapOrdered {
         var time: Double
         var payload: Payload
-        /// The time's bits (non-negative doubles order as their bit patterns do), or the window
-        /// in the high 32 bits and the group in the low 32.
-        fileprivate var key: UInt64
 
         @inline(__always)
         func precedes(_ other: Entry) -> Bool {
-            key < other.key || (key == other.key && (time < other.time || (time == other.time && payload < other.payload)))
+            time < other.time || (time == other.time && payload < other.payload)
         }
-
-        @inline(__always)
-        fileprivate var window: UInt64 { key >> 32 }
     }
 
     /// The width of a window in seconds, or `nil` for time order.
     let window: Double?
     private(set) var count = 0
 
-    // Time order: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) on the time's bits. A
-    // simulation never schedules before the time it last popped, so every pending time shares a
-    // prefix of bits with that time; an event waits in the bucket named by the highest bit where
-    // its time differs from it. Scheduling appends to one of 65 buckets whose ends stay in the
-    // cache, and popping refills the lowest bucket by streaming through the next non-empty one.
-    // A binary heap over a million devices' events pays a chain of cache misses on every pop;
-    // this moves each event a few times, sequentially.
+    // Time order: a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) on the time's bits
+    // (non-negative doubles order as their bit patterns do). A simulation never schedules before
+    // the time it last popped, so every pending time shares a prefix of bits with that time; an
+    // event waits in the bucket named by the highest bit where its time differs from it.
+    // Scheduling appends to one of 65 buckets whose ends stay in the cache, and popping refills
+    // the lowest bucket by streaming through the next non-empty one. A binary heap over a
+    // million devices' events pays a chain of cache misses on every pop; this moves each event a
+    // few times, sequentially.
 
     /// Events at exactly `last`, ordered by payload.
     private var ties = MinHeap<Entry>()
-    /// `buckets[i]` holds the events whose key first differs from `last` at bit `i` (from 1 at
-    /// the lowest bit to 64 at the highest); `buckets[0]` is unused, `ties` stands for it.
+    /// `buckets[i]` holds the events whose time's bits first differ from `last` at bit `i`
+    /// (from 1 at the lowest bit to 64 at the highest); `buckets[0]` is unused, `ties` stands
+    /// for it.
     private var buckets: [[Entry]] = []
     /// Which buckets are non-empty, one bit each.
     private var occupied: UInt128 = 0
@@ -53,25 +52,50 @@ struct EventQueue<Payload: Comparable> {
 
     // Windowed order: the windows ahead wait unsorted in a ring (and, beyond its span, in a heap);
     // the current window is sorted once when it starts and read in order, so the groups to come
-    // are known (see `upcomingGroup(_:)`); the current group's events are a small heap.
+    // are known (see `upcomingGroup(_:)`); the current group's events are a small heap. An
+    // event's window is where it waits, and its group is its payload's, so entries carry no key.
 
     /// The current group's events.
     private var group = MinHeap<Entry>()
-    /// The key (window and group) of the current group.
+    /// The key of the current group: its window in the high 32 bits, its group in the low 32.
     private var currentKey: UInt64 = 0
-    /// The current window's events, sorted, from `cursor` on.
+    /// The current window's events, sorted by group, from `cursor` on.
     private var sorted: [Entry] = []
     private var cursor = 0
     /// The radix sort's second buffer.
     private var scratch: [Entry] = []
     /// Events scheduled for later groups of the current window after it was sorted.
-    private var late = MinHeap<Entry>()
+    private var late = MinHeap<ByGroup>()
     /// Windows `current + 1 ..< current + ring.count`, at `window % ring.count`.
     private var ring: [[Entry]] = []
     private var ringOccupied: [UInt64] = []
     private var ringCount = 0
     /// Events in windows beyond the ring.
-    private var far = MinHeap<Entry>()
+    private var far = MinHeap<Far>()
+
+    /// An event of the current window, ordered by group first.
+    private struct ByGroup: HeapOrdered {
+        var entry: Entry
+
+        @inline(__always)
+        func precedes(_ other: ByGroup) -> Bool {
+            let (a, b) = (entry.payload.group, other.entry.payload.group)
+            return a < b || (a == b && entry.precedes(other.entry))
+        }
+    }
+
+    /// An event beyond the ring, with its window.
+    private struct Far: HeapOrdered {
+        var window: UInt64
+        var entry: Entry
+
+        @inline(__always)
+        func precedes(_ other: Far) -> Bool {
+            if window != other.window { return window < other.window }
+            let (a, b) = (entry.payload.group, other.entry.payload.group)
+            return a < b || (a == b && entry.precedes(other.entry))
+        }
+    }
 
     /// A queue in time order.
     init() {
@@ -106,32 +130,31 @@ struct EventQueue<Payload: Comparable> {
     @inline(__always)
     func upcomingGroup(_ ahead: Int) -> UInt32? {
         let index = cursor + ahead
-        return index < sorted.count ? UInt32(truncatingIfNeeded: sorted[index].key) : nil
+        return index < sorted.count ? sorted[index].payload.group : nil
     }
 
-    /// Schedules `payload` at `time`, in `group` (ignored in time order).
+    /// Schedules `payload` at `time` (in windowed order, in its payload's group).
     ///
     /// - Complexity: O(1) in time order and for later windows; O(log k) within the current window.
     @inline(__always)
-    mutating func schedule(_ payload: Payload, at time: Double, group g: UInt32 = 0) {
+    mutating func schedule(_ payload: Payload, at time: Double) {
         precondition(time >= 0, "an event scheduled at a negative time")
-        let time = time + 0  // turns −0 into +0
+        let entry = Entry(time: time + 0, payload: payload)  // + 0 turns −0 into +0
         count += 1
-        guard window != nil else {
-            let entry = Entry(time: time, payload: payload, key: time.bitPattern)
-            precondition(entry.key >= last, "an event scheduled before the last one popped")
+        guard let width = window else {
+            precondition(entry.time.bitPattern >= last, "an event scheduled before the last one popped")
             file(entry)
             return
         }
-        let key = Self.window(of: time, width: window!) << 32 | UInt64(g)
+        let window = Self.window(of: entry.time, width: width)
+        let key = window << 32 | UInt64(payload.group)
         precondition(key >= currentKey, "an event scheduled before the last one popped")
-        let entry = Entry(time: time, payload: payload, key: key)
         if key == currentKey {
             group.push(entry)
-        } else if entry.window == currentKey >> 32 {
-            late.push(entry)
+        } else if window == currentKey >> 32 {
+            late.push(ByGroup(entry: entry))
         } else {
-            place(entry)
+            place(entry, window: window)
         }
     }
 
@@ -170,14 +193,14 @@ struct EventQueue<Payload: Comparable> {
     // MARK: Time order
 
     @inline(__always)
-    private func bucket(_ key: UInt64) -> Int {
-        Int(truncatingIfNeeded: 64 - (key ^ last).leadingZeroBitCount)
+    private func bucket(_ time: Double) -> Int {
+        Int(truncatingIfNeeded: 64 - (time.bitPattern ^ last).leadingZeroBitCount)
     }
 
-    /// Puts an event in the bucket its key names relative to `last`.
+    /// Puts an event in the bucket its time names relative to `last`.
     @inline(__always)
     private mutating func file(_ entry: Entry) {
-        let b = bucket(entry.key)
+        let b = bucket(entry.time)
         if b == 0 {
             ties.push(entry)
         } else {
@@ -195,7 +218,7 @@ struct EventQueue<Payload: Comparable> {
         swap(&moving, &buckets[b])
         occupied &= ~(1 << UInt128(b))
         var minimum = UInt64.max
-        for entry in moving where entry.key < minimum { minimum = entry.key }
+        for entry in moving where entry.time.bitPattern < minimum { minimum = entry.time.bitPattern }
         last = minimum
         for entry in moving { file(entry) }
         // Hand the emptied buffer back so the bucket does not allocate when it fills again.
@@ -207,15 +230,15 @@ struct EventQueue<Payload: Comparable> {
     // MARK: Windowed order
 
     /// Puts an event of a later window in the ring, or beyond it in the far heap.
-    private mutating func place(_ entry: Entry) {
-        let ahead = entry.window &- (currentKey >> 32)
+    private mutating func place(_ entry: Entry, window: UInt64) {
+        let ahead = window &- (currentKey >> 32)
         if ahead < UInt64(ring.count) {
-            let slot = Int(entry.window) & (ring.count - 1)
+            let slot = Int(window) & (ring.count - 1)
             ring[slot].append(entry)
             ringOccupied[slot >> 6] |= 1 << UInt64(slot & 63)
             ringCount += 1
         } else {
-            far.push(entry)
+            far.push(Far(window: window, entry: entry))
         }
     }
 
@@ -223,20 +246,22 @@ struct EventQueue<Payload: Comparable> {
     /// the group heap; false when nothing is left.
     private mutating func nextGroup() -> Bool {
         while true {
-            let fromSorted = cursor < sorted.count ? sorted[cursor].key : .max
-            let fromLate = late.first?.key ?? .max
+            let windowBits = currentKey & ~0xFFFF_FFFF
+            let fromSorted = cursor < sorted.count ? windowBits | UInt64(sorted[cursor].payload.group) : .max
+            let fromLate = late.first.map { windowBits | UInt64($0.entry.payload.group) } ?? .max
             let key = min(fromSorted, fromLate)
             if key == .max {
                 guard startNextWindow() else { return false }
                 continue
             }
             currentKey = key
-            while cursor < sorted.count && sorted[cursor].key == key {
+            let g = UInt32(truncatingIfNeeded: key)
+            while cursor < sorted.count && sorted[cursor].payload.group == g {
                 group.push(sorted[cursor])
                 cursor += 1
             }
-            while let first = late.first, first.key == key {
-                group.push(late.pop()!)
+            while let first = late.first, first.entry.payload.group == g {
+                group.push(late.pop()!.entry)
             }
             return true
         }
@@ -252,7 +277,7 @@ struct EventQueue<Payload: Comparable> {
         currentKey = next << 32
         // Far events the ring now reaches move in.
         while let first = far.first, first.window - next < UInt64(ring.count) {
-            place(far.pop()!)
+            place(far.pop()!.entry, window: first.window)
         }
         let slot = Int(next) & (ring.count - 1)
         // The window's buffer becomes `sorted` and the slot starts afresh: handing `sorted`'s old
@@ -266,28 +291,28 @@ struct EventQueue<Payload: Comparable> {
         return true
     }
 
-    /// Sorts the window's events by key alone (a group's events meet again in the group heap,
-    /// which orders them fully): a least-significant-digit radix sort on the group, a byte a
-    /// pass, skipping bytes that are the same throughout. A comparison sort of a million-device
-    /// window costs several times more.
+    /// Sorts the window's events by group alone (a group's events meet again in the group heap,
+    /// which orders them fully): a least-significant-digit radix sort, a byte a pass, skipping
+    /// bytes that are the same throughout. A comparison sort of a million-device window costs
+    /// several times more.
     private mutating func sortByGroup() {
         let n = sorted.count
         guard n > 256 else {
-            sorted.sort { $0.key < $1.key }
+            sorted.sort { $0.payload.group < $1.payload.group }
             return
         }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: sorted)
         var counts = [Int](repeating: 0, count: 256)
         var inScratch = false
-        for shift in stride(from: UInt64(0), to: 32, by: 8) {
+        for shift in stride(from: UInt32(0), to: 32, by: 8) {
             sorted.withUnsafeMutableBufferPointer { a in
                 scratch.withUnsafeMutableBufferPointer { b in
                     let source = inScratch ? b : a
                     let target = inScratch ? a : b
                     for i in 0..<256 { counts[i] = 0 }
-                    for entry in source { counts[Int(truncatingIfNeeded: entry.key >> shift) & 255] += 1 }
-                    guard counts[Int(truncatingIfNeeded: source[0].key >> shift) & 255] != n else { return }
+                    for entry in source { counts[Int(truncatingIfNeeded: entry.payload.group >> shift) & 255] += 1 }
+                    guard counts[Int(truncatingIfNeeded: source[0].payload.group >> shift) & 255] != n else { return }
                     var position = 0
                     for i in 0..<256 {
                         let count = counts[i]
@@ -295,7 +320,7 @@ struct EventQueue<Payload: Comparable> {
                         position += count
                     }
                     for entry in source {
-                        let digit = Int(truncatingIfNeeded: entry.key >> shift) & 255
+                        let digit = Int(truncatingIfNeeded: entry.payload.group >> shift) & 255
                         target[counts[digit]] = entry
                         counts[digit] += 1
                     }
@@ -319,6 +344,14 @@ struct EventQueue<Payload: Comparable> {
         let slot = word << 6 | bits.trailingZeroBitCount
         return current + 1 + UInt64((slot - start) & mask)
     }
+}
+
+/// What an ``EventQueue`` holds: ordered by itself among events at the same time and, in
+/// windowed order, run group by group.
+protocol EventQueuePayload: Comparable {
+    /// The events of a group run together within a window (a fleet's device; its fleet-wide
+    /// events form the last group). Ignored in time order.
+    var group: UInt32 { get }
 }
 
 /// A 4-ary min-heap in one flat array: half the depth of a binary heap.
