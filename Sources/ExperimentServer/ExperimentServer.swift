@@ -243,9 +243,10 @@ public struct ExperimentServer<A: Allocator> {
     }
 
     /// Says which devices will send this server events, so that it keeps their ids in an array
-    /// indexed from the first of them (a shard's server copy hears from one range of devices).
-    public mutating func expectDevices(from first: UInt64) {
-        seen.expectDevices(from: first)
+    /// made for exactly them (a fleet's server hears from its devices, a shard's server copy
+    /// from one range of them). Others are still accepted. Call it before any ingest.
+    public mutating func expectDevices(_ devices: Range<UInt64>) {
+        seen.expectDevices(devices)
     }
 
     /// Serves `data` as the published data, in place of this server's own publications: for a
@@ -419,10 +420,12 @@ private struct IngestedEvents {
     /// seen, so it is never much larger than a dictionary of them would be, plus a few thousand.
     private var denseLimit: UInt64 { UInt64(max(4096, 2 * devices)) }
 
-    /// Starts the array at device `first`, before any id is inserted.
-    mutating func expectDevices(from first: UInt64) {
+    /// Makes the array cover `range` (its size known, it need not grow by doubling), before
+    /// any id is inserted.
+    mutating func expectDevices(_ range: Range<UInt64>) {
         precondition(devices == 0, "the array's start is set before any id is inserted")
-        base = first
+        base = range.lowerBound
+        dense = Array(repeating: Run(), count: range.count)
     }
 
     /// Where `device`'s latest run is in the array, if the array covers it.

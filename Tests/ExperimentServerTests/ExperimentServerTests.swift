@@ -363,12 +363,14 @@ struct ServerHandOverTests {
         one.tick(at: 60)
 
         var learning = ServerFixtures.server(.every(seconds: 60))
-        // Three copies, each hearing from a range of devices, the last two numbering theirs
-        // from the range's start; handed over last first, since the update orders feedback by
+        // Three copies, each hearing from a range of devices and numbering them from the
+        // range's start; handed over last first, since the update orders feedback by
         // arrival whatever order it was handed over in.
         var copies = [learning, learning, learning]
-        copies[1].expectDevices(from: 10)
-        copies[2].expectDevices(from: 25)
+        copies[0].expectDevices(0..<10)
+        copies[1].expectDevices(10..<25)
+        // Told of fewer devices than it hears from: the rest are still kept.
+        copies[2].expectDevices(25..<30)
         for batch in Self.batches() {
             let part = batch[0].id.device < 10 ? 0 : batch[0].id.device < 25 ? 1 : 2
             _ = copies[part].ingest(batch, at: batch[0].createdAt)

@@ -133,7 +133,9 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
     /// A replicate of the whole fleet, with its own server.
     init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile) {
-        self.init(scenario: scenario, replicate: replicate, server: Self.makeServer(scenario, allocators: allocators, profile: profile), profile: profile, devices: 0..<scenario.population.devices)
+        var server = Self.makeServer(scenario, allocators: allocators, profile: profile)
+        server.expectDevices(0 ..< UInt64(scenario.population.devices))
+        self.init(scenario: scenario, replicate: replicate, server: server, profile: profile, devices: 0..<scenario.population.devices)
     }
 
     /// A replicate of the devices in `range`, ingesting into `server` (for a shard: a copy of

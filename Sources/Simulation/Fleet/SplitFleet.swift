@@ -67,7 +67,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         shards = (0..<count).map { k in
             let range = devices * k / count ..< devices * (k + 1) / count
             var ingesting = server
-            ingesting.expectDevices(from: UInt64(range.lowerBound))
+            ingesting.expectDevices(UInt64(range.lowerBound) ..< UInt64(range.upperBound))
             return Shard(FleetReplicate(scenario: scenario, replicate: replicate, server: ingesting, profile: profile, devices: range))
         }
     }
