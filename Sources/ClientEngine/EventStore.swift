@@ -61,81 +61,54 @@ extension EventStore {
     }
 }
 
-/// A growable ring buffer of events: O(1) append and removal at the front, and storage that
-/// is released when the queue drains so idle devices hold no large buffers.
+/// The events of a queue, oldest first, in one buffer that is released when the queue drains
+/// so idle devices hold no buffers.
+///
+/// An array, not a ring: every simulated device embeds one, and the array's own count makes it
+/// 8 bytes where a ring's head and length make 16. Removing acknowledged events from the front
+/// moves the rest down, which costs a copy of what is left of the queue: a batch or two on a
+/// device that is online, at most the queue's capacity on one that was long offline.
 @usableFromInline
-struct EventRing: Sendable {
-    private var storage: [Event] = []
-    // 32-bit because every simulated device holds a ring; a queue of 2³¹ events would need
-    // tens of gigabytes of buffer first.
-    private var start: Int32 = 0
-    @usableFromInline private(set) var length: Int32 = 0
+struct EventList: Sendable {
+    @usableFromInline private(set) var storage: [Event] = []
 
-    @inlinable var count: Int { Int(length) }
-    private var head: Int { Int(start) }
+    @inlinable var count: Int { storage.count }
 
-    /// Buffers up to this capacity are kept when the queue empties. None are: a drained queue
-    /// has just sent a batch (which allocates anyway), and a million idle devices each keeping
-    /// even eight slots would hold hundreds of megabytes.
-    private static let retainedCapacity = 0
-    private static let filler = Event(id: EventID(device: 0, sequence: 0), kind: .view, experiment: 0, variant: 0, value: 0, createdAt: 0)
-
-    var isEmpty: Bool { count == 0 }
-
-    @inline(__always)
-    private func slot(_ offset: Int) -> Int {
-        let position = head + offset
-        return position >= storage.count ? position - storage.count : position
-    }
+    var isEmpty: Bool { storage.isEmpty }
 
     subscript(offset: Int) -> Event {
-        get { storage[slot(offset)] }
+        get { storage[offset] }
     }
 
     mutating func append(_ event: Event) {
-        if count == storage.count { grow() }
-        storage[slot(count)] = event
-        length += 1
-    }
-
-    private mutating func grow() {
-        let capacity = max(8, storage.count * 2)
-        var fresh = [Event](repeating: Self.filler, count: capacity)
-        for offset in 0..<count { fresh[offset] = self[offset] }
-        storage = fresh
-        start = 0
+        // Room for a batch at once: a queue rarely stays at one event.
+        if storage.capacity == 0 { storage.reserveCapacity(8) }
+        storage.append(event)
     }
 
     func prefix(_ n: Int) -> [Event] {
-        let taken = min(n, count)
-        var result: [Event] = []
-        result.reserveCapacity(taken)
-        for offset in 0..<taken { result.append(self[offset]) }
-        return result
+        Array(storage.prefix(n))
     }
 
     mutating func removeFirst(_ n: Int) {
         let taken = min(n, count)
-        start = Int32(slot(taken))
-        length -= Int32(taken)
-        releaseIfDrained()
+        if taken == count {
+            storage = []
+        } else {
+            storage.removeFirst(taken)
+        }
     }
 
     mutating func removeLast(_ n: Int) {
-        length -= Int32(min(n, count))
-        releaseIfDrained()
+        storage.removeLast(min(n, count))
+        if storage.isEmpty { storage = [] }
     }
 
-    /// Removes the event at `offset`, shifting the older ones up by one.
+    /// Removes the event at `offset`, moving the newer ones down by one.
     mutating func remove(at offset: Int) -> Event {
         precondition(offset >= 0 && offset < count, "offset \(offset) out of range 0..<\(count)")
-        let removed = self[offset]
-        var position = offset
-        while position > 0 {
-            storage[slot(position)] = storage[slot(position - 1)]
-            position -= 1
-        }
-        removeFirst(1)
+        let removed = storage.remove(at: offset)
+        if storage.isEmpty { storage = [] }
         return removed
     }
 
@@ -144,45 +117,38 @@ struct EventRing: Sendable {
     /// Acknowledged events are the oldest, so the scan stops once every id is found.
     ///
     /// - Returns: the number removed and how many of them were among the first `boundary` events.
-    /// - Complexity: O(*p* · *m*) for *m* ids found within the first *p* events.
+    /// - Complexity: O(*n* + *p* · *m*) for *m* ids found within the first *p* of *n* events.
     mutating func remove(_ ids: [EventID], boundary: Int) -> (removed: Int, belowBoundary: Int) {
         guard !ids.isEmpty, count > 0 else { return (0, 0) }
         var last = -1
         var found = 0
         var offset = 0
         while offset < count && found < ids.count {
-            if ids.contains(self[offset].id) {
+            if ids.contains(storage[offset].id) {
                 found += 1
                 last = offset
             }
             offset += 1
         }
         guard found > 0 else { return (0, 0) }
-        // Pack the survivors among the first `last + 1` towards `last`, then advance the head.
+        // Pack the survivors among the first `last + 1` towards `last`, then drop the front.
         var write = last
         var removed = 0
         var belowBoundary = 0
         var read = last
         while read >= 0 {
-            let event = storage[slot(read)]
+            let event = storage[read]
             if ids.contains(event.id) {
                 removed += 1
                 if read < boundary { belowBoundary += 1 }
             } else {
-                storage[slot(write)] = event
+                storage[write] = event
                 write -= 1
             }
             read -= 1
         }
         removeFirst(removed)
         return (removed, belowBoundary)
-    }
-
-    private mutating func releaseIfDrained() {
-        if count == 0 {
-            start = 0
-            if storage.count > Self.retainedCapacity { storage = [] }
-        }
     }
 
     /// The heap bytes held by the buffer (0 when none is allocated).

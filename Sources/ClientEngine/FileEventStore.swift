@@ -107,7 +107,7 @@ public final class FileEventStore: EventStore {
     private var descriptor: Int32 = -1
     /// The file's length after the last successful write: a failed write is cut back to it.
     private var fileLength = 0
-    private var events = EventRing()
+    private var events = EventList()
     private var pending: [UInt8] = []
     private var nextSequence: UInt32 = 0
     private var reservedSequence: UInt32 = 0
@@ -271,7 +271,7 @@ public final class FileEventStore: EventStore {
     private func load() throws(StoreError) {
         if descriptor >= 0 { close(descriptor) }
         descriptor = -1
-        events = EventRing()
+        events = EventList()
         pending = []
         persistedCount = 0
         commitDeadline = .infinity

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// An event store held in memory that models durability: it tracks which events a real
 /// store would have written, so a simulated crash loses exactly the unwritten ones.
 ///
@@ -11,17 +9,44 @@ import Synchronization
 /// `InMemoryEventStore` is `Sendable`: it is a value whose storage is copy-on-write.
 public struct InMemoryEventStore: EventStore, Sendable {
     // Every simulated device embeds a store, so its counts are 32-bit (the queue's are bounded
-    // by the buffer's memory; `lost` saturates, see `UInt32.addSaturating(_:)`) and its policy
-    // is a pointer to one shared copy rather than a 17-byte enum that pads to 24. The hot
-    // fields (what an append and the engine's `nextAction` read) come first.
-    @usableFromInline var events = EventRing()
-    public private(set) var commitDeadline = Double.infinity
-    private var policy = SharedPersistencePolicy.everyAppend
+    // by the buffer's memory; `lost` saturates, see `UInt32.addSaturating(_:)`), and what only
+    // group commit needs lives in one element allocated for a group-commit store (see
+    // `GroupCommit`): under the default, every append persisted, a store is 32 bytes.
+    @usableFromInline var events = EventList()
     private var persisted: UInt32 = 0
     private var nextSequence: UInt32 = 0
-    /// Sequence numbers below this are durably reserved; after a crash numbering resumes here.
-    private var reservedSequence: UInt32 = 0
-    private var lost: UInt32 = 0
+    /// Empty under ``PersistencePolicy/everyAppend`` (until a policy with state was set);
+    /// then one element. An array so that copies of a store stay values (copy-on-write).
+    private var groupCommit: [GroupCommit] = []
+
+    /// A group-commit store's policy and state.
+    private struct GroupCommit: Sendable {
+        var policy: PersistencePolicy
+        /// `groupCommit`'s `maxEvents` (at least 0), or -1 under `everyAppend`.
+        var maxEvents = -1
+        var maxDelay = 0.0
+        var deadline = Double.infinity
+        /// Sequence numbers below this are durably reserved; after a crash numbering resumes here.
+        var reservedSequence: UInt32
+        var lost: UInt32 = 0
+
+        init(policy: PersistencePolicy, reservedSequence: UInt32) {
+            self.policy = .everyAppend
+            self.reservedSequence = reservedSequence
+            set(policy)
+        }
+
+        mutating func set(_ policy: PersistencePolicy) {
+            self.policy = policy
+            switch policy {
+            case .everyAppend:
+                (maxEvents, maxDelay) = (-1, 0)
+            case .groupCommit(let maxEvents, let maxDelay):
+                // Every `maxEvents` at or below 1 commits on each append; -1 is taken.
+                (self.maxEvents, self.maxDelay) = (max(0, maxEvents), maxDelay)
+            }
+        }
+    }
 
     /// How many sequence numbers one durable reservation covers under group commit.
     static let sequenceBlock: UInt32 = 256
@@ -31,15 +56,30 @@ public struct InMemoryEventStore: EventStore, Sendable {
         self.persistence = persistence
     }
 
+    /// The group-commit state, made on first use. Under `everyAppend` without it, every event
+    /// is persisted, every number issued is reserved, and none is lost.
+    private var state: GroupCommit {
+        get { groupCommit.first ?? GroupCommit(policy: .everyAppend, reservedSequence: nextSequence) }
+        _modify {
+            if groupCommit.isEmpty { groupCommit = [GroupCommit(policy: .everyAppend, reservedSequence: nextSequence)] }
+            yield &groupCommit[0]
+        }
+    }
+
     /// When appends become durable.
     public var persistence: PersistencePolicy {
-        get { policy.policy }
-        set { policy = SharedPersistencePolicy.shared(newValue) }
+        get { groupCommit.first?.policy ?? .everyAppend }
+        set {
+            if case .everyAppend = newValue, groupCommit.isEmpty { return }
+            state.set(newValue)
+        }
     }
+
+    public var commitDeadline: Double { groupCommit.first?.deadline ?? .infinity }
 
     public var persistedCount: Int { Int(persisted) }
 
-    public var eventsLostInCrashes: Int { Int(lost) }
+    public var eventsLostInCrashes: Int { Int(groupCommit.first?.lost ?? 0) }
 
     @inlinable public var count: Int { events.count }
 
@@ -51,20 +91,22 @@ public struct InMemoryEventStore: EventStore, Sendable {
     public mutating func nextSequenceNumber() -> UInt32 {
         let issued = nextSequence
         nextSequence &+= 1
-        if nextSequence > reservedSequence || nextSequence == 0 {
-            reservedSequence = policy.maxEvents < 0 ? nextSequence : nextSequence &+ Self.sequenceBlock
+        if !groupCommit.isEmpty, nextSequence > groupCommit[0].reservedSequence || nextSequence == 0 {
+            groupCommit[0].reservedSequence = groupCommit[0].maxEvents < 0 ? nextSequence : nextSequence &+ Self.sequenceBlock
         }
         return issued
     }
 
     public mutating func append(_ event: Event, at now: Double) {
         events.append(event)
-        if policy.maxEvents < 0 {
+        guard let policy = groupCommit.first, policy.maxEvents >= 0 else {
             persisted = UInt32(events.count)
-        } else if events.count - Int(persisted) >= policy.maxEvents {
+            return
+        }
+        if events.count - Int(persisted) >= policy.maxEvents {
             commit(at: now)
-        } else if commitDeadline == .infinity {
-            commitDeadline = now + policy.maxDelay
+        } else if policy.deadline == .infinity {
+            groupCommit[0].deadline = now + policy.maxDelay
         }
     }
 
@@ -99,7 +141,7 @@ public struct InMemoryEventStore: EventStore, Sendable {
 
     private mutating func commitIfPending() {
         persisted = UInt32(events.count)
-        commitDeadline = .infinity
+        if !groupCommit.isEmpty && groupCommit[0].deadline != .infinity { groupCommit[0].deadline = .infinity }
     }
 
     /// Models the process dying: events not yet persisted are lost and counted.
@@ -109,50 +151,14 @@ public struct InMemoryEventStore: EventStore, Sendable {
     public mutating func crash() -> Int {
         let unpersisted = events.count - Int(persisted)
         events.removeLast(unpersisted)
-        lost.addSaturating(unpersisted)
-        commitDeadline = .infinity
-        nextSequence = reservedSequence
+        guard !groupCommit.isEmpty || unpersisted > 0 else { return 0 }
+        state.lost.addSaturating(unpersisted)
+        state.deadline = .infinity
+        nextSequence = state.reservedSequence
         return unpersisted
     }
 
     public mutating func reopen() {
         crash()
-    }
-}
-
-/// A persistence policy unpacked for appends, one instance per distinct policy however many
-/// stores use it.
-final class SharedPersistencePolicy: Sendable {
-    let policy: PersistencePolicy
-    /// `groupCommit`'s `maxEvents`, or -1 under `everyAppend`.
-    let maxEvents: Int
-    let maxDelay: Double
-
-    private init(_ policy: PersistencePolicy) {
-        self.policy = policy
-        switch policy {
-        case .everyAppend:
-            (maxEvents, maxDelay) = (-1, 0)
-        case .groupCommit(let maxEvents, let maxDelay):
-            // Every `maxEvents` at or below 1 commits on each append; -1 is taken.
-            (self.maxEvents, self.maxDelay) = (max(0, maxEvents), maxDelay)
-        }
-    }
-
-    static let everyAppend = SharedPersistencePolicy(.everyAppend)
-    // Stores are created from many threads (a live fleet's devices, parallel replicates).
-    private static let instances = Mutex<[PersistencePolicy: SharedPersistencePolicy]>([:])
-
-    /// The instance for `policy`.
-    static func shared(_ policy: PersistencePolicy) -> SharedPersistencePolicy {
-        if case .everyAppend = policy { return everyAppend }
-        // A NaN delay is never found again as a key, so such a policy is not kept.
-        guard policy == policy else { return SharedPersistencePolicy(policy) }
-        return instances.withLock { instances in
-            if let found = instances[policy] { return found }
-            let made = SharedPersistencePolicy(policy)
-            instances[policy] = made
-            return made
-        }
     }
 }
