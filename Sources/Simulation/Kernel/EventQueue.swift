@@ -234,6 +234,10 @@ struct EventQueue<Payload: EventQueuePayload> {
         let ahead = window &- (currentKey >> 32)
         if ahead < UInt64(ring.count) {
             let slot = Int(window) & (ring.count - 1)
+            // Half again, not twice: a fleet's windows ahead hold one or two events a device,
+            // and doubling would leave a third of that allocated and unused on average.
+            let filled = ring[slot].count
+            if filled == ring[slot].capacity { ring[slot].reserveCapacity(max(64, filled + filled / 2)) }
             ring[slot].append(entry)
             ringOccupied[slot >> 6] |= 1 << UInt64(slot & 63)
             ringCount += 1
@@ -301,8 +305,7 @@ struct EventQueue<Payload: EventQueuePayload> {
             sorted.sort { $0.payload.group < $1.payload.group }
             return
         }
-        scratch.removeAll(keepingCapacity: true)
-        scratch.append(contentsOf: sorted)
+        scratch = sorted
         var counts = [Int](repeating: 0, count: 256)
         var inScratch = false
         for shift in stride(from: UInt32(0), to: 32, by: 8) {
@@ -329,6 +332,9 @@ struct EventQueue<Payload: EventQueuePayload> {
             }
         }
         if inScratch { swap(&sorted, &scratch) }
+        // Not kept for the next window: in a fleet split into shards, every shard would hold a
+        // window's worth of entries it uses only while it sorts.
+        scratch = []
     }
 
     /// The first window after `current` whose ring slot holds events.
