@@ -27,6 +27,10 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
     public struct Label: Sendable {
         @usableFromInline let hash: UInt64
 
+        init(hash: UInt64) {
+            self.hash = hash
+        }
+
         /// The label `name`; `seed.derive(Label(name))` equals `seed.derive(name)`.
         public init(_ name: String) {
             hash = StreamSeed.fnv1a64(name)
@@ -45,7 +49,7 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// This seed with its share of every derivation done once (see ``Prepared``).
-    @inlinable public var prepared: Prepared { Prepared(key: Self.mix(value &+ 0x9E37_79B9_7F4A_7C15)) }
+    @inlinable public var prepared: Prepared { Prepared(key: Self.mix(value &+ SplitMix64.gamma)) }
 
     /// A seed as its children see it: deriving from it takes one mixing step fewer than from
     /// the seed itself, and its 64-bit ``key`` stands for the seed in storage. For a fleet that
@@ -84,7 +88,8 @@ public struct StreamSeed: Hashable, Sendable, CustomStringConvertible {
 
     @inline(__always)
     static func combine(_ parent: UInt64, _ label: UInt64) -> UInt64 {
-        mix(mix(parent &+ 0x9E37_79B9_7F4A_7C15) ^ label)
+        // The first mixing step is the parent's alone: what `prepared` does once.
+        StreamSeed(raw: parent).prepared.derive(Label(hash: label)).value
     }
 
     /// The SplitMix64 output function (Stafford's variant 13).
