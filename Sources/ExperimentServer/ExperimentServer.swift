@@ -209,37 +209,20 @@ public struct ExperimentServer<A: Allocator> {
 
     // MARK: Ingesting on another server's behalf
 
-    /// Feedback a server took in and has not yet given the allocators, for another server to
-    /// learn from (see ``handOver()``).
-    ///
-    /// `Sendable`: plain values.
-    public struct Inbox: Sendable {
-        fileprivate var entries: [PendingFeedback]
-        fileprivate var arrivals: [Arrival]
-
-        /// Whether there is no feedback in it.
-        public var isEmpty: Bool { entries.isEmpty }
-    }
-
-    /// Takes out the feedback waiting for the next update.
+    /// Takes the feedback `other` took in and has not yet given its allocators, after what is
+    /// already waiting here; `other` keeps its buffers' capacity for the next round.
     ///
     /// A fleet whose devices run on several threads gives each part a copy of the server to
     /// ingest into; before an update, the parts hand their feedback to the one server that
     /// learns. The update sorts all of it by arrival, so the allocators see the same sequence
     /// however the devices were split.
-    public mutating func handOver() -> Inbox {
-        var inbox = Inbox(entries: [], arrivals: [])
-        swap(&inbox.entries, &pending)
-        swap(&inbox.arrivals, &arrivals)
-        return inbox
-    }
-
-    /// Adds what another server handed over to the feedback waiting for the next update, after
-    /// what is already waiting.
-    public mutating func take(_ inbox: Inbox) {
+    public mutating func takeFeedback(from other: inout ExperimentServer) {
         let offset = pending.count
-        pending.append(contentsOf: inbox.entries)
-        arrivals.append(contentsOf: inbox.arrivals.lazy.map { Arrival(bits: $0.time, index: $0.index + offset) })
+        pending.append(contentsOf: other.pending)
+        arrivals.reserveCapacity(arrivals.count + other.arrivals.count)
+        for arrival in other.arrivals { arrivals.append(Arrival(bits: arrival.time, index: arrival.index + offset)) }
+        other.pending.removeAll(keepingCapacity: true)
+        other.arrivals.removeAll(keepingCapacity: true)
     }
 
     /// Says which devices will send this server events, so that it keeps their ids in an array
@@ -280,7 +263,7 @@ public struct ExperimentServer<A: Allocator> {
     private mutating func applyPending() {
         // Sorting 16-byte keys and reading the feedback through them moves a fraction of the
         // bytes that sorting the entries would; ties in time, rare, are ordered afterwards.
-        if !arrivals.isSorted() { arrivals.sort() }
+        if !arrivals.isSorted() { Arrival.sortByTime(&arrivals) }
         var start = 0
         while start < arrivals.count {
             var end = start + 1
@@ -346,6 +329,54 @@ private struct Arrival: Comparable, Sendable {
 
     static func < (a: Arrival, b: Arrival) -> Bool {
         a.time != b.time ? a.time < b.time : a.index < b.index
+    }
+
+    /// Sorts `arrivals`, which are in index order, by time and then index: a stable
+    /// least-significant-digit radix sort on the bytes of the time in which some arrivals
+    /// differ (an update's arrivals share their top bytes).
+    ///
+    /// An update sorts every arrival since the last; a comparison sort of them cost more than
+    /// the allocators' learning from them.
+    static func sortByTime(_ arrivals: inout [Arrival]) {
+        let count = arrivals.count
+        guard count > 1 else { return }
+        precondition(arrivals.indices.dropFirst().allSatisfy { arrivals[$0 - 1].index < arrivals[$0].index }, "arrivals are appended in index order")
+        var counts = [Int](repeating: 0, count: 8 * 256)
+        var differing: UInt64 = 0
+        let first = arrivals[0].time
+        for arrival in arrivals {
+            differing |= arrival.time ^ first
+            var time = arrival.time
+            for byte in 0..<8 {
+                counts[byte << 8 | Int(time & 0xff)] += 1
+                time >>= 8
+            }
+        }
+        var scratch = [Arrival](repeating: Arrival(bits: 0, index: 0), count: count)
+        var sortedInScratch = false
+        for byte in 0..<8 where (differing >> (byte * 8)) & 0xff != 0 {
+            var start = 0
+            for digit in 0..<256 {
+                let n = counts[byte << 8 | digit]
+                counts[byte << 8 | digit] = start
+                start += n
+            }
+            let shift = UInt64(byte * 8)
+            func scatter(_ from: UnsafeBufferPointer<Arrival>, _ to: UnsafeMutableBufferPointer<Arrival>) {
+                for arrival in from {
+                    let slot = byte << 8 | Int((arrival.time >> shift) & 0xff)
+                    to[counts[slot]] = arrival
+                    counts[slot] += 1
+                }
+            }
+            if sortedInScratch {
+                scratch.withUnsafeBufferPointer { from in arrivals.withUnsafeMutableBufferPointer { to in scatter(from, to) } }
+            } else {
+                arrivals.withUnsafeBufferPointer { from in scratch.withUnsafeMutableBufferPointer { to in scatter(from, to) } }
+            }
+            sortedInScratch.toggle()
+        }
+        if sortedInScratch { swap(&arrivals, &scratch) }
     }
 }
 

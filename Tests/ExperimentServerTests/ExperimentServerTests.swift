@@ -337,6 +337,36 @@ struct IngestedIDTests {
             .view(0), .view(1), .view(0), .view(0), .conversion(0, value: 1), .view(1),
         ])
     }
+
+    @Test func manyArrivalsAreLearntInArrivalOrder() {
+        // Thousands of events in one update, arriving at times that differ in every byte of
+        // their bits (fractions of a second to days, ties included), handed in shuffled; each
+        // conversion's value names it, so the order the allocator learns in can be read back.
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 11
+        }
+        var arrivals: [(time: Double, event: Event)] = []
+        for index in 0..<3_000 {
+            let time = switch index % 4 {
+            case 0: Double(next() % 1_000) / 1_000
+            case 1: Double(next() % 7_200_000) / 10
+            case 2: Double(next() % 20) * 3_600
+            default: Double(next()) * 0x1.0p-53 * 600_000
+            }
+            let event = ServerFixtures.conversion(device: next() % 500, UInt32(index), variant: 1, value: Double(index), at: 0)
+            arrivals.append((time, event))
+        }
+        var server = ServerFixtures.server(.every(seconds: 1_000_000))
+        for arrival in arrivals { _ = server.ingest([arrival.event], at: arrival.time) }
+        server.tick(at: 1_000_000)
+        let expected = arrivals.sorted {
+            ($0.time, $0.event.id.device, $0.event.id.sequence) < ($1.time, $1.event.id.device, $1.event.id.sequence)
+        }
+        let learnt: [Feedback] = expected.map { .conversion(1, value: $0.event.value) }
+        #expect(server.allocators[0].received == learnt)
+    }
 }
 
 /// A fleet split among threads: copies of the server ingest what their devices send and hand it
@@ -375,7 +405,7 @@ struct ServerHandOverTests {
             let part = batch[0].id.device < 10 ? 0 : batch[0].id.device < 25 ? 1 : 2
             _ = copies[part].ingest(batch, at: batch[0].createdAt)
         }
-        for index in copies.indices.reversed() { learning.take(copies[index].handOver()) }
+        for index in copies.indices.reversed() { learning.takeFeedback(from: &copies[index]) }
         learning.tick(at: 60)
 
         #expect(learning.allocators.map(\.received) == one.allocators.map(\.received))
@@ -385,8 +415,11 @@ struct ServerHandOverTests {
             let part = batch[0].id.device < 10 ? 0 : batch[0].id.device < 25 ? 1 : 2
             #expect(batch.allSatisfy { copies[part].hasIngested($0.id) })
         }
-        // A handed-over copy holds nothing more for the next update.
-        #expect(copies[0].handOver().isEmpty)
+        // A copy that handed over holds nothing more for the next update.
+        var next = ServerFixtures.server(.every(seconds: 60))
+        next.takeFeedback(from: &copies[0])
+        next.tick(at: 60)
+        #expect(next.allocators.allSatisfy { $0.received.isEmpty })
     }
 
     @Test func aCopyServesThePublishedDataItIsGiven() {

@@ -1,11 +1,11 @@
 import CMemoryHints
-import Histogram
 
 // The fleet's performance devices, in one place, so the domain code reads plainly:
 // - devices live in an `InPlaceBuffer` (a subscript is an address, no copy-on-write check);
 // - the event loop prefetches the device of an upcoming event (`prefetch(device:)`);
-// - the latency histogram is moved out of the metrics while it is recorded into
-//   (`takeQueueLatency()`), so recording does not copy its buckets;
+// - the server and the metrics are handed to ingestion apart (`+ServerLink`), so the server's
+//   callback records into the latency histogram in place, neither copying its buckets nor
+//   moving it out and back;
 // - the replicate is `~Copyable`, so helpers that only read borrow it instead of copying
 //   a kilobyte of state and retaining every array in it.
 
@@ -31,17 +31,3 @@ extension FleetReplicate {
         }
     }
 }
-
-extension FleetMetrics {
-    /// Moves the queue-latency histogram out, leaving a small placeholder; put it back after
-    /// recording into it.
-    @inline(__always)
-    mutating func takeQueueLatency() -> Histogram<UInt64> {
-        var latencies = placeholderHistogram
-        swap(&latencies, &queueLatency)
-        return latencies
-    }
-}
-
-/// Stands in for the latency histogram while it is moved out to be recorded into.
-private let placeholderHistogram = Histogram<UInt64>(highestTrackableValue: 2)

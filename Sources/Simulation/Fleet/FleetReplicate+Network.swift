@@ -187,8 +187,7 @@ struct ReplySlots<Reply> {
     }
 
     mutating func take(_ slot: Int) -> Reply {
-        let value = slots[slot]!
-        slots[slot] = nil
+        let value = slots[slot].take()!
         free.append(slot)
         return value
     }

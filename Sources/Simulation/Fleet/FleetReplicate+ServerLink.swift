@@ -1,5 +1,6 @@
 import Allocators
 import ClientEngine
+import ExperimentServer
 import Histogram
 
 extension FleetReplicate {
@@ -23,12 +24,16 @@ extension FleetReplicate {
 
     /// The server ingests `batch`; each event's queue latency is measured from its creation.
     mutating func ingest(_ batch: [Event], at ingested: Double) {
-        var latencies = metrics.takeQueueLatency()
+        Self.serverIngests(batch, at: ingested, server: &server, metrics: &metrics)
+    }
+
+    /// Takes the server and the metrics apart from the replicate, so that the server's callback
+    /// records into the latency histogram in place.
+    private static func serverIngests(_ batch: [Event], at ingested: Double, server: inout ExperimentServer<A>, metrics: inout FleetMetrics) {
         let result = server.ingest(batch, at: ingested) { event in
-            _ = latencies.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
+            _ = metrics.queueLatency.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
         }
         metrics.acceptedEvents += result.accepted
-        metrics.queueLatency = latencies
     }
 }
 

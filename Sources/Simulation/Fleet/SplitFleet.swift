@@ -88,7 +88,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
             let data = server.published
             for shard in shards { shard.fleet.server.serve(data) }
             forEachConcurrently(shards.count, threads: threads) { shards[$0].fleet.advance(throughWindow: k) }
-            for shard in shards { server.take(shard.fleet.server.handOver()) }
+            for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
             // At a window's end the kernel runs its fleet-wide occurrences by time, an update
             // before a sample at the same time.
             while true {
