@@ -77,7 +77,7 @@ enum ConductricsStyle: DeviceStyle {
         let ticket = try! fleet.devices[view.device].client.decisions.decision(agent: fleet.shared.agents[e], choices: fleet.shared.choices[e], at: now)
         if let outcome = ticket.immediate {
             fleet.metrics.styleCounters["decisions_from_cache", default: 0] += 1
-            return (variant(of: outcome, experiment: e, in: fleet), outcome.source == .fallback)
+            return (variant(of: outcome, codes: fleet.shared.codes[e]), outcome.source == .fallback)
         }
         fleet.devices[view.device].client.waiting.append((ticket.id, view))
         return nil
@@ -118,12 +118,14 @@ enum ConductricsStyle: DeviceStyle {
             guard let outcome = callback.outcome,
                   let index = fleet.devices[d].client.waiting.firstIndex(where: { $0.ticket == outcome.ticket }) else { continue }
             let view = fleet.devices[d].client.waiting.remove(at: index).view
-            fleet.show(view, variant: variant(of: outcome, experiment: view.experiment, in: fleet), isDefault: outcome.source == .fallback, at: now)
+            fleet.show(view, variant: variant(of: outcome, codes: fleet.shared.codes[view.experiment]), isDefault: outcome.source == .fallback, at: now)
         }
     }
 
-    static func variant<A>(of outcome: DecisionOutcome, experiment e: Int, in fleet: borrowing FleetReplicate<A, Self>) -> Int {
-        outcome.selection.code.flatMap { fleet.shared.codes[e].firstIndex(of: $0) } ?? 0
+    /// The variant an outcome selects, given its experiment's choice codes. (It takes the codes,
+    /// not the replicate: borrowing the replicate from a mutating context copies all of it.)
+    static func variant(of outcome: DecisionOutcome, codes: [String]) -> Int {
+        outcome.selection.code.flatMap { codes.firstIndex(of: $0) } ?? 0
     }
 
     // MARK: - The service, across the simulated network

@@ -49,6 +49,10 @@ extension FleetReplicate {
 
     /// Whether device `d` can reach the server at `now`: online, outside every outage and
     /// outside every partition that holds it.
+    ///
+    /// Always inlined: called from a mutating context, a borrowing call copies the whole
+    /// replicate (1.4 KB) to pass it.
+    @inline(__always)
     func reachable(_ d: Int, at now: Double) -> Bool {
         guard devices[d].online else { return false }
         let network = scenario.network
