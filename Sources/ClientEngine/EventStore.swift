@@ -87,7 +87,9 @@ struct EventList: Sendable {
     }
 
     func prefix(_ n: Int) -> [Event] {
-        Array(storage.prefix(n))
+        // A batch of the whole queue shares its buffer: the batch is sent and dropped before
+        // the queue changes, so nothing is copied, and nothing is allocated.
+        n >= count ? storage : Array(storage.prefix(n))
     }
 
     mutating func removeFirst(_ n: Int) {

@@ -11,7 +11,7 @@ public struct InMemoryEventStore: EventStore, Sendable {
     // Every simulated device embeds a store, so its counts are 32-bit (the queue's are bounded
     // by the buffer's memory; `lost` saturates, see `UInt32.addSaturating(_:)`), and what only
     // group commit needs lives in one element allocated for a group-commit store (see
-    // `GroupCommit`): under the default, every append persisted, a store is 32 bytes.
+    // `GroupCommit`): under the default, every append persisted, a store is 24 bytes.
     @usableFromInline var events = EventList()
     private var persisted: UInt32 = 0
     private var nextSequence: UInt32 = 0

@@ -273,11 +273,13 @@ public struct ExperimentServer<A: Allocator> {
                     pending[a.index].sameTimeOrder(at: a.index) < pending[b.index].sameTimeOrder(at: b.index)
                 }
             }
-            for arrival in arrivals[start..<end] {
-                let entry = pending[arrival.index]
-                allocators[entry.experiment].record(entry.feedback)
-            }
             start = end
+        }
+        // Gathered first, in a loop of loads independent of each other, the entries' cache
+        // misses overlap; read between two allocator calls, they were taken one at a time.
+        let ordered = arrivals.map { pending[$0.index] }
+        for entry in ordered {
+            allocators[entry.experiment].record(entry.feedback)
         }
         pending.removeAll(keepingCapacity: true)
         arrivals.removeAll(keepingCapacity: true)
