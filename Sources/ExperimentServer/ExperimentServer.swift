@@ -221,9 +221,15 @@ public struct ExperimentServer<A: Allocator> {
         pending.append(contentsOf: other.pending)
         arrivals.reserveCapacity(arrivals.count + other.arrivals.count)
         for arrival in other.arrivals { arrivals.append(Arrival(bits: arrival.time, index: arrival.index + offset)) }
-        other.pending.removeAll(keepingCapacity: true)
-        other.arrivals.removeAll(keepingCapacity: true)
+        // Buffers kept spare the copy regrowing them every round; a large fleet's copies give
+        // theirs back rather than hold a second copy of the round's feedback between updates.
+        let keep = other.pending.count <= Self.keptFeedback
+        other.pending.removeAll(keepingCapacity: keep)
+        other.arrivals.removeAll(keepingCapacity: keep)
     }
+
+    /// The most feedback entries a copy keeps room for between rounds.
+    static var keptFeedback: Int { 4_096 }
 
     /// Says which devices will send this server events, so that it keeps their ids in an array
     /// made for exactly them (a fleet's server hears from its devices, a shard's server copy
@@ -275,11 +281,17 @@ public struct ExperimentServer<A: Allocator> {
             }
             start = end
         }
-        // Gathered first, in a loop of loads independent of each other, the entries' cache
-        // misses overlap; read between two allocator calls, they were taken one at a time.
-        let ordered = arrivals.map { pending[$0.index] }
-        for entry in ordered {
-            allocators[entry.experiment].record(entry.feedback)
+        // Gathered a chunk at a time, in a loop of loads independent of each other, the entries'
+        // cache misses overlap; read between two allocator calls, they were taken one at a time.
+        var chunk: [PendingFeedback] = []
+        chunk.reserveCapacity(min(arrivals.count, 256))
+        var next = 0
+        while next < arrivals.count {
+            let end = min(next + 256, arrivals.count)
+            chunk.removeAll(keepingCapacity: true)
+            for arrival in arrivals[next..<end] { chunk.append(pending[arrival.index]) }
+            for entry in chunk { allocators[entry.experiment].record(entry.feedback) }
+            next = end
         }
         pending.removeAll(keepingCapacity: true)
         arrivals.removeAll(keepingCapacity: true)
