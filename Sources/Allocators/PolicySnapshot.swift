@@ -42,6 +42,23 @@ public struct PolicySnapshot: Hashable, Sendable {
     /// The number of variants.
     public var variantCount: Int { weights.count }
 
+    /// The same snapshot in buffers of its own.
+    ///
+    /// Copies of a snapshot share their arrays, and reading one from several threads makes
+    /// them all update the same reference counts, one cache line passed from core to core;
+    /// each thread of a fleet reads a copy of its own instead.
+    package func unshared() -> PolicySnapshot {
+        PolicySnapshot(version: version, issuedAt: issuedAt, weights: weights.map { $0 }, posteriors: posteriors.map { $0 }, cumulative: cumulative.map { $0 })
+    }
+
+    private init(version: Int, issuedAt: Double, weights: [Double], posteriors: [BetaParameters], cumulative: [Double]) {
+        self.version = version
+        self.issuedAt = issuedAt
+        self.weights = weights
+        self.posteriors = posteriors
+        self.cumulative = cumulative
+    }
+
     /// The variant that a uniform draw `u` in [0, 1) selects.
     ///
     /// - Complexity: O(*k*) for *k* variants; a linear scan beats a binary search at the sizes

@@ -20,6 +20,13 @@ public final class EngineProfile: Sendable {
         self.defaults = defaults
         self.settings = settings
     }
+
+    /// A profile with the same defaults and settings in storage of its own, and a table of
+    /// texts of its own, for engines that run on another thread than this profile's (see
+    /// ``ExperimentData/unshared(replacing:)``): engines made with it refer to it alone.
+    package func unshared() -> EngineProfile {
+        EngineProfile(defaults: defaults.unshared(), settings: settings)
+    }
 }
 
 /// Texts numbered from 1 (0 stands for none), each stored once however many engines use it.

@@ -118,6 +118,27 @@ public final class ExperimentData: Sendable {
         layout === other.layout || Self.sameLayout(experiments, other.experiments)
     }
 
+    /// The same data in storage of its own: its own object, arrays, snapshots and texts.
+    ///
+    /// A fleet whose devices run on several threads serves each thread's devices a copy of
+    /// its own. Every device holding one object and its arrays would have all threads update
+    /// the same reference counts, passing those cache lines from core to core on every fetch
+    /// and view; copies keep them apart. A copy reads exactly as the original.
+    ///
+    /// - Parameter previous: The copy this one replaces, as for ``init(version:experiments:replacing:)``.
+    package func unshared(replacing previous: ExperimentData? = nil) -> ExperimentData {
+        let copies = experiments.map { experiment in
+            ExperimentDefinition(
+                id: experiment.id.unshared(),
+                variants: experiment.variants.map { VariantDefinition(id: $0.id.unshared(), metadata: $0.metadata.unshared()) },
+                metadata: experiment.metadata.unshared(),
+                snapshot: experiment.snapshot.unshared(),
+                sticky: experiment.sticky
+            )
+        }
+        return ExperimentData(version: version, experiments: copies, replacing: previous)
+    }
+
     private static func sameLayout(_ a: [ExperimentDefinition], _ b: [ExperimentDefinition]) -> Bool {
         guard a.count == b.count else { return false }
         for e in a.indices {

@@ -154,3 +154,23 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByFloatLiteral, Expr
     }
     public init(nilLiteral: ()) { self = .null }
 }
+
+extension JSONValue {
+    /// The same value with strings, arrays and objects in storage of its own (see
+    /// ``ExperimentData/unshared(replacing:)``).
+    func unshared() -> JSONValue {
+        switch self {
+        case .null, .bool, .number: self
+        case .string(let text): .string(text.unshared())
+        case .array(let elements): .array(elements.map { $0.unshared() })
+        case .object(let members): .object(Dictionary(uniqueKeysWithValues: members.map { ($0.key.unshared(), $0.value.unshared()) }))
+        }
+    }
+}
+
+extension String {
+    /// The same text in storage of its own (a short text is stored inline and has none).
+    func unshared() -> String {
+        String(decoding: Array(utf8), as: UTF8.self)
+    }
+}

@@ -119,7 +119,6 @@ public struct FleetSimulation: Sendable {
     public func run(tasks: [(allocator: Int, replicate: Int)], jobs: Int = 1, progress: (@Sendable (Progress) -> Void)? = nil) -> [Run] {
         let results = ResultSlots<Run>(count: tasks.count)
         let tracker = ProgressTracker(tasks: tasks.count, horizon: scenario.horizon, report: progress)
-        let profile = self.profile
         let workers = max(1, min(jobs, tasks.count))
         // Fewer tasks than threads: each task's fleet is split among the threads left over
         // (where its scenario allows), so the threads are used whatever the shape of the work.
@@ -130,7 +129,8 @@ public struct FleetSimulation: Sendable {
             let threads = 1 + spare / workers + (worker < spare % workers ? 1 : 0)
             while index < tasks.count {
                 let (allocator, replicate) = tasks[index]
-                results[index] = simulation.runOne(allocator: allocator, replicate: replicate, profile: profile, task: index, threads: threads, tracker: tracker)
+                // A profile per task: replicates running side by side share no reference counts.
+                results[index] = simulation.runOne(allocator: allocator, replicate: replicate, profile: simulation.profile, task: index, threads: threads, tracker: tracker)
                 tracker.finish(task: index)
                 index += workers
             }
