@@ -83,6 +83,10 @@ public struct ExperimentServer<A: Allocator> {
     private var pending: [PendingFeedback] = []
     /// Where each entry of `pending` falls in arrival order, appended with it.
     private var arrivals: [Arrival] = []
+    /// Where `pending` is a series of runs each already in arrival order (handed over by copies
+    /// that ordered theirs, see ``orderFeedback()``), the index each run starts at; `nil` once
+    /// feedback was buffered here unordered.
+    private var orderedRuns: [Int]? = []
     private var dirty = false
     private var lastPublished: Double
     private var version = 1
@@ -210,7 +214,8 @@ public struct ExperimentServer<A: Allocator> {
     // MARK: Ingesting on another server's behalf
 
     /// Takes the feedback `other` took in and has not yet given its allocators, after what is
-    /// already waiting here; `other` keeps its buffers' capacity for the next round.
+    /// already waiting here, and leaves `other` empty (with room for the next round's if its
+    /// buffers were small).
     ///
     /// A fleet whose devices run on several threads gives each part a copy of the server to
     /// ingest into; before an update, the parts hand their feedback to the one server that
@@ -218,14 +223,39 @@ public struct ExperimentServer<A: Allocator> {
     /// however the devices were split.
     public mutating func takeFeedback(from other: inout ExperimentServer) {
         let offset = pending.count
+        if let runs = orderedRuns, let theirs = other.orderedRuns {
+            orderedRuns = runs + theirs.map { $0 + offset }
+        } else {
+            orderedRuns = nil
+        }
         pending.append(contentsOf: other.pending)
-        arrivals.reserveCapacity(arrivals.count + other.arrivals.count)
         for arrival in other.arrivals { arrivals.append(Arrival(bits: arrival.time, index: arrival.index + offset)) }
         // Buffers kept spare the copy regrowing them every round; a large fleet's copies give
         // theirs back rather than hold a second copy of the round's feedback between updates.
         let keep = other.pending.count <= Self.keptFeedback
         other.pending.removeAll(keepingCapacity: keep)
         other.arrivals.removeAll(keepingCapacity: keep)
+        other.orderedRuns = []
+    }
+
+    /// Puts the feedback this server holds in arrival order, for a copy about to hand it over
+    /// (see ``takeFeedback(from:)``): the server that learns then merges the copies' ordered
+    /// runs instead of sorting all of them and reading each entry from wherever it lies, and
+    /// the copies of a fleet split over several threads each order theirs on their own thread.
+    /// What the allocators learn, and in which order, is the same either way.
+    ///
+    /// - Complexity: O(*n*) for *n* entries held.
+    public mutating func orderFeedback() {
+        guard orderedRuns == nil else { return }
+        sortArrivals()
+        var ordered: [PendingFeedback] = []
+        ordered.reserveCapacity(pending.count)
+        for position in arrivals.indices {
+            ordered.append(pending[arrivals[position].index])
+            arrivals[position].index = position
+        }
+        pending = ordered
+        orderedRuns = pending.isEmpty ? [] : [0]
     }
 
     /// The most feedback entries a copy keeps room for between rounds.
@@ -259,6 +289,7 @@ public struct ExperimentServer<A: Allocator> {
     }
 
     private mutating func buffer(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID?) {
+        orderedRuns = nil
         arrivals.append(Arrival(time: now, index: pending.count))
         pending.append(PendingFeedback(event: event, experiment: experiment, feedback: feedback))
     }
@@ -267,6 +298,79 @@ public struct ExperimentServer<A: Allocator> {
     /// without an event (decisions and goals) before events, events by id, and otherwise in
     /// the order it was buffered.
     private mutating func applyPending() {
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            arrivals.removeAll(keepingCapacity: true)
+            orderedRuns = []
+        }
+        if let runs = orderedRuns, runs.count > 1 {
+            learnMerging(runs)
+            return
+        }
+        sortArrivals()
+        // Gathered a chunk at a time, in a loop of loads independent of each other, the entries'
+        // cache misses overlap; read between two allocator calls, they were taken one at a time.
+        var chunk: [PendingFeedback] = []
+        chunk.reserveCapacity(min(arrivals.count, 256))
+        var next = 0
+        while next < arrivals.count {
+            let end = min(next + 256, arrivals.count)
+            chunk.removeAll(keepingCapacity: true)
+            for arrival in arrivals[next..<end] { chunk.append(pending[arrival.index]) }
+            for entry in chunk { allocators[entry.experiment].record(entry.feedback) }
+            next = end
+        }
+    }
+
+    /// Feeds the allocators runs of feedback each in arrival order (starting at `starts`), merged
+    /// into one arrival order: the order ``applyPending()`` gives their concatenation.
+    ///
+    /// Each run is read front to back, so the entries stream in; the heap of the runs' next
+    /// arrivals is small enough to stay in the nearest cache.
+    ///
+    /// - Complexity: O(*n* log *k*) for *n* entries in *k* runs.
+    private mutating func learnMerging(_ starts: [Int]) {
+        let pending = self.pending, arrivals = self.arrivals
+        var heads = starts.indices.map { run in
+            let end = run + 1 < starts.count ? starts[run + 1] : pending.count
+            return RunHead(time: arrivals[starts[run]].time, position: starts[run], end: end)
+        }
+        // Ties in time (rare) are ordered as `applyPending` orders them; positions in the
+        // concatenation stand for the indices there, since each run kept its order.
+        func precedes(_ a: RunHead, _ b: RunHead) -> Bool {
+            a.time != b.time ? a.time < b.time : pending[a.position].sameTimeOrder(at: a.position) < pending[b.position].sameTimeOrder(at: b.position)
+        }
+        func siftDown(_ start: Int) {
+            var parent = start
+            while true {
+                let left = 2 * parent + 1
+                guard left < heads.count else { return }
+                let right = left + 1
+                let child = right < heads.count && precedes(heads[right], heads[left]) ? right : left
+                guard precedes(heads[child], heads[parent]) else { return }
+                heads.swapAt(parent, child)
+                parent = child
+            }
+        }
+        for index in stride(from: heads.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+        while !heads.isEmpty {
+            let position = heads[0].position
+            let entry = pending[position]
+            allocators[entry.experiment].record(entry.feedback)
+            if position + 1 < heads[0].end {
+                heads[0].position = position + 1
+                heads[0].time = arrivals[position + 1].time
+            } else {
+                heads[0] = heads[heads.count - 1]
+                heads.removeLast()
+            }
+            siftDown(0)
+        }
+    }
+
+    /// Sorts `arrivals` into arrival order: by time, then feedback without an event (decisions
+    /// and goals) before events, events by id, and otherwise in the order it was buffered.
+    private mutating func sortArrivals() {
         // Sorting 16-byte keys and reading the feedback through them moves a fraction of the
         // bytes that sorting the entries would; ties in time, rare, are ordered afterwards.
         if !arrivals.isSorted() { Arrival.sortByTime(&arrivals) }
@@ -281,20 +385,6 @@ public struct ExperimentServer<A: Allocator> {
             }
             start = end
         }
-        // Gathered a chunk at a time, in a loop of loads independent of each other, the entries'
-        // cache misses overlap; read between two allocator calls, they were taken one at a time.
-        var chunk: [PendingFeedback] = []
-        chunk.reserveCapacity(min(arrivals.count, 256))
-        var next = 0
-        while next < arrivals.count {
-            let end = min(next + 256, arrivals.count)
-            chunk.removeAll(keepingCapacity: true)
-            for arrival in arrivals[next..<end] { chunk.append(pending[arrival.index]) }
-            for entry in chunk { allocators[entry.experiment].record(entry.feedback) }
-            next = end
-        }
-        pending.removeAll(keepingCapacity: true)
-        arrivals.removeAll(keepingCapacity: true)
     }
 
     /// Captures every allocator's policy now; ``published`` builds the data when it is read.
@@ -320,6 +410,14 @@ private struct PendingFeedback: Sendable {
         guard let event else { return (0, 0, index) }
         return (event.device, 1 << 32 | UInt64(event.sequence), index)
     }
+}
+
+/// The next entry of a run of pending feedback in arrival order: its arrival time (as
+/// ``Arrival/time``), where it is, and where its run ends.
+private struct RunHead {
+    var time: UInt64
+    var position: Int
+    var end: Int
 }
 
 /// When an entry of the pending feedback arrived, and where it is in the buffer.

@@ -422,6 +422,59 @@ struct ServerHandOverTests {
         #expect(next.allocators.allSatisfy { $0.received.isEmpty })
     }
 
+    /// Copies fed `batches` by device range (and a decision each at a time events also arrive
+    /// at), handed over in copy order; those named in `ordering` order their feedback first.
+    static func learnFromCopies(ordering: Set<Int>) -> [[Feedback]] {
+        var learning = ServerFixtures.server(.every(seconds: 60), choices: [1])
+        var copies = [learning, learning, learning]
+        for batch in batches() {
+            let part = batch[0].id.device < 10 ? 0 : batch[0].id.device < 25 ? 1 : 2
+            _ = copies[part].ingest(batch, at: batch[0].createdAt)
+        }
+        for index in copies.indices {
+            _ = copies[index].decide(experiment: 0, at: 3)
+            _ = copies[index].decide(experiment: 1, at: Double(index))
+        }
+        for index in ordering { copies[index].orderFeedback() }
+        for index in copies.indices { learning.takeFeedback(from: &copies[index]) }
+        learning.tick(at: 60)
+        return learning.allocators.map(\.received)
+    }
+
+    @Test func copiesThatOrderTheirFeedbackTeachWhatCopiesThatDoNotTeach() {
+        // Ordered copies are merged; one unordered copy among them makes the server sort all.
+        // Either way the allocators hear the same sequence, ties in time included (events by
+        // id, decisions before events and in the order the copies handed them over).
+        let unordered = Self.learnFromCopies(ordering: [])
+        #expect(unordered.map(\.count) == [60 + 3, 60 + 3])
+        #expect(Self.learnFromCopies(ordering: [0, 1, 2]) == unordered)
+        #expect(Self.learnFromCopies(ordering: [0, 2]) == unordered)
+        #expect(Self.learnFromCopies(ordering: [1]) == unordered)
+    }
+
+    @Test func orderedCopiesHandedOverInAnyOrderTeachWhatOneServerWouldLearn() {
+        var one = ServerFixtures.server(.every(seconds: 60))
+        for batch in Self.batches() { _ = one.ingest(batch, at: batch[0].createdAt) }
+        one.tick(at: 60)
+        var learning = ServerFixtures.server(.every(seconds: 60))
+        var copies = [learning, learning, learning, learning]
+        for batch in Self.batches() { _ = copies[Int(batch[0].id.device % 4)].ingest(batch, at: batch[0].createdAt) }
+        for index in copies.indices {
+            copies[index].orderFeedback()
+            // Ordering twice changes nothing.
+            copies[index].orderFeedback()
+        }
+        for index in [2, 0, 3, 1] { learning.takeFeedback(from: &copies[index]) }
+        learning.tick(at: 60)
+        #expect(learning.allocators.map(\.received) == one.allocators.map(\.received))
+        // The next round starts afresh: a copy's own unordered feedback is sorted as usual.
+        _ = copies[0].ingest([ServerFixtures.view(device: 4, 9, variant: 0, at: 70), ServerFixtures.view(device: 0, 9, variant: 1, at: 70)], at: 70)
+        _ = copies[0].ingest([ServerFixtures.view(device: 8, 9, variant: 1, at: 65)], at: 65)
+        learning.takeFeedback(from: &copies[0])
+        learning.tick(at: 120)
+        #expect(learning.allocators[0].received.suffix(3) == [.view(1), .view(1), .view(0)])
+    }
+
     @Test func aCopyServesThePublishedDataItIsGiven() {
         var server = ServerFixtures.server(.every(seconds: 60))
         _ = server.ingest([ServerFixtures.view(device: 1, 0, experiment: 0, variant: 1, at: 5)], at: 5)

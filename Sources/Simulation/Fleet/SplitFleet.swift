@@ -104,7 +104,12 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         for k in 1...max(1, lastWindow) {
             let data = server.published
             for shard in shards { shard.serve(data) }
-            forEachConcurrently(shards.count, threads: threads) { shards[$0].fleet.advance(throughWindow: k) }
+            forEachConcurrently(shards.count, threads: threads) { index in
+                shards[index].fleet.advance(throughWindow: k)
+                // Ordered here, on the shard's thread, the feedback is merged at the window's
+                // end rather than sorted there on one thread.
+                shards[index].fleet.server.orderFeedback()
+            }
             for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
             // At a window's end the kernel runs its fleet-wide occurrences by time, an update
             // before a sample at the same time.
