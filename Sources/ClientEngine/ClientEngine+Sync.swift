@@ -119,7 +119,7 @@ extension ClientEngine {
             } else {
                 // Retrying a refused fetch soon would fail the same way; try again a TTL later.
                 lastError = "experiment data request refused with status \(status)"
-                fetchFailures = 0
+                clearFetchFailures()
                 fetchTime = now + max(profile.settings.dataTTL, retryAfter ?? 0)
             }
         case .failed:
@@ -139,7 +139,7 @@ extension ClientEngine {
                 // Acknowledging nothing is no progress; retrying at once could spin.
                 sendFailed(retryAfter: nil, at: now)
             } else {
-                sendFailures = 0
+                clearSendFailures()
                 sendTime = -.infinity
             }
         case .rejected(let status, let retryAfter):
@@ -150,7 +150,7 @@ extension ClientEngine {
                 trouble.eventsRejectedPermanently.addSaturating(setAside.count)
                 offeredCount = max(0, offeredCount - Int32(setAside.count))
                 lastError = "\(setAside.count) events refused permanently with status \(status)"
-                sendFailures = 0
+                clearSendFailures()
                 sendTime = -.infinity
             }
         case .failed:
@@ -178,7 +178,7 @@ extension ClientEngine {
         _data = fresh
         fetchDueAt = now + profile.settings.dataTTL
         fetchTime = -.infinity
-        fetchFailures = 0
+        clearFetchFailures()
     }
 
     @usableFromInline
@@ -186,15 +186,15 @@ extension ClientEngine {
         trouble.transientFailures.addSaturating(1)
         // Saturates (see the field): a device behind a long partition can fail more than
         // UInt16.max times in a row, and the backoff stopped growing long before.
-        if fetchFailures < .max { fetchFailures += 1 }
-        fetchTime = now + retryDelay(failures: fetchFailures, retryAfter: retryAfter)
+        if trouble.fetchFailures < .max { trouble.fetchFailures += 1 }
+        fetchTime = now + retryDelay(failures: trouble.fetchFailures, retryAfter: retryAfter)
     }
 
     @usableFromInline
     mutating func sendFailed(retryAfter: Double?, at now: Double) {
         trouble.transientFailures.addSaturating(1)
-        if sendFailures < .max { sendFailures += 1 }
-        sendTime = now + retryDelay(failures: sendFailures, retryAfter: retryAfter)
+        if trouble.sendFailures < .max { trouble.sendFailures += 1 }
+        sendTime = now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
     }
 
     mutating func retryDelay(failures: UInt16, retryAfter: Double?) -> Double {

@@ -53,6 +53,12 @@ public struct ClientEngine<Store: EventStore> {
     /// The number of oldest queued events in the batch in flight.
     @usableFromInline var inFlightCount: Int32 = 0
     @usableFromInline var _store: Store
+    /// The number of oldest queued events ever offered to a server (in any batch, answered or
+    /// not). Batches are always the oldest events, so these form a prefix; overflow never drops
+    /// them, because a server may have ingested them already.
+    ///
+    /// Placed after the store, whose 4-byte tail leaves room for it.
+    @usableFromInline var offeredCount: Int32 = 0
 
     @usableFromInline var fetchDueAt: Double
     /// While a fetch is in flight, when it was sent; otherwise the earliest time the next may
@@ -71,13 +77,16 @@ public struct ClientEngine<Store: EventStore> {
     @usableFromInline var lastRequestNumber: UInt32 = 0
     // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
     @usableFromInline var _eventsCreated: UInt32 = 0
-    // Saturate at UInt16.max: the backoff's exponent stops growing after 1,025 failures, so the
-    // delays are those of the exact count.
-    @usableFromInline var fetchFailures: UInt16 = 0
-    @usableFromInline var sendFailures: UInt16 = 0
     @usableFromInline var flushRequested = false
     /// Whether the OS reports connectivity; requests are held back while it does not.
     public private(set) var isOnline = true
+    /// The number of ``appVersion`` in the profile's texts, which keeps each text once for all
+    /// its engines instead of a 16-byte `String` in each.
+    @usableFromInline var appVersionNumber: UInt32
+    /// What only trouble touches (see ``Trouble``): empty until the first failure, overflow or
+    /// ignored response, then one element. An array so that it costs 8 bytes until then and
+    /// copies of the engine keep value semantics (copy-on-write).
+    @usableFromInline var troubles: [Trouble] = []
     /// The device's identity, stamped on its events.
     public let deviceID: UInt64
 
@@ -85,20 +94,8 @@ public struct ClientEngine<Store: EventStore> {
     // fewest cache lines, which is what a fleet of a million engines is bound by. A fleet
     // prefetches them, up to and including `deviceID`, before a device's events run.
 
-    // Only a send and its response touch this one, and it shares the device id's cache line.
-    /// The number of oldest queued events ever offered to a server (in any batch, answered or
-    /// not). Batches are always the oldest events, so these form a prefix; overflow never drops
-    /// them, because a server may have ingested them already.
-    @usableFromInline var offeredCount: Int32 = 0
-    /// The number of ``appVersion`` in the profile's texts, which keeps each text once for all
-    /// its engines instead of a 16-byte `String` in each.
-    @usableFromInline var appVersionNumber: UInt32
     /// Seeds the backoff's jitter generator when the engine first needs it.
     @usableFromInline let jitterSeed: UInt64
-    /// What only trouble touches (see ``Trouble``): empty until the first failure, overflow or
-    /// ignored response, then one element. An array so that it costs 8 bytes until then and
-    /// copies of the engine keep value semantics (copy-on-write).
-    @usableFromInline var troubles: [Trouble] = []
 
     @usableFromInline static var variantMask: UInt32 { 0x3FFF_FFFF }
     @usableFromInline static var convertedBit: UInt32 { 0x8000_0000 }
@@ -168,9 +165,9 @@ public struct ClientEngine<Store: EventStore> {
         }
     }
 
-    /// The state only trouble touches: the backoff's jitter generator and the counts of things
-    /// gone wrong. Most devices of a fleet never fail, so these 56 bytes live in one allocation
-    /// made on the first trouble rather than in every engine.
+    /// The state only trouble touches: the backoff's jitter generator, the failures it backs off
+    /// from and the counts of things gone wrong. Most devices of a fleet never fail, so these
+    /// 60 bytes live in one allocation made on the first trouble rather than in every engine.
     @usableFromInline
     struct Trouble: Sendable {
         // Created from the engine's seed when first needed: no draw precedes that, so the
@@ -178,6 +175,11 @@ public struct ClientEngine<Store: EventStore> {
         @usableFromInline var generator: Xoshiro256
         // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
         @usableFromInline var transientFailures: UInt32 = 0
+        // The failures since the last success, which set the backoff. They saturate at
+        // UInt16.max: the backoff's exponent stops growing after 1,025 failures, so the delays
+        // are those of the exact count.
+        @usableFromInline var fetchFailures: UInt16 = 0
+        @usableFromInline var sendFailures: UInt16 = 0
         /// The number of ``lastError`` in the profile's texts, or 0 for none.
         @usableFromInline var lastErrorNumber: UInt32 = 0
         @usableFromInline var eventsDroppedByOverflow: UInt32 = 0
@@ -188,6 +190,16 @@ public struct ClientEngine<Store: EventStore> {
         @inlinable init(seed: UInt64) {
             generator = Xoshiro256(seed: seed)
         }
+    }
+
+    /// Forgets the fetch's failures after a success, where there were any.
+    @inlinable mutating func clearFetchFailures() {
+        if !troubles.isEmpty && troubles[0].fetchFailures != 0 { troubles[0].fetchFailures = 0 }
+    }
+
+    /// Forgets the send's failures after a success, where there were any.
+    @inlinable mutating func clearSendFailures() {
+        if !troubles.isEmpty && troubles[0].sendFailures != 0 { troubles[0].sendFailures = 0 }
     }
 
     /// The engine's ``Trouble``, made on first use.
@@ -421,8 +433,8 @@ extension ClientEngine {
             // A request in flight will set its own earliest time when it leaves flight.
             if fetchInFlight == 0 { fetchTime = -.infinity }
             if sendInFlight == 0 { sendTime = -.infinity }
-            fetchFailures = 0
-            sendFailures = 0
+            clearFetchFailures()
+            clearSendFailures()
         }
     }
 
@@ -436,8 +448,8 @@ extension ClientEngine {
         sendInFlight = 0
         inFlightCount = 0
         offeredCount = min(offeredCount, Int32(_store.count))
-        fetchFailures = 0
-        sendFailures = 0
+        clearFetchFailures()
+        clearSendFailures()
         fetchTime = -.infinity
         sendTime = -.infinity
         flushRequested = false

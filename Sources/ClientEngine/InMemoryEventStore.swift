@@ -11,17 +11,20 @@ public struct InMemoryEventStore: EventStore, Sendable {
     // Every simulated device embeds a store, so its counts are 32-bit (the queue's are bounded
     // by the buffer's memory; `lost` saturates, see `UInt32.addSaturating(_:)`), and what only
     // group commit needs lives in one element allocated for a group-commit store (see
-    // `GroupCommit`): under the default, every append persisted, a store is 24 bytes.
+    // `GroupCommit`): under the default, every append persisted, a store is 20 bytes, and the
+    // 4-byte count comes last so that an engine can lay a 4-byte field in the tail.
     @usableFromInline var events = EventList()
-    private var persisted: UInt32 = 0
-    private var nextSequence: UInt32 = 0
     /// Empty under ``PersistencePolicy/everyAppend`` (until a policy with state was set);
     /// then one element. An array so that copies of a store stay values (copy-on-write).
     private var groupCommit: [GroupCommit] = []
+    private var nextSequence: UInt32 = 0
 
     /// A group-commit store's policy and state.
     private struct GroupCommit: Sendable {
         var policy: PersistencePolicy
+        /// The oldest events that are durable. Without group commit every event is, so only a
+        /// store with this state keeps the count.
+        var persisted: UInt32
         /// `groupCommit`'s `maxEvents` (at least 0), or -1 under `everyAppend`.
         var maxEvents = -1
         var maxDelay = 0.0
@@ -30,9 +33,10 @@ public struct InMemoryEventStore: EventStore, Sendable {
         var reservedSequence: UInt32
         var lost: UInt32 = 0
 
-        init(policy: PersistencePolicy, reservedSequence: UInt32) {
+        init(policy: PersistencePolicy, reservedSequence: UInt32, persisted: Int) {
             self.policy = .everyAppend
             self.reservedSequence = reservedSequence
+            self.persisted = UInt32(persisted)
             set(policy)
         }
 
@@ -59,9 +63,9 @@ public struct InMemoryEventStore: EventStore, Sendable {
     /// The group-commit state, made on first use. Under `everyAppend` without it, every event
     /// is persisted, every number issued is reserved, and none is lost.
     private var state: GroupCommit {
-        get { groupCommit.first ?? GroupCommit(policy: .everyAppend, reservedSequence: nextSequence) }
+        get { groupCommit.first ?? GroupCommit(policy: .everyAppend, reservedSequence: nextSequence, persisted: events.count) }
         _modify {
-            if groupCommit.isEmpty { groupCommit = [GroupCommit(policy: .everyAppend, reservedSequence: nextSequence)] }
+            if groupCommit.isEmpty { groupCommit = [GroupCommit(policy: .everyAppend, reservedSequence: nextSequence, persisted: events.count)] }
             yield &groupCommit[0]
         }
     }
@@ -77,7 +81,7 @@ public struct InMemoryEventStore: EventStore, Sendable {
 
     public var commitDeadline: Double { groupCommit.first?.deadline ?? .infinity }
 
-    public var persistedCount: Int { Int(persisted) }
+    public var persistedCount: Int { groupCommit.first.map { Int($0.persisted) } ?? events.count }
 
     public var eventsLostInCrashes: Int { Int(groupCommit.first?.lost ?? 0) }
 
@@ -99,11 +103,12 @@ public struct InMemoryEventStore: EventStore, Sendable {
 
     public mutating func append(_ event: Event, at now: Double) {
         events.append(event)
-        guard let policy = groupCommit.first, policy.maxEvents >= 0 else {
-            persisted = UInt32(events.count)
+        guard let policy = groupCommit.first else { return }
+        guard policy.maxEvents >= 0 else {
+            groupCommit[0].persisted = UInt32(events.count)
             return
         }
-        if events.count - Int(persisted) >= policy.maxEvents {
+        if events.count - Int(policy.persisted) >= policy.maxEvents {
             commit(at: now)
         } else if policy.deadline == .infinity {
             groupCommit[0].deadline = now + policy.maxDelay
@@ -114,25 +119,25 @@ public struct InMemoryEventStore: EventStore, Sendable {
         events.prefix(n)
     }
 
+    // Removing commits what is pending first, so every event left is persisted after it.
+
     public mutating func remove(_ ids: [EventID]) -> Int {
+        let removed = events.remove(ids, boundary: events.count).removed
         commitIfPending()
-        let outcome = events.remove(ids, boundary: persistedCount)
-        persisted -= UInt32(outcome.belowBoundary)
-        return outcome.removed
+        return removed
     }
 
     public mutating func removeOldest(_ n: Int) -> [Event] {
-        commitIfPending()
         let removed = events.prefix(n)
         events.removeFirst(removed.count)
-        persisted -= UInt32(removed.count)
+        commitIfPending()
         return removed
     }
 
     public mutating func remove(atOffset offset: Int) -> Event {
+        let removed = events.remove(at: offset)
         commitIfPending()
-        persisted -= 1
-        return events.remove(at: offset)
+        return removed
     }
 
     public mutating func commit(at now: Double) {
@@ -140,8 +145,9 @@ public struct InMemoryEventStore: EventStore, Sendable {
     }
 
     private mutating func commitIfPending() {
-        persisted = UInt32(events.count)
-        if !groupCommit.isEmpty && groupCommit[0].deadline != .infinity { groupCommit[0].deadline = .infinity }
+        guard !groupCommit.isEmpty else { return }
+        groupCommit[0].persisted = UInt32(events.count)
+        if groupCommit[0].deadline != .infinity { groupCommit[0].deadline = .infinity }
     }
 
     /// Models the process dying: events not yet persisted are lost and counted.
@@ -149,7 +155,7 @@ public struct InMemoryEventStore: EventStore, Sendable {
     /// - Returns: how many events were lost.
     @discardableResult
     public mutating func crash() -> Int {
-        let unpersisted = events.count - Int(persisted)
+        let unpersisted = events.count - persistedCount
         events.removeLast(unpersisted)
         guard !groupCommit.isEmpty || unpersisted > 0 else { return 0 }
         state.lost.addSaturating(unpersisted)

@@ -10,10 +10,10 @@ struct FailureCountTests {
         var engine = Fixtures.onlineEngine(settings: EngineSettings(batchSize: 1, backoff: backoff, dataTTL: .infinity))
         var rng = Xoshiro256(seed: 11)
         _ = engine.viewVariant(experiment: 1, at: 0, using: &rng)
-        engine.sendFailures = .max
+        engine.trouble.sendFailures = .max
         let request = try #require(engine.pump(at: 0).requests.first)
         engine.handle(.failed(.unreachable), to: request.id, at: 0)
-        #expect(engine.sendFailures == .max)
+        #expect(engine.trouble.sendFailures == .max)
         // The backoff stays at its cap.
         #expect(engine.nextAction(at: 0).wakeTime == 20)
     }
