@@ -165,32 +165,12 @@ public struct ClientEngine<Store: EventStore> {
         }
     }
 
-    /// The state only trouble touches: the backoff's jitter generator, the failures it backs off
-    /// from and the counts of things gone wrong. Most devices of a fleet never fail, so these
-    /// 60 bytes live in one allocation made on the first trouble rather than in every engine.
-    @usableFromInline
-    struct Trouble: Sendable {
-        // Created from the engine's seed when first needed: no draw precedes that, so the
-        // draws are those of a generator created with the engine.
-        @usableFromInline var generator: Xoshiro256
-        // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
-        @usableFromInline var transientFailures: UInt32 = 0
-        // The failures since the last success, which set the backoff. They saturate at
-        // UInt16.max: the backoff's exponent stops growing after 1,025 failures, so the delays
-        // are those of the exact count.
-        @usableFromInline var fetchFailures: UInt16 = 0
-        @usableFromInline var sendFailures: UInt16 = 0
-        /// The number of ``lastError`` in the profile's texts, or 0 for none.
-        @usableFromInline var lastErrorNumber: UInt32 = 0
-        @usableFromInline var eventsDroppedByOverflow: UInt32 = 0
-        @usableFromInline var eventsRejectedPermanently: UInt32 = 0
-        @usableFromInline var malformedPayloads: UInt32 = 0
-        @usableFromInline var ignoredResponses: UInt32 = 0
-
-        @inlinable init(seed: UInt64) {
-            generator = Xoshiro256(seed: seed)
-        }
-    }
+    /// The state only trouble touches (see ``EngineTrouble``).
+    ///
+    /// Declared outside the generic engine: an array of a type nested in it needs its
+    /// metadata looked up at run time wherever the code is not specialised, and a success
+    /// checks this array on every fetch and send.
+    @usableFromInline typealias Trouble = EngineTrouble
 
     /// Forgets the fetch's failures after a success, where there were any.
     @inlinable mutating func clearFetchFailures() {
@@ -454,5 +434,32 @@ extension ClientEngine {
         sendTime = -.infinity
         flushRequested = false
         if data == nil { fetchDueAt = min(fetchDueAt, now) }
+    }
+}
+
+/// The state only trouble touches: the backoff's jitter generator, the failures it backs off
+/// from and the counts of things gone wrong. Most devices of a fleet never fail, so these
+/// 60 bytes live in one allocation made on the first trouble rather than in every engine.
+@usableFromInline
+struct EngineTrouble: Sendable {
+    // Created from the engine's seed when first needed: no draw precedes that, so the
+    // draws are those of a generator created with the engine.
+    @usableFromInline var generator: Xoshiro256
+    // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
+    @usableFromInline var transientFailures: UInt32 = 0
+    // The failures since the last success, which set the backoff. They saturate at
+    // UInt16.max: the backoff's exponent stops growing after 1,025 failures, so the delays
+    // are those of the exact count.
+    @usableFromInline var fetchFailures: UInt16 = 0
+    @usableFromInline var sendFailures: UInt16 = 0
+    /// The number of ``lastError`` in the profile's texts, or 0 for none.
+    @usableFromInline var lastErrorNumber: UInt32 = 0
+    @usableFromInline var eventsDroppedByOverflow: UInt32 = 0
+    @usableFromInline var eventsRejectedPermanently: UInt32 = 0
+    @usableFromInline var malformedPayloads: UInt32 = 0
+    @usableFromInline var ignoredResponses: UInt32 = 0
+
+    @inlinable init(seed: UInt64) {
+        generator = Xoshiro256(seed: seed)
     }
 }

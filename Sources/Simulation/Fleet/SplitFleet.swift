@@ -107,8 +107,9 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
             forEachConcurrently(shards.count, threads: threads) { index in
                 shards[index].fleet.advance(throughWindow: k)
                 // Ordered here, on the shard's thread, the feedback is merged at the window's
-                // end rather than sorted there on one thread.
-                shards[index].fleet.server.orderFeedback()
+                // end rather than sorted there while the other threads wait. On one thread
+                // there is no one to wait, and one sort of it all costs less.
+                if threads > 1 { shards[index].fleet.server.orderFeedback() }
             }
             for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
             // At a window's end the kernel runs its fleet-wide occurrences by time, an update
