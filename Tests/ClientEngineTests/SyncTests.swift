@@ -197,6 +197,29 @@ struct BackoffTests {
         engine.handle(.failed(.unreachable), to: next.id, at: 8)
         #expect(engine.nextAction(at: 8) == .wake(at: 9))
     }
+
+    /// Fetch and send failures back off apart: data that arrives starts the fetch's backoff
+    /// over and leaves the send's where it was.
+    @Test func aFetchSuccessResetsOnlyTheFetchBackoff() throws {
+        let backoff = BackoffPolicy.exponential(base: 1, multiplier: 2, cap: 100, jitter: .none)
+        var engine = Fixtures.engine(settings: EngineSettings(batchSize: 1, backoff: backoff, dataTTL: 50))
+        for time in [0.0, 1, 3] {
+            let fetch = try #require(engine.pump(at: time).requests.first)
+            engine.handle(.failed(.timeout), to: fetch.id, at: time)
+        }
+        #expect(engine.nextAction(at: 3) == .wake(at: 7))
+        let fetch = try #require(engine.pump(at: 7).requests.first)
+        engine.handle(.experimentData(Fixtures.server), to: fetch.id, at: 7)
+        #expect(engine.trouble.fetchFailures == 0)
+        queueViews(&engine, count: 1, at: 8)
+        let send = try #require(engine.pump(at: 8).requests.first)
+        engine.handle(.failed(.unreachable), to: send.id, at: 8)
+        #expect(engine.trouble.sendFailures == 1)
+        // The data expires at 57; the count of its fetch's failures starts over.
+        let refetch = try #require(engine.pump(at: 57).requests.first { $0.events == nil })
+        engine.handle(.failed(.unreachable), to: refetch.id, at: 57)
+        #expect(engine.trouble.fetchFailures == 1 && engine.trouble.sendFailures == 1)
+    }
 }
 
 struct RejectionAndOverflowTests {
