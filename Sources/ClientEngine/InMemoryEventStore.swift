@@ -119,7 +119,7 @@ public struct InMemoryEventStore: EventStore, Sendable {
         events.prefix(n)
     }
 
-    // Removing commits what is pending first, so every event left is persisted after it.
+    // Removing commits what is pending, so every event left is persisted afterwards.
 
     public mutating func remove(_ ids: [EventID]) -> Int {
         let removed = events.remove(ids, boundary: events.count).removed

@@ -223,8 +223,8 @@ public struct ExperimentServer<A: Allocator> {
     /// however the devices were split.
     public mutating func takeFeedback(from other: inout ExperimentServer) {
         let offset = pending.count
-        if let runs = orderedRuns, let theirs = other.orderedRuns {
-            orderedRuns = runs + theirs.map { $0 + offset }
+        if orderedRuns != nil, let theirs = other.orderedRuns {
+            orderedRuns!.append(contentsOf: theirs.lazy.map { $0 + offset })
         } else {
             orderedRuns = nil
         }
