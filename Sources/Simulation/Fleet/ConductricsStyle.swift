@@ -1,5 +1,6 @@
 import Allocators
 import ClientEngine
+import ExperimentServer
 import ClientFeatures
 import Randomness
 
@@ -18,31 +19,53 @@ import Randomness
 ///
 /// The server keeps its sticky decision per device and experiment, as the service does per
 /// session identifier; it sits with the device's state for locality.
-enum ConductricsStyle: DeviceStyle {
-    struct Client {
+package enum ConductricsStyle: DeviceStyle {
+    package struct Client {
         var decisions: DecisionClient
         /// Views waiting for their decision, by ticket.
         var waiting: [(ticket: Int, view: PendingView)] = []
+        /// Views decided, for the kernel to show.
+        var decided: [DecidedView] = []
         /// The server's sticky decision for this device's session, per experiment (−1: none).
         var serverDecision: [Int8]
     }
 
+    package typealias Request = DecisionRequest
+
     /// The network carries the service's answer to a request.
-    struct Reply {
-        var request: Int
-        var response: DecisionResponse
+    package struct Reply {
+        package var request: Int
+        package var response: DecisionResponse
+
+        package init(request: Int, response: DecisionResponse) {
+            self.request = request
+            self.response = response
+        }
     }
 
     /// Agent and choice codes, per experiment.
-    struct Shared {
-        var agents: [String]
-        var choices: [DecisionChoices]
+    package struct Shared {
+        package var agents: [String]
+        package var choices: [DecisionChoices]
         /// The choice codes, per experiment, in variant order.
-        var codes: [[String]]
+        package var codes: [[String]]
         var expiresSessions: Bool
     }
 
-    static func makeShared(_ scenario: Scenario) -> Shared {
+    /// What the wrapper does that the kernel does not count.
+    package struct Counters: StyleCounters {
+        var decisionsFromCache = 0
+        var sessionExpiries = 0
+        /// Decision and goal requests attempted, and those whose callback reported an error.
+        var requests = 0
+        var lost = 0
+
+        package static let names = ["decisions_from_cache", "session_expiries"]
+        package var values: [Int] { [decisionsFromCache, sessionExpiries] }
+        package init() {}
+    }
+
+    package static func makeShared(_ scenario: Scenario) -> Shared {
         // Codes travel in URL paths; the scenario's ids are used where the decision client
         // accepts them (an agent code follows the rules of a choice code).
         let isCode = { (id: String) in (try? DecisionChoices(parsing: id))?.facets[0].options == [id] }
@@ -55,129 +78,133 @@ enum ConductricsStyle: DeviceStyle {
         return Shared(agents: agents, choices: choices, codes: codes, expiresSessions: scenario.client.decisionSessions == .appSession)
     }
 
-    static func makeClient<A>(device index: Int, seed: StreamSeed, online: Bool, in fleet: inout FleetReplicate<A, Self>) -> Client {
-        let configuration = DecisionClient.Configuration(timeout: fleet.scenario.client.decisionTimeout, sticky: fleet.scenario.client.decisionCache, seed: seed)
+    package static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client {
+        let client = environment.client
+        let configuration = DecisionClient.Configuration(timeout: client.decisionTimeout, sticky: client.decisionCache, seed: seed)
         // Validated with the scenario: the timeout is positive and the identifier generated.
         let decisions = try! DecisionClient(configuration: configuration)
-        return Client(decisions: decisions, serverDecision: Array(repeating: -1, count: fleet.variantCounts.count))
+        return Client(decisions: decisions, serverDecision: Array(repeating: -1, count: environment.variantCounts.count))
     }
 
-    static func startSession<A>(_ d: Int, crashes: Bool, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> ViewTiming {
-        if fleet.shared.expiresSessions {
-            for agent in fleet.shared.agents {
-                _ = try! fleet.devices[d].client.decisions.expireSession(agent: agent, at: now)
-                fleet.metrics.styleCounters["session_expiries", default: 0] += 1
+    package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
+        if environment.shared.expiresSessions {
+            for agent in environment.shared.agents {
+                _ = try! client.decisions.expireSession(agent: agent, at: now)
+                counters.sessionExpiries += 1
             }
         }
-        return .now
+        return .viewsNow
     }
 
-    static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)? {
+    package static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
         let e = view.experiment
-        let ticket = try! fleet.devices[view.device].client.decisions.decision(agent: fleet.shared.agents[e], choices: fleet.shared.choices[e], at: now)
+        let shared = environment.shared
+        let ticket = try! client.decisions.decision(agent: shared.agents[e], choices: shared.choices[e], at: now)
         if let outcome = ticket.immediate {
-            fleet.metrics.styleCounters["decisions_from_cache", default: 0] += 1
-            return (variant(of: outcome, codes: fleet.shared.codes[e]), outcome.source == .fallback)
+            counters.decisionsFromCache += 1
+            return shown(outcome, codes: shared.codes[e])
         }
-        fleet.devices[view.device].client.waiting.append((ticket.id, view))
+        client.waiting.append((ticket.id, view))
         return nil
     }
 
-    static func convert<A>(_ d: Int, experiment e: Int, variant: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        _ = try! fleet.devices[d].client.decisions.goal(agent: fleet.shared.agents[e], value: 1, at: now)
+    package static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
+        _ = try! client.decisions.goal(agent: environment.shared.agents[e], value: 1, at: now)
     }
 
-    /// Fires the client's due timeouts, sends its requests and asks for a wake at the next one.
-    static func run<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        settle(fleet.devices[d].client.decisions.advance(to: now), device: d, in: &fleet, at: now)
+    /// Fires the client's due timeouts (their views are decided: the fallback), then sends its
+    /// requests and asks for a wake at the next timeout.
+    package static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> DeviceEffect<Request> {
         while true {
-            switch fleet.devices[d].client.decisions.nextAction(at: now) {
-            case .send(let request):
-                send(request, from: d, in: &fleet, at: now)
-            case .wake(let at) where at <= now:
-                settle(fleet.devices[d].client.decisions.advance(to: now), device: d, in: &fleet, at: now)
-            case .wake(let at):
-                fleet.requestWake(d, at: at, now: now)
-                return
-            case .idle:
-                return
+            if settle(client.decisions.advance(to: now), in: &client, codes: environment.shared.codes, counters: &counters) { return .decided }
+            switch client.decisions.nextAction(at: now) {
+            case .send(let request): return .send(request)
+            case .wake(let at) where at <= now: continue
+            case .wake(let at): return .wake(at: at)
+            case .idle: return .idle
             }
         }
     }
 
-    static func deliver<A>(_ reply: Reply, to d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        let callbacks = fleet.devices[d].client.decisions.handle(response: reply.response, to: reply.request, at: now)
-        settle(callbacks, device: d, in: &fleet, at: now)
-        run(d, in: &fleet, at: now)
+    package static func carried(_ request: Request, _ fate: Carried<Reply>, client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
+        counters.requests += 1
     }
 
-    /// What the app's completion handlers receive: decided views are shown, failures counted.
-    static func settle<A>(_ callbacks: [DecisionCallback], device d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
+    package static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
+        let callbacks = client.decisions.handle(response: reply.response, to: reply.request, at: now)
+        _ = settle(callbacks, in: &client, codes: environment.shared.codes, counters: &counters)
+    }
+
+    @inline(__always)
+    package static func takeDecided(_ client: inout Client) -> DecidedView? {
+        client.decided.isEmpty ? nil : client.decided.removeFirst()
+    }
+
+    /// What the app's completion handlers receive: decided views wait for the kernel to show
+    /// them, failures are counted. Returns whether any view was decided.
+    static func settle(_ callbacks: [DecisionCallback], in client: inout Client, codes: [[String]], counters: inout Counters) -> Bool {
+        var any = false
         for callback in callbacks {
-            if callback.error != nil { fleet.metrics.conductricsLost += 1 }
+            if callback.error != nil { counters.lost += 1 }
             guard let outcome = callback.outcome,
-                  let index = fleet.devices[d].client.waiting.firstIndex(where: { $0.ticket == outcome.ticket }) else { continue }
-            let view = fleet.devices[d].client.waiting.remove(at: index).view
-            fleet.show(view, variant: variant(of: outcome, codes: fleet.shared.codes[view.experiment]), isDefault: outcome.source == .fallback, at: now)
+                  let index = client.waiting.firstIndex(where: { $0.ticket == outcome.ticket }) else { continue }
+            let view = client.waiting.remove(at: index).view
+            client.decided.append(DecidedView(view: view, shown: shown(outcome, codes: codes[view.experiment])))
+            any = true
         }
+        return any
     }
 
-    /// The variant an outcome selects, given its experiment's choice codes. (It takes the codes,
-    /// not the replicate: borrowing the replicate from a mutating context copies all of it.)
-    static func variant(of outcome: DecisionOutcome, codes: [String]) -> Int {
-        outcome.selection.code.flatMap { codes.firstIndex(of: $0) } ?? 0
+    /// What an outcome shows, given its experiment's choice codes.
+    static func shown(_ outcome: DecisionOutcome, codes: [String]) -> Shown {
+        Shown(variant: outcome.selection.code.flatMap { codes.firstIndex(of: $0) } ?? 0, isDefault: outcome.source == .fallback)
     }
 
-    // MARK: - The service, across the simulated network
+    // MARK: - The service's half
 
-    /// One request: the service decides (sticky per session), records a goal against the
-    /// session's decision, or forgets the session; its answer comes back unless lost.
-    static func send<A>(_ request: DecisionRequest, from d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.metrics.conductricsRequests += 1
-        let arrival: Double, latency: Double, replyLost: Bool
-        switch fleet.transmit(from: d, at: now) {
-        case .refused(let time):
-            fleet.schedule(reply: Reply(request: request.id, response: .failure("cannot reach the server")), order: UInt8(truncatingIfNeeded: request.id), to: d, at: time)
-            return
-        case .hangs, .lost:
-            // The client times the request out itself.
-            fleet.metrics.timeouts += 1
-            return
-        case .delivered(let at, let roundTrip, let lost):
-            (arrival, latency, replyLost) = (at, roundTrip, lost)
-        }
-        guard let e = fleet.shared.agents.firstIndex(of: request.agent) else { return }
+    /// The service decides (sticky per session), records a goal against the session's
+    /// decision, or forgets the session.
+    package static func serve<A>(_ request: Request, from client: inout Client, device: DeviceFacts, server: inout ExperimentServer<A>, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at arrival: Double) -> ServerAnswer<Reply> {
+        let shared = environment.shared
+        guard let e = shared.agents.firstIndex(of: request.agent) else { return .none }
         let response: DecisionResponse
         switch request.kind {
         case .decision:
-            var decided = Int(fleet.devices[d].client.serverDecision[e])
+            var decided = Int(client.serverDecision[e])
             if decided < 0 {
-                decided = fleet.server.decide(experiment: e, at: arrival)
-                fleet.devices[d].client.serverDecision[e] = Int8(decided)
+                decided = server.decide(experiment: e, at: arrival)
+                client.serverDecision[e] = Int8(decided)
             }
-            response = .decision(fleet.shared.codes[e][decided])
+            response = .decision(shared.codes[e][decided])
         case .goal(_, let value):
-            let decided = Int(fleet.devices[d].client.serverDecision[e])
+            let decided = Int(client.serverDecision[e])
             if decided >= 0 {
-                fleet.server.goal(experiment: e, variant: decided, value: value ?? 1, at: arrival)
-                fleet.metrics.conversionsRecorded += 1
+                server.goal(experiment: e, variant: decided, value: value ?? 1, at: arrival)
+                metrics.conversionsRecorded += 1
             }
             response = .accepted
         case .expireSession:
-            fleet.devices[d].client.serverDecision[e] = -1
+            client.serverDecision[e] = -1
             response = .accepted
         }
-        if replyLost {
-            fleet.metrics.timeouts += 1
-            return
-        }
-        fleet.schedule(reply: Reply(request: request.id, response: response), order: UInt8(truncatingIfNeeded: request.id), to: d, at: now + latency)
+        return .reply(Reply(request: request.id, response: response))
     }
 
-    static func finish<A>(_ fleet: borrowing FleetReplicate<A, Self>, into metrics: inout FleetMetrics) {
-        for counter in Scenario.ClientStyle.conductrics.counters { metrics.styleCounters[counter, default: 0] += 0 }
-        metrics.eventsCreated = metrics.conductricsRequests
-        metrics.eventsAcked = metrics.conductricsRequests - metrics.conductricsLost
-        metrics.eventsDropped = metrics.conductricsLost
+    package static func refusal(for request: Request) -> Reply? {
+        Reply(request: request.id, response: .failure("cannot reach the server"))
+    }
+
+    package static func replyOrder(for request: Request, client: inout Client) -> UInt8 {
+        UInt8(truncatingIfNeeded: request.id)
+    }
+
+    // MARK: - Totals
+
+    /// A request is the style's event: created when sent, lost when its callback failed.
+    package static func close(_ counters: Counters, into metrics: inout FleetMetrics) {
+        for (name, value) in zip(Counters.names, counters.values) { metrics.styleCounters[name, default: 0] += value }
+        metrics.eventsCreated = counters.requests
+        metrics.eventsAcked = counters.requests - counters.lost
+        metrics.eventsDropped = counters.lost
     }
 }

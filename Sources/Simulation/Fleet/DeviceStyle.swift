@@ -1,80 +1,256 @@
 import Allocators
 import ClientEngine
+import ExperimentServer
 import Randomness
 
-/// How one seed's client library runs on a simulated device: the seam between the fleet's
-/// kernel and the client code it drives.
+/// How one seed's client library runs on a device, simulated or live: the seam between the
+/// kernel that owns time, users and the network, and the client code it drives.
 ///
-/// The kernel (``FleetReplicate``) owns time, users and the network: it decides when sessions
-/// start, which variants would convert (potential outcomes), when the app may run and what the
-/// network does to a request. A style owns what the app's client library does with that: what a
-/// view shows, what a conversion sends, which requests leave the device and what the answers
-/// change. Every hook takes the fleet `inout`, so a style reads the device and the scenario and
-/// uses the kernel's network (``FleetReplicate/transmit(from:at:)``) and reports
-/// (``FleetReplicate/show(_:variant:isDefault:at:)``) without copying anything.
-///
-/// The hooks are static and the fleet is generic over its style, so each style's event loop is
-/// specialised: a style costs nothing in another style's run.
+/// A style has two halves, and neither calls back into the kernel:
+/// - its **client half** works on one device's ``Client`` and answers with what the client
+///   wants next (``DeviceEffect``: send this request, wake me at t, idle), as
+///   ``ClientEngine/nextAction(at:)`` does. The fleet's kernel drives it on the virtual clock
+///   (``FleetReplicate``), live mode on the wall clock, over real sockets.
+/// - its **server half** turns a request that reached the simulated server into a reply
+///   (``ServerAnswer``); the kernel owns the network, the server's capacity, the reply's
+///   journey back and the timeouts.
 ///
 /// The kernel calls, for one device:
-/// 1. ``startSession(_:crashes:in:at:)`` as a session begins, then the views (at once, or when
-///    the hook's answer says);
-/// 2. ``view(_:in:at:)`` for each experiment, with the view's potential outcomes;
-/// 3. ``convert(_:experiment:variant:in:at:)`` when a shown variant converts;
-/// 4. ``run(_:in:at:)`` whenever the app runs (after a session's views, on a wake it asked for,
-///    on an answer, when the network returns), to send what the client wants sent;
-/// 5. ``deliver(_:to:in:at:)`` when an answer reaches the device;
-/// 6. ``finish(_:into:)`` once, at the horizon, for the totals only the clients know.
-protocol DeviceStyle {
+/// 1. ``startSession(_:device:environment:metrics:counters:at:)`` as a session begins, then the views
+///    (at once, or when its answer says);
+/// 2. ``view(_:of:device:environment:counters:using:at:)`` for each experiment, with the
+///    view's potential outcomes;
+/// 3. ``convert(_:experiment:variant:device:environment:metrics:counters:at:)`` when a shown
+///    variant converts;
+/// 4. ``nextEffect(_:device:environment:metrics:counters:at:)`` whenever the app runs, until
+///    the client waits; each request it sends is put on the network, served, and its fate told
+///    back through ``carried(_:_:client:device:environment:metrics:counters:at:)``;
+/// 5. ``deliver(_:to:device:environment:metrics:counters:at:)`` when an answer arrives;
+/// 6. ``tally(_:server:into:)`` and ``close(_:into:)`` once, at the horizon.
+///
+/// The hooks are static and the kernel is generic over its style, so each style's event loop
+/// is specialised: a style costs nothing in another style's run.
+package protocol DeviceStyle {
     /// A device's client library and what the style keeps beside it.
     associatedtype Client
-    /// What the simulated network carries back to a device.
+    /// What the client sends.
+    associatedtype Request
+    /// What comes back to a device.
     associatedtype Reply
     /// What the style works out once per replicate from the scenario (codes, schedules).
     associatedtype Shared = Void
+    /// The style's own counters: its columns of `summary.csv`.
+    associatedtype Counters: StyleCounters = NoCounters
 
     /// Works out ``Shared`` from the scenario.
     static func makeShared(_ scenario: Scenario) -> Shared
 
-    /// The client of device `index` at time 0.
-    static func makeClient<A>(device index: Int, seed: StreamSeed, online: Bool, in fleet: inout FleetReplicate<A, Self>) -> Client
+    /// The client of device `index` (the fleet's numbering) at time 0.
+    static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client
 
-    /// A session begins. Returns when its views happen: now, or later (the app waits for data).
-    static func startSession<A>(_ d: Int, crashes: Bool, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> ViewTiming
+    // MARK: Client half
 
-    /// One view of an experiment. Returns the variant shown now, or `nil` when the view waits
-    /// for the server; the style then calls ``FleetReplicate/show(_:variant:isDefault:at:)``
-    /// with `view` when it knows.
-    static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)?
+    /// A session begins. Returns when its views happen, and what the app sends first.
+    static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request>
+
+    /// One view of an experiment. Returns what the device shows now, or `nil` when the view
+    /// waits for the server; the view then comes back from ``takeDecided(_:)``.
+    static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown?
 
     /// The user converted on `variant`, which the device showed.
-    static func convert<A>(_ d: Int, experiment e: Int, variant: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double)
+    static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double)
 
-    /// The app runs: the client sends what it wants to send and asks for a wake if it needs one.
-    static func run<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double)
+    /// The app runs: what the client wants next. Called until it answers a wake or idle.
+    static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> DeviceEffect<Request>
 
-    /// An answer reaches device `d`.
-    static func deliver<A>(_ reply: Reply, to d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double)
+    /// What became of a request the client sent, as far as the app can tell at once.
+    static func carried(_ request: Request, _ fate: Carried<Reply>, client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double)
 
-    /// The app is killed: what the client had not persisted is lost.
-    static func crash<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double)
+    /// An answer reaches the device.
+    static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double)
+
+    /// A view that waited and is now decided (by an answer or a timeout), if any.
+    static func takeDecided(_ client: inout Client) -> DecidedView?
+
+    /// The app is killed: what the client had not persisted is lost. `server` says which
+    /// events the server has, so that an event it took in is not counted lost.
+    static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double)
 
     /// The app was updated to `version`.
-    static func appVersionChanged<A>(_ d: Int, to version: String, in fleet: inout FleetReplicate<A, Self>, at now: Double)
+    static func appVersionChanged(_ client: inout Client, to version: String, at now: Double)
 
-    /// The app runs with the device's link as it is now: a client that tracks the network
-    /// learns here of any change since it last ran.
-    static func noticeLink<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double)
+    /// The app runs with the device's link `online`: a client that tracks the network learns
+    /// here of any change since it last ran.
+    static func noticeLink(_ client: inout Client, online: Bool, at now: Double)
+
+    /// Events waiting on the device to be sent.
+    static func queueDepth(_ client: borrowing Client) -> Int
 
     /// The bytes at the start of ``Client`` that a session reads, for prefetching; the whole
     /// client by default.
     static var hotClientBytes: Int { get }
 
-    /// Events waiting on the device to be sent.
-    static func queueDepth(_ client: borrowing Client) -> Int
+    // MARK: Server half
 
-    /// Adds the totals only the clients and the server know.
-    static func finish<A>(_ fleet: borrowing FleetReplicate<A, Self>, into metrics: inout FleetMetrics)
+    /// What the simulated server makes of `request`, arrived at `arrival`. State the server
+    /// keeps per device (a sticky decision, a bucket) lives in the device's client for
+    /// locality; the server half alone reads and writes it.
+    static func serve<A>(_ request: Request, from client: inout Client, device: DeviceFacts, server: inout ExperimentServer<A>, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at arrival: Double) -> ServerAnswer<Reply>
+
+    /// The reply the app gets when `request` cannot reach the server, or `nil` if the app
+    /// learns of it at once (``carried(_:_:client:device:environment:metrics:counters:at:)``).
+    static func refusal(for request: Request) -> Reply?
+
+    /// The reply to a request the server turned away with `backlog` seconds of work ahead of
+    /// it, or `nil` if the app learns of it at once.
+    static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply?
+
+    /// Orders a device's replies due at the same time; asked once per reply scheduled.
+    static func replyOrder(for request: Request, client: inout Client) -> UInt8
+
+    /// Whether the kernel counts a request that will get no answer as a timeout when it is
+    /// lost (the client times it out itself, unseen), rather than the client counting its own
+    /// timeouts when it gives up.
+    static var countsLostRequestsAsTimeouts: Bool { get }
+
+    // MARK: Totals
+
+    /// Adds one device's totals that only its client knows.
+    static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics)
+
+    /// Adds the style's counters and the totals that follow from them.
+    static func close(_ counters: Counters, into metrics: inout FleetMetrics)
+}
+
+/// What a server has taken in, as a device's totals ask: the simulated server, or live
+/// mode's view of a real one.
+package protocol IngestionRecord {
+    /// Whether the server has ingested the event.
+    func hasIngested(_ id: EventID) -> Bool
+    /// Events the server ingested, each once.
+    var eventsAccepted: Int { get }
+    /// Events it was sent again and recognised.
+    var duplicatesIgnored: Int { get }
+}
+
+extension ExperimentServer: IngestionRecord {}
+
+/// What a device's client asks for when it has done what it can.
+package enum DeviceEffect<Request> {
+    /// Put this request on the network, then ask again.
+    case send(Request)
+    /// Views the client waited on are decided (``DeviceStyle/takeDecided(_:)``): show them,
+    /// then ask again.
+    case decided
+    /// Run the app again at this time (if the app may run then).
+    case wake(at: Double)
+    /// Nothing to do until something happens.
+    case idle
+}
+
+/// How a session's views begin.
+package enum SessionStart<Request> {
+    /// The views happen now.
+    case viewsNow
+    /// The app waits for data: if the server can be reached, the client runs first and the
+    /// views happen at this time; otherwise they happen now.
+    case awaitData(until: Double)
+    /// The app sends `request` first; the views happen at `viewsAt` (now if `nil`), or at
+    /// `ifRefused` when the request cannot leave the device.
+    case send(Request, viewsAt: Double?, ifRefused: Double?)
+}
+
+/// What became of a request on the simulated network and server, as far as the app can tell
+/// when it sends it.
+package enum Carried<Reply> {
+    /// It could not reach the server (no network, a refusing outage or partition).
+    case refused
+    /// The server never had it and no answer will come.
+    case unanswered
+    /// The server turned it away for lack of capacity.
+    case turnedAway
+    /// The server took it and answered `reply`, which reaches the device at `answerAt`
+    /// (`nil` when the answer is lost).
+    case taken(Reply, answerAt: Double?)
+    /// It is on a real socket (live mode): its answer, or a failure, is delivered when it comes.
+    case inFlight
+}
+
+/// What the simulated server does with a request that reached it.
+package enum ServerAnswer<Reply> {
+    /// It answers at once.
+    case reply(Reply)
+    /// The request carries `events`: they go through the server's capacity, and `acknowledged`
+    /// leaves when they are processed (or the style's rejection when turned away).
+    case events([Event], acknowledged: Reply)
+    /// No answer (a request the server does not know).
+    case none
+}
+
+/// What the device shows on a view.
+package struct Shown {
+    package var variant: Int
+    /// The in-app default (offline mode, a fallback), not an assignment.
+    package var isDefault: Bool
+
+    package init(variant: Int, isDefault: Bool) {
+        self.variant = variant
+        self.isDefault = isDefault
+    }
+}
+
+/// A view that waited for the server and is now decided.
+package struct DecidedView {
+    package var view: PendingView
+    package var shown: Shown
+}
+
+/// What the kernel tells a client of its device.
+package struct DeviceFacts {
+    /// The device's index in its replicate (its shard's numbering in a split fleet).
+    package var local: Int
+    /// Whether the device's link is up.
+    package var online: Bool
+    /// The app is in the foreground until then.
+    package var foregroundUntil: Double
+}
+
+/// What a style's halves read of the run: the scenario, the engine profile, what the style
+/// worked out once, and the seeds its clients derive from.
+package struct StyleEnvironment<Style: DeviceStyle> {
+    package let scenario: Scenario
+    package let profile: EngineProfile
+    package let shared: Style.Shared
+    package let replicateSeed: StreamSeed
+    /// Variants per experiment.
+    package let variantCounts: [Int]
+
+    package init(scenario: Scenario, profile: EngineProfile, replicateSeed: StreamSeed) {
+        self.scenario = scenario
+        self.profile = profile
+        self.shared = Style.makeShared(scenario)
+        self.replicateSeed = replicateSeed
+        self.variantCounts = scenario.experiments.map(\.rates.count)
+    }
+
+    /// The client's settings.
+    package var client: Scenario.Client { scenario.client }
+}
+
+/// A style's own counters, each a column of `summary.csv`.
+package protocol StyleCounters {
+    /// The columns, in order.
+    static var names: [String] { get }
+    /// The values, in the order of ``names``.
+    var values: [Int] { get }
+    init()
+}
+
+/// The counters of a style that has none.
+package struct NoCounters: StyleCounters {
+    package static var names: [String] { [] }
+    package var values: [Int] { [] }
+    package init() {}
 }
 
 /// When a session's views happen.
@@ -86,23 +262,33 @@ enum ViewTiming {
 
 /// A view the kernel has drawn the outcomes of: which variants would convert, and after what
 /// delay. The style says what the device shows, now or when the server has answered.
-struct PendingView {
-    var device: Int
-    var experiment: Int
+package struct PendingView {
+    package var device: Int
+    package var experiment: Int
     /// Bit `v` is set when variant `v` would convert on this view.
-    var convertsMask: UInt64
+    package var convertsMask: UInt64
     /// Seconds from the view to the conversion, if there is one.
-    var delay: Double
+    package var delay: Double
 }
 
 extension DeviceStyle where Shared == Void {
-    static func makeShared(_ scenario: Scenario) {}
+    package static func makeShared(_ scenario: Scenario) {}
 }
 
 extension DeviceStyle {
-    static func crash<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {}
-    static func appVersionChanged<A>(_ d: Int, to version: String, in fleet: inout FleetReplicate<A, Self>, at now: Double) {}
-    static func queueDepth(_ client: borrowing Client) -> Int { 0 }
-    static var hotClientBytes: Int { MemoryLayout<Client>.size }
-    static func noticeLink<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {}
+    package static func carried(_ request: Request, _ fate: Carried<Reply>, client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {}
+    @inline(__always)
+    package static func takeDecided(_ client: inout Client) -> DecidedView? { nil }
+    package static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double) {}
+    package static func appVersionChanged(_ client: inout Client, to version: String, at now: Double) {}
+    @inline(__always)
+    package static func noticeLink(_ client: inout Client, online: Bool, at now: Double) {}
+    package static func queueDepth(_ client: borrowing Client) -> Int { 0 }
+    package static var hotClientBytes: Int { MemoryLayout<Client>.size }
+    package static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply? { nil }
+    package static var countsLostRequestsAsTimeouts: Bool { true }
+    package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {}
+    package static func close(_ counters: Counters, into metrics: inout FleetMetrics) {
+        for (name, value) in zip(Counters.names, counters.values) { metrics.styleCounters[name, default: 0] += value }
+    }
 }

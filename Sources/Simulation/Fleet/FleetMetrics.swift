@@ -31,51 +31,48 @@ public struct FleetMetrics: Sendable {
     /// Per-device peak queue depths seen so far: how many devices peaked at each depth.
     var peakDepthCounts: [Int] = []
     /// Views that converted on the best variant's potential outcome.
-    public internal(set) var bestConversions = 0
+    public package(set) var bestConversions = 0
     /// Views of the variant that was best at the time.
-    public internal(set) var bestViews = 0
-    public internal(set) var sessions = 0
+    public package(set) var bestViews = 0
+    public package(set) var sessions = 0
     /// Views that showed the in-app default (offline mode, or a Conductrics fallback).
-    public internal(set) var defaultViews = 0
+    public package(set) var defaultViews = 0
     /// Conversions the client recorded (not duplicates, not no-ops).
-    public internal(set) var conversionsRecorded = 0
-    public internal(set) var crashes = 0
-    public internal(set) var requests = 0
-    public internal(set) var fetches = 0
-    public internal(set) var batches = 0
-    public internal(set) var timeouts = 0
-    /// Conductrics style: decision and goal requests attempted, and those lost.
-    public internal(set) var conductricsRequests = 0
-    public internal(set) var conductricsLost = 0
+    public package(set) var conversionsRecorded = 0
+    public package(set) var crashes = 0
+    public package(set) var requests = 0
+    public package(set) var fetches = 0
+    public package(set) var batches = 0
+    public package(set) var timeouts = 0
     /// Events waiting in device queues right now.
-    public internal(set) var queueDepth = 0
+    public package(set) var queueDepth = 0
     /// Milliseconds from an event's creation to its first ingestion.
-    public internal(set) var queueLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+    public package(set) var queueLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
 
     /// Events sent to the server, retries included.
-    public internal(set) var offeredEvents = 0
+    public package(set) var offeredEvents = 0
     /// Events the server ingested for the first time.
-    public internal(set) var acceptedEvents = 0
+    public package(set) var acceptedEvents = 0
     /// Requests the server turned away for lack of capacity.
-    public internal(set) var rejectedRequests = 0
+    public package(set) var rejectedRequests = 0
     /// The most events the server held unprocessed at once.
-    public internal(set) var peakServerBacklog = 0.0
+    public package(set) var peakServerBacklog = 0.0
     /// Failed attempts the devices retried (timeouts, rejections, unreachable server).
-    public internal(set) var retries = 0
+    public package(set) var retries = 0
     /// Per-device peak queue depth: median, 95th percentile and maximum over devices.
     public var deviceDepthP50: Int { peakDepth { $0 / 2 } }
     public var deviceDepthP95: Int { peakDepth { min($0 - 1, $0 * 95 / 100) } }
     public var deviceDepthMax: Int { peakDepth { $0 - 1 } }
 
-    public internal(set) var eventsCreated = 0
-    public internal(set) var eventsAcked = 0
-    public internal(set) var eventsPending = 0
-    public internal(set) var eventsDropped = 0
-    public internal(set) var duplicatesIgnored = 0
+    public package(set) var eventsCreated = 0
+    public package(set) var eventsAcked = 0
+    public package(set) var eventsPending = 0
+    public package(set) var eventsDropped = 0
+    public package(set) var duplicatesIgnored = 0
     /// The device style's own counters, by column name (see ``Scenario/ClientStyle/counters``).
-    public internal(set) var styleCounters: [String: Int] = [:]
+    public package(set) var styleCounters: [String: Int] = [:]
     /// The time series, one entry per sample.
-    public internal(set) var samples: [Sample] = []
+    public package(set) var samples: [Sample] = []
 
     /// The fleet at one sample time.
     public struct Sample: Sendable {
@@ -93,7 +90,7 @@ public struct FleetMetrics: Sendable {
         public var serverBacklog: Double
     }
 
-    init(scenario: Scenario) {
+    package init(scenario: Scenario) {
         let counts = scenario.experiments.map(\.rates.count)
         offsets = counts.indices.map { counts[..<$0].reduce(0, +) }
         viewCounts = Self.counters(counts.reduce(0, +))
@@ -160,7 +157,7 @@ public struct FleetMetrics: Sendable {
         if variant == best { bestViews += 1 }
     }
 
-    mutating func sample(at now: Double, onlineFraction: Double, serverBacklog: Double) {
+    package mutating func sample(at now: Double, onlineFraction: Double, serverBacklog: Double) {
         samples.append(Sample(
             time: now, views: views, conversions: conversionsByVariant, regret: regretByVariant, queueDepth: queueDepth,
             onlineFraction: onlineFraction, offeredEvents: offeredEvents, acceptedEvents: acceptedEvents,
@@ -205,8 +202,6 @@ public struct FleetMetrics: Sendable {
         fetches += other.fetches
         batches += other.batches
         timeouts += other.timeouts
-        conductricsRequests += other.conductricsRequests
-        conductricsLost += other.conductricsLost
         queueLatency.add(other.queueLatency)
         peakServerBacklog = max(peakServerBacklog, other.peakServerBacklog)
         retries += other.retries

@@ -36,6 +36,114 @@ extension FleetReplicate {
         return .delivered(arrival: now + latency / 2, latency: latency, replyLost: replyLost)
     }
 
+    // MARK: - The request loop
+
+    /// Runs device `d`'s client until it waits: each request it sends goes on the network, and
+    /// a wake it asks for is scheduled while the app may run (in the foreground, or in the
+    /// background to sync queued events).
+    mutating func runClient(_ d: Int, at now: Double) {
+        while true {
+            let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
+            switch Style.nextEffect(&slot.pointee.client, device: facts, environment: environment, metrics: &metrics, counters: &counters, at: now) {
+            case .send(let request):
+                carry(request, from: d, at: now)
+            case .decided:
+                showDecided(d, at: now)
+            case .wake(let time):
+                requestWake(d, at: time, now: now)
+                watchConnectivity(d)
+                return
+            case .idle:
+                watchConnectivity(d)
+                return
+            }
+        }
+    }
+
+    /// Shows the views the client has decided since it last ran.
+    @inline(__always)
+    mutating func showDecided(_ d: Int, at now: Double) {
+        while let decided = Style.takeDecided(&devices[d].client) {
+            show(decided.view, decided.shown, at: now)
+        }
+    }
+
+    /// One request from device `d`, every style's: across the network, through the server's
+    /// half of the style and its capacity, and its answer back on its way. Returns whether the
+    /// request was refused before it left.
+    @discardableResult
+    mutating func carry(_ request: Style.Request, from d: Int, at now: Double) -> Bool {
+        let fate: Carried<Style.Reply>
+        if let live = liveCarrier, devices[d].online {
+            // On the wall clock the request goes over a real socket; the OS still fails a
+            // request at once when the device has no network, as below.
+            metrics.requests += 1
+            live(d, request, now)
+            fate = .inFlight
+        } else {
+            fate = simulate(request, from: d, at: now)
+        }
+        let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
+        Style.carried(request, fate, client: &slot.pointee.client, device: facts, environment: environment, metrics: &metrics, counters: &counters, at: now)
+        if case .refused = fate { return true }
+        return false
+    }
+
+    /// The request on the simulated network.
+    private mutating func simulate(_ request: Style.Request, from d: Int, at now: Double) -> Carried<Style.Reply> {
+        let fate: Carried<Style.Reply>
+        switch transmit(from: d, at: now) {
+        case .refused(let time):
+            if let reply = Style.refusal(for: request) { schedule(reply: reply, for: request, to: d, at: time) }
+            fate = .refused
+        case .hangs, .lost:
+            if Style.countsLostRequestsAsTimeouts { metrics.timeouts += 1 }
+            fate = .unanswered
+        case .delivered(let arrival, let latency, let replyLost):
+            fate = serve(request, from: d, arrival: arrival, latency: latency, replyLost: replyLost, at: now)
+        }
+        return fate
+    }
+
+    /// The server's half: it answers at once, or puts the events the request carries through
+    /// its capacity; the answer takes the rest of the round trip, unless it is lost.
+    private mutating func serve(_ request: Style.Request, from d: Int, arrival: Double, latency: Double, replyLost: Bool, at now: Double) -> Carried<Style.Reply> {
+        let reply: Style.Reply
+        var answerAt = now + latency
+        let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
+        switch Style.serve(request, from: &slot.pointee.client, device: facts, server: &server, environment: environment, metrics: &metrics, counters: &counters, at: arrival) {
+        case .none:
+            return .unanswered
+        case .reply(let answer):
+            reply = answer
+        case .events(let batch, let acknowledged):
+            switch receive(batch, at: arrival) {
+            case .rejected(let backlog):
+                // Answered at the server's door, at once; the simulated network does not
+                // lose this answer (as it always has, so results stay comparable).
+                if let rejection = Style.rejection(for: request, backlog: backlog, capacity: scenario.server.capacity!) {
+                    schedule(reply: rejection, for: request, to: d, at: now + latency)
+                }
+                return .turnedAway
+            case .admitted(let completion):
+                // The acknowledgement leaves when the server has processed the batch.
+                if scenario.server.capacity != nil { answerAt = completion + latency / 2 }
+                reply = acknowledged
+            }
+        }
+        if replyLost {
+            if Style.countsLostRequestsAsTimeouts { metrics.timeouts += 1 }
+            return .taken(reply, answerAt: nil)
+        }
+        schedule(reply: reply, for: request, to: d, at: answerAt)
+        return .taken(reply, answerAt: answerAt)
+    }
+
+    @inline(__always)
+    private mutating func schedule(reply: Style.Reply, for request: Style.Request, to d: Int, at time: Double) {
+        schedule(reply: reply, order: Style.replyOrder(for: request, client: &devices[d].client), to: d, at: time)
+    }
+
     /// The fate of one request on the device's network stream: whether the request or its answer
     /// is lost, and the round-trip latency.
     mutating func roundTrip(_ d: Int) -> (requestLost: Bool, replyLost: Bool, latency: Double) {
@@ -90,7 +198,17 @@ extension FleetReplicate {
         // A device's replies arrive in time order, so the latest is still on its way.
         devices[d].repliesPending -= 1
         devices[d].replyBound = devices[d].repliesPending == 0 ? .infinity : devices[d].latestReply
-        appRuns(d, at: now) { fleet in Style.deliver(reply, to: d, in: &fleet, at: now) }
+        deliver(reply, to: d, at: now)
+    }
+
+    /// An answer reaches device `d`: its client takes it, shows what it decided, and runs.
+    mutating func deliver(_ reply: Style.Reply, to d: Int, at now: Double) {
+        appRuns(d, at: now) { fleet in
+            let (slot, facts, environment) = (fleet.devices.pointer(d), fleet.facts(d), fleet.environment)
+            Style.deliver(reply, to: &slot.pointee.client, device: facts, environment: environment, metrics: &fleet.metrics, counters: &fleet.counters, at: now)
+            fleet.showDecided(d, at: now)
+            fleet.runClient(d, at: now)
+        }
     }
 
     /// The client asks to run again at `time`: a wake is scheduled if the app may run then.
@@ -127,7 +245,7 @@ extension FleetReplicate {
     /// Brings the device's online/offline timeline up to `now`; the client learns of it.
     mutating func advanceConnectivity(_ d: Int, to now: Double) {
         advanceTimeline(d, to: now)
-        Style.noticeLink(d, in: &self, at: now)
+        Style.noticeLink(&devices[d].client, online: devices[d].online, at: now)
     }
 
     /// Moves the device's online/offline timeline to `now` without telling the client (which

@@ -19,14 +19,29 @@ extension FleetReplicate {
             var version = Int(devices[d].version)
             while version < upgrades.count && upgrades[version].at <= now { version += 1 }
             devices[d].version = Int16(version)
-            Style.appVersionChanged(d, to: upgrades[version - 1].version, in: &self, at: now)
+            Style.appVersionChanged(&devices[d].client, to: upgrades[version - 1].version, at: now)
         }
         devices[d].foregroundUntil = now + scenario.population.sessionLength
         metrics.sessions += 1
 
-        switch Style.startSession(d, crashes: crashes, in: &self, at: now) {
-        case .now: views(d, crashes: crashes, at: now)
-        case .at(let time): schedule(.views(d, crashes: crashes), at: time)
+        let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
+        switch Style.startSession(&slot.pointee.client, device: facts, environment: environment, metrics: &metrics, counters: &counters, at: now) {
+        case .viewsNow:
+            views(d, crashes: crashes, at: now)
+        case .awaitData(let until):
+            if reachable(d, at: now) {
+                runClient(d, at: now)
+                schedule(.views(d, crashes: crashes), at: until)
+            } else {
+                views(d, crashes: crashes, at: now)
+            }
+        case .send(let request, let viewsAt, let ifRefused):
+            let refused = carry(request, from: d, at: now)
+            if let time = refused ? ifRefused : viewsAt {
+                schedule(.views(d, crashes: crashes), at: time)
+            } else {
+                views(d, crashes: crashes, at: now)
+            }
         }
         noteDepth(d, before: depthBefore)
     }
@@ -44,30 +59,33 @@ extension FleetReplicate {
             keep(outcomes, as: .outcomes, of: d)
 
             let view = PendingView(device: d, experiment: e, convertsMask: converts, delay: delay)
-            if let shown = Style.view(view, in: &self, at: now) {
-                show(view, variant: shown.variant, isDefault: shown.isDefault, at: now)
-            }
+            var assignment = stream(.assignment, of: d)
+            let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
+            let shown = Style.view(view, of: &slot.pointee.client, device: facts, environment: environment, counters: &counters, using: &assignment, at: now)
+            keep(assignment, as: .assignment, of: d)
+            if let shown { show(view, shown, at: now) }
         }
         if crashes {
             // The app is killed before the session ends: what the client had not persisted is lost.
-            Style.crash(d, in: &self, at: now)
+            let slot = devices.pointer(d)
+            Style.crash(&slot.pointee.client, metrics: &metrics, server: server, at: now)
             metrics.crashes += 1
         }
-        Style.run(d, in: &self, at: now)
+        runClient(d, at: now)
     }
 
     /// The device shows `variant` for `view`: the view counts, and if the user converts on it,
     /// the conversion happens now or after its delay.
-    mutating func show(_ view: PendingView, variant: Int, isDefault: Bool, at now: Double) {
+    mutating func show(_ view: PendingView, _ shown: Shown, at now: Double) {
         refreshRates(at: now)
-        let e = view.experiment
-        if isDefault { metrics.defaultViews += 1 }
+        let e = view.experiment, variant = shown.variant
+        if shown.isDefault { metrics.defaultViews += 1 }
         let converted = view.convertsMask & (1 << UInt64(variant)) != 0
         let best = bestVariants[e]
         metrics.view(experiment: e, variant: variant, best: best, epoch: rateEpoch, convertsMask: view.convertsMask, converted: converted)
         if converted {
             if view.delay <= 0 {
-                Style.convert(view.device, experiment: e, variant: variant, in: &self, at: now)
+                convert(view.device, experiment: e, variant: variant, at: now)
             } else {
                 schedule(.conversion(view.device, experiment: e, variant: variant), at: now + view.delay)
             }
@@ -78,9 +96,15 @@ extension FleetReplicate {
     mutating func delayedConversion(_ d: Int, _ conversion: (experiment: Int, variant: Int), at now: Double) {
         appRuns(d, at: now) { fleet in
             fleet.devices[d].foregroundUntil = max(fleet.devices[d].foregroundUntil, now + 60)
-            Style.convert(d, experiment: conversion.experiment, variant: conversion.variant, in: &fleet, at: now)
-            Style.run(d, in: &fleet, at: now)
+            fleet.convert(d, experiment: conversion.experiment, variant: conversion.variant, at: now)
+            fleet.runClient(d, at: now)
         }
+    }
+
+    @inline(__always)
+    mutating func convert(_ d: Int, experiment e: Int, variant: Int, at now: Double) {
+        let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
+        Style.convert(&slot.pointee.client, experiment: e, variant: variant, device: facts, environment: environment, metrics: &metrics, counters: &counters, at: now)
     }
 
     /// Brings `rates` and `bestVariants` to `now`, recomputing them only when `now` leaves the

@@ -20,11 +20,11 @@ import Randomness
 ///
 /// `~Copyable`: a replicate owns its devices (in place, not copy-on-write), so a copy would
 /// share them; the compiler now refuses one, and helpers that only read borrow the replicate.
-struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
+package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     let scenario: Scenario
     let profile: EngineProfile
-    /// What the style worked out from the scenario.
-    let shared: Style.Shared
+    /// What the style's halves read of the run.
+    let environment: StyleEnvironment<Style>
     let replicateSeed: StreamSeed
     var server: ExperimentServer<A>
     /// The devices of the fleet this replicate runs: all of them, or a shard's (see
@@ -38,7 +38,9 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     let sampleStride: Int
     var queue = EventQueue<Occurrence>()
     var replies = ReplySlots<Style.Reply>()
-    var metrics: FleetMetrics
+    package var metrics: FleetMetrics
+    /// The style's own counters.
+    var counters = Style.Counters()
     let upgrades: [Scenario.AppUpgrade]
     let partitionSalt: UInt64
     /// Scenario values the event loop reads, kept at hand.
@@ -61,6 +63,12 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
     /// Runs in time order even where windowed order is possible (to check they agree).
     var forcesTimeOrder = false
+
+    /// On the wall clock (live mode), where a device's request goes instead of the simulated
+    /// network and server: real sockets. `nil` in simulation. See `+Live`.
+    var liveCarrier: ((_ device: Int, _ request: Style.Request, _ now: Double) -> Void)?
+    /// On the wall clock, the latest scenario time the kernel has run at.
+    var liveTime = 0.0
 
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
@@ -132,7 +140,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     }
 
     /// A replicate of the whole fleet, with its own server.
-    init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile) {
+    package init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile) {
         var server = Self.makeServer(scenario, allocators: allocators, profile: profile)
         server.expectDevices(0 ..< UInt64(scenario.population.devices))
         self.init(scenario: scenario, replicate: replicate, server: server, profile: profile, devices: 0..<scenario.population.devices)
@@ -144,8 +152,8 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         precondition(scenario.population.devices < Occurrence.maximumDevices, "at most 268,435,454 devices per replicate")
         self.scenario = scenario
         self.profile = profile
-        self.shared = Style.makeShared(scenario)
         self.replicateSeed = StreamSeed(scenario.seed).derive(replicate)
+        self.environment = StyleEnvironment(scenario: scenario, profile: profile, replicateSeed: replicateSeed)
         self.server = server
         self.metrics = FleetMetrics(scenario: scenario)
         self.upgrades = scenario.population.appUpgrades
@@ -208,7 +216,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
             }
         }
         var result = metrics
-        Style.finish(self, into: &result)
+        finish(into: &result)
         return result
     }
 
@@ -223,7 +231,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
     /// Runs one device occurrence.
     @inline(__always)
-    private mutating func handle(_ occurrence: Occurrence, at now: Double, prefetched: inout UInt32) {
+    mutating func handle(_ occurrence: Occurrence, at now: Double, prefetched: inout UInt32) {
         let d = occurrence.device
         if let upcoming = queue.upcomingGroup(4), upcoming != prefetched {
             prefetch(device: Int(upcoming))
@@ -239,12 +247,12 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
                 devices[d].wakeAt = .infinity
                 // The app runs, so it learns of the network as it is now, and what it sends
                 // meets the network as it is now.
-                appRuns(d, at: now) { fleet in Style.run(d, in: &fleet, at: now) }
+                appRuns(d, at: now) { fleet in fleet.runClient(d, at: now) }
             }
         case .reply: deliver(slot: occurrence.replySlot, to: d, at: now)
         case .connectivity:
             devices[d].connectivityWatch = false
-            appRuns(d, at: now) { fleet in Style.run(d, in: &fleet, at: now) }
+            appRuns(d, at: now) { fleet in fleet.runClient(d, at: now) }
         case .serverTick, .sample:
             preconditionFailure("fleet-wide occurrences are the fleet's to run")
         }
@@ -268,7 +276,7 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
                 online = connectivity.nextUniform() < network.onlineFraction
                 nextToggle = connectivity.nextExponential(mean: online ? meanOnline : network.meanOffline)
             }
-            let client = Style.makeClient(device: index, seed: seed.derive(engineLabel), online: online, in: &self)
+            let client = Style.makeClient(device: index, seed: seed.derive(engineLabel), online: online, environment: environment)
             var device = Device(key: prepared.key, nextToggle: nextToggle, online: online, client: client)
             device.setDrawn(.connectivity, UInt32(connectivity.draws(since: connectivitySeed)))
             if index % sampleStride == 0 { sampledLinks.append(Link(stream: connectivity, nextToggle: nextToggle, online: online)) }
@@ -296,6 +304,30 @@ struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         let depthBefore = Style.queueDepth(devices[d].client)
         body(&self)
         noteDepth(d, before: depthBefore)
+    }
+
+    /// What device `d`'s client may know of its device.
+    @inline(__always)
+    func facts(_ d: Int) -> DeviceFacts {
+        DeviceFacts(local: d, online: devices[d].online, foregroundUntil: devices[d].foregroundUntil)
+    }
+
+    /// Adds what only the clients, the style and the server know, at the horizon.
+    func finish(into result: inout FleetMetrics) {
+        finish(into: &result, server: server)
+    }
+
+    /// The same, with `server` telling which events reached it.
+    func finish(into result: inout FleetMetrics, server: borrowing some IngestionRecord) {
+        var depths = [UInt32](repeating: 0, count: devices.count)
+        for d in devices.indices {
+            depths[d] = devices[d].peakDepth
+            Style.tally(devices[d].client, server: server, into: &result)
+        }
+        result.noteDevicePeakDepths(depths)
+        result.eventsAcked = server.eventsAccepted
+        result.duplicatesIgnored = server.duplicatesIgnored
+        Style.close(counters, into: &result)
     }
 
     @inline(__always)
@@ -342,7 +374,7 @@ enum DeviceStream {
 /// One of a device's streams while the kernel draws from it: a ``SplitMix64`` derived from the
 /// device's key and advanced past the numbers already drawn, worked out on the first draw
 /// (many uses draw nothing: a view of an assigned variant, say).
-struct DeviceRandom: RandomNumberGenerator {
+package struct DeviceRandom: RandomNumberGenerator {
     private let key: UInt64
     private let label: StreamSeed.Label
     private let drawnBefore: UInt32
@@ -359,7 +391,7 @@ struct DeviceRandom: RandomNumberGenerator {
     }
 
     @inline(__always)
-    mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         if !hasDrawn {
             seed = StreamSeed.Prepared(key: key).derive(label)
             generator = SplitMix64(seed: seed, draws: UInt64(drawnBefore))

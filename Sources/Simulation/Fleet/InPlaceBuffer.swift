@@ -7,8 +7,7 @@ import CMemoryHints
 /// uniquely referenced. Here a subscript is an address. The allocation is advised onto huge
 /// pages, since a large fleet's state is touched at random.
 ///
-/// A reference type: copies of a fleet replicate share their devices, which only the replicate
-/// that owns them mutates.
+/// A reference type, owned by one (noncopyable) fleet replicate, which alone mutates it.
 final class InPlaceBuffer<Element> {
     private let base: UnsafeMutablePointer<Element>
     /// The most elements the store holds.
@@ -45,6 +44,14 @@ final class InPlaceBuffer<Element> {
             precondition(index >= 0 && index < count, "index out of range")
             return base + index
         }
+    }
+
+    /// Element `index` in place: a client handed `inout` through it leaves its owner free for
+    /// other `inout` arguments of the same call (a noncopyable owner would be borrowed whole).
+    @inline(__always)
+    func pointer(_ index: Int) -> UnsafeMutablePointer<Element> {
+        precondition(index >= 0 && index < count, "index out of range")
+        return base + index
     }
 
     /// The address of element `index`, for prefetching.

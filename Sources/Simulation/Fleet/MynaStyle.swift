@@ -1,21 +1,26 @@
 import Allocators
 import ClientEngine
+import ExperimentServer
 import Randomness
 
 /// Myna's mobile API on every device: the client engine caches the server's policy snapshot,
 /// assigns locally (sticky), queues view and conversion events and syncs them in batches, with
 /// backoff, offline mode and app-version invalidation as the engine implements them.
-enum MynaStyle: DeviceStyle {
-    typealias Client = ClientEngine<InMemoryEventStore>
+/// The engine's request, named apart from the style's associated type.
+package typealias EngineRequest = Request
+
+package enum MynaStyle: DeviceStyle {
+    package typealias Client = ClientEngine<InMemoryEventStore>
+    package typealias Request = EngineRequest
 
     /// An answer to one of the engine's requests.
-    struct Reply {
-        var id: RequestID
-        var response: Response
+    package struct Reply {
+        package var id: RequestID
+        package var response: Response
     }
 
-    static func makeClient<A>(device index: Int, seed: StreamSeed, online: Bool, in fleet: inout FleetReplicate<A, Self>) -> Client {
-        let profile = fleet.profile
+    package static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client {
+        let profile = environment.profile
         var engine = ClientEngine(
             deviceID: UInt64(index), appVersion: "1", profile: profile,
             store: InMemoryEventStore(persistence: profile.settings.persistence), seed: seed, at: 0
@@ -27,137 +32,100 @@ enum MynaStyle: DeviceStyle {
     /// "If experiment data has not already been downloaded, viewVariant may wait for the API
     /// call": a device that has never had data and can reach the server asks for it and shows
     /// the views once it arrives or the app stops waiting, whichever comes first.
-    static func startSession<A>(_ d: Int, crashes: Bool, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> ViewTiming {
-        let wait = fleet.scenario.client.firstViewWait
-        guard wait > 0, fleet.devices[d].client.isOfflineMode, fleet.reachable(d, at: now) else { return .now }
-        run(d, in: &fleet, at: now)
-        return .at(now + wait)
+    package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout NoCounters, at now: Double) -> SessionStart<Request> {
+        let wait = environment.client.firstViewWait
+        guard wait > 0, client.isOfflineMode else { return .viewsNow }
+        return .awaitData(until: now + wait)
     }
 
-    static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)? {
-        let d = view.device
-        var assignment = fleet.stream(.assignment, of: d)
-        let shown = fleet.devices[d].client.viewVariant(experiment: view.experiment, at: now, using: &assignment)
-        fleet.keep(assignment, as: .assignment, of: d)
-        return (shown.variant, shown.isDefault)
+    @inline(__always)
+    package static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout NoCounters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
+        let shown = client.viewVariant(experiment: view.experiment, at: now, using: &assignment)
+        return Shown(variant: shown.variant, isDefault: shown.isDefault)
     }
 
-    static func convert<A>(_ d: Int, experiment e: Int, variant: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        if fleet.devices[d].client.recordConversion(experiment: e, at: now) == .recorded {
-            fleet.metrics.conversionsRecorded += 1
+    package static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout NoCounters, at now: Double) {
+        if client.recordConversion(experiment: e, at: now) == .recorded {
+            metrics.conversionsRecorded += 1
         }
     }
 
-    /// Runs the engine until it waits: sends go on the simulated network, wakes are scheduled
-    /// while the app may run (in the foreground, or in the background to sync queued events).
-    static func run<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        while true {
-            switch fleet.devices[d].client.nextAction(at: now) {
-            case .send(let request):
-                send(request, from: d, in: &fleet, at: now)
-            case .wake(let at):
-                fleet.requestWake(d, at: at, now: now)
-                fleet.watchConnectivity(d)
-                return
-            case .idle:
-                fleet.watchConnectivity(d)
-                return
-            }
+    /// The engine's own next action.
+    @inline(__always)
+    package static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout NoCounters, at now: Double) -> DeviceEffect<Request> {
+        switch client.nextAction(at: now) {
+        case .send(let request): .send(request)
+        case .wake(let at): .wake(at: at)
+        case .idle: .idle
         }
     }
 
-    static func deliver<A>(_ reply: Reply, to d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.devices[d].client.handle(reply.response, to: reply.id, at: now)
-        run(d, in: &fleet, at: now)
+    package static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout NoCounters, at now: Double) {
+        client.handle(reply.response, to: reply.id, at: now)
     }
 
-    static func crash<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.devices[d].client.restart(at: now)
+    package static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double) {
+        client.restart(at: now)
     }
 
-    static func appVersionChanged<A>(_ d: Int, to version: String, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.devices[d].client.appVersionChanged(to: version, at: now)
+    package static func appVersionChanged(_ client: inout Client, to version: String, at now: Double) {
+        client.appVersionChanged(to: version, at: now)
     }
 
-    static func noticeLink<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        if fleet.devices[d].online != fleet.devices[d].client.isOnline {
-            fleet.devices[d].client.connectivityChanged(isOnline: fleet.devices[d].online, at: now)
-        }
+    @inline(__always)
+    package static func noticeLink(_ client: inout Client, online: Bool, at now: Double) {
+        if online != client.isOnline { client.connectivityChanged(isOnline: online, at: now) }
     }
 
     /// The engine declares what a view and a fetch touch first, up to its device id.
-    static var hotClientBytes: Int {
+    package static var hotClientBytes: Int {
         (MemoryLayout<Client>.offset(of: \.deviceID) ?? MemoryLayout<Client>.size) + MemoryLayout<UInt64>.size
     }
 
     @inline(__always)
-    static func queueDepth(_ client: borrowing Client) -> Int { client.queueDepth }
+    package static func queueDepth(_ client: borrowing Client) -> Int { client.queueDepth }
 
-    // MARK: - The engine's requests on the network
+    // MARK: - The server's half
 
-    /// One request: experiment data comes from the server's published snapshot; event batches
-    /// go through the server's capacity model and are ingested when processed.
-    static func send<A>(_ request: Request, from d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        let order = UInt8(truncatingIfNeeded: request.id.rawValue)
-        let arrival: Double, latency: Double, replyLost: Bool
-        switch fleet.transmit(from: d, at: now) {
-        case .refused(let time):
-            fleet.schedule(reply: Reply(id: request.id, response: .failed(.unreachable)), order: order, to: d, at: time)
-            return
-        case .hangs, .lost:
-            // The engine times the request out itself.
-            fleet.metrics.timeouts += 1
-            return
-        case .delivered(let at, let roundTrip, let lost):
-            (arrival, latency, replyLost) = (at, roundTrip, lost)
-        }
-        let response: Response
-        var replyAt = now + latency
+    /// Experiment data comes from the server's published snapshot; event batches go through
+    /// the server's capacity and are ingested when processed.
+    package static func serve<A>(_ request: Request, from client: inout Client, device: DeviceFacts, server: inout ExperimentServer<A>, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout NoCounters, at arrival: Double) -> ServerAnswer<Reply> {
         switch request.kind {
         case .fetchExperiments:
-            fleet.metrics.fetches += 1
-            response = .experimentData(fleet.server.published)
+            metrics.fetches += 1
+            return .reply(Reply(id: request.id, response: .experimentData(server.published)))
         case .sendEvents(let batch):
-            fleet.metrics.offeredEvents += batch.count
-            switch fleet.receive(batch, at: arrival) {
-            case .rejected(let backlog):
-                let capacity = fleet.scenario.server.capacity!
-                let retryAfter = capacity.retryAfter ? max(1, backlog.rounded(.up)) : nil
-                let rejection = Response.rejected(status: capacity.rejectStatus, retryAfter: retryAfter)
-                fleet.schedule(reply: Reply(id: request.id, response: rejection), order: order, to: d, at: now + latency)
-                return
-            case .admitted(let completion):
-                // The acknowledgement leaves when the server has processed the batch.
-                if fleet.scenario.server.capacity != nil { replyAt = completion + latency / 2 }
-            }
-            response = .acknowledged(batch.map(\.id))
+            metrics.offeredEvents += batch.count
+            return .events(batch, acknowledged: Reply(id: request.id, response: .acknowledged(batch.map(\.id))))
         }
-        if replyLost {
-            fleet.metrics.timeouts += 1
-            return
-        }
-        fleet.schedule(reply: Reply(id: request.id, response: response), order: order, to: d, at: replyAt)
+    }
+
+    @inline(__always)
+    package static func refusal(for request: Request) -> Reply? {
+        Reply(id: request.id, response: .failed(.unreachable))
+    }
+
+    package static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply? {
+        let retryAfter = capacity.retryAfter ? max(1, backlog.rounded(.up)) : nil
+        return Reply(id: request.id, response: .rejected(status: capacity.rejectStatus, retryAfter: retryAfter))
+    }
+
+    @inline(__always)
+    package static func replyOrder(for request: Request, client: inout Client) -> UInt8 {
+        UInt8(truncatingIfNeeded: request.id.rawValue)
     }
 
     // MARK: - Totals
 
-    static func finish<A>(_ fleet: borrowing FleetReplicate<A, Self>, into metrics: inout FleetMetrics) {
-        var depths = [UInt32](repeating: 0, count: fleet.devices.count)
-        for d in fleet.devices.indices {
-            depths[d] = fleet.devices[d].peakDepth
-            let engine = fleet.devices[d].client
-            metrics.retries += engine.transientFailures
-            metrics.eventsCreated += engine.eventsCreated
-            metrics.eventsDropped += engine.eventsDroppedByOverflow + engine.eventsLostInCrashes + engine.eventsRejectedPermanently
-            let depth = engine.queueDepth
-            if depth > 0 {
-                for event in engine.store.oldest(depth) where !fleet.server.hasIngested(event.id) {
-                    metrics.eventsPending += 1
-                }
+    package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {
+        metrics.retries += client.transientFailures
+        metrics.eventsCreated += client.eventsCreated
+        metrics.eventsDropped += client.eventsDroppedByOverflow + client.eventsLostInCrashes + client.eventsRejectedPermanently
+        let depth = client.queueDepth
+        if depth > 0 {
+            for event in client.store.oldest(depth) where !server.hasIngested(event.id) {
+                metrics.eventsPending += 1
             }
         }
-        metrics.noteDevicePeakDepths(depths)
-        metrics.eventsAcked = fleet.server.eventsAccepted
-        metrics.duplicatesIgnored = fleet.server.duplicatesIgnored
     }
 }

@@ -1,5 +1,6 @@
 import Allocators
 import ClientEngine
+import ExperimentServer
 import ClientFeatures
 import Randomness
 
@@ -36,8 +37,8 @@ import Randomness
 ///   (``FleetReplicate/receive(_:at:)``) and leave the queue when acknowledged; a failed batch
 ///   is retried after `client.backoff` too, in the background when the OS allows. A crash loses the queue (the
 ///   configuration is persisted in its store and survives).
-enum RemoteConfigStyle: DeviceStyle {
-    struct Client {
+package enum RemoteConfigStyle: DeviceStyle {
+    package struct Client {
         var values: RemoteValuesService<ActiveConfigKeeper>
         /// Analytics events not yet acknowledged.
         var queue: [Event] = []
@@ -64,9 +65,23 @@ enum RemoteConfigStyle: DeviceStyle {
         var faults: SplitMix64
     }
 
+    /// What the app asks of the service.
+    package enum Request {
+        /// A configuration download.
+        case fetch(id: Int32)
+        /// A batch of analytics events.
+        case events(id: Int32, [Event])
+
+        var id: Int32 {
+            switch self {
+            case .fetch(let id), .events(let id, _): id
+            }
+        }
+    }
+
     /// The network carries the answer to one request.
-    struct Reply {
-        enum Content {
+    package struct Reply {
+        package enum Content {
             case config(JSONValue)
             case acknowledged
             case failed(String)
@@ -76,9 +91,24 @@ enum RemoteConfigStyle: DeviceStyle {
         var content: Content
     }
 
-    struct Shared {
+    package struct Shared {
         var keys: [any RemoteKey]
         var settings: Scenario.RemoteConfig
+    }
+
+    /// What the framework tracked and the app did with its configuration.
+    package struct Counters: StyleCounters {
+        var configFetches = 0, configFetchesFailed = 0, staleConfigSessions = 0, defaultConfigSessions = 0
+        var missingValues = 0, incorrectValues = 0, debugValues = 0
+
+        package static let names = [
+            "config_fetches", "config_fetches_failed", "stale_config_sessions", "default_config_sessions",
+            "missing_values", "incorrect_values", "debug_values",
+        ]
+        package var values: [Int] {
+            [configFetches, configFetchesFailed, staleConfigSessions, defaultConfigSessions, missingValues, incorrectValues, debugValues]
+        }
+        package init() {}
     }
 
     /// Marks a variant in ``Client/shown`` as the server's (variants are below 64).
@@ -87,57 +117,59 @@ enum RemoteConfigStyle: DeviceStyle {
     /// The section of the configuration that holds the experiments.
     static let section = "Experiments"
 
-    static func makeShared(_ scenario: Scenario) -> Shared {
+    package static func makeShared(_ scenario: Scenario) -> Shared {
         Shared(keys: scenario.experiments.map { ExperimentKey(name: $0.id) }, settings: scenario.client.remoteConfig)
     }
 
-    static func makeClient<A>(device index: Int, seed: StreamSeed, online: Bool, in fleet: inout FleetReplicate<A, Self>) -> Client {
+    package static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client {
         // Derived from the device alone, so every allocator meets the same buckets, faults and
         // overrides.
-        let device = fleet.replicateSeed.derive("remote-config").derive(index)
-        let buckets = fleet.variantCounts.indices.map { e in Double(device.derive(e).value >> 11) * 0x1.0p-53 }
+        let device = environment.replicateSeed.derive("remote-config").derive(index)
+        let variantCounts = environment.variantCounts
+        let buckets = variantCounts.indices.map { e in Double(device.derive(e).value >> 11) * 0x1.0p-53 }
         var faults = SplitMix64(seed: device.derive("faults"))
         var values = RemoteValuesService(keeper: ActiveConfigKeeper(section: section))
-        if faults.nextUniform() < fleet.shared.settings.debugOverrides {
-            for (e, key) in fleet.shared.keys.enumerated() {
-                values.setDebugValue(VariantValue(serving: fleet.variantCounts[e] - 1), for: key)
+        if faults.nextUniform() < environment.shared.settings.debugOverrides {
+            for (e, key) in environment.shared.keys.enumerated() {
+                values.setDebugValue(VariantValue(serving: variantCounts[e] - 1), for: key)
             }
         }
-        return Client(values: values, shown: Array(repeating: 0, count: fleet.variantCounts.count), buckets: buckets, faults: faults)
+        return Client(values: values, shown: Array(repeating: 0, count: variantCounts.count), buckets: buckets, faults: faults)
     }
 
-    static func startSession<A>(_ d: Int, crashes: Bool, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> ViewTiming {
-        let wait = fleet.scenario.client.firstViewWait
+    package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
+        let wait = environment.client.firstViewWait
         // A new session tries at once, whatever the backoff of the last one.
-        fleet.devices[d].client.fetchRetryAt = -.infinity
-        guard fetchIfDue(d, in: &fleet, at: now), wait > 0 else { return .now }
-        return .at(now + wait)
+        client.fetchRetryAt = -.infinity
+        guard let fetch = dueFetch(&client, device: device, environment: environment, metrics: &metrics, at: now) else { return .viewsNow }
+        let viewsAt = wait > 0 ? now + wait : nil
+        return .send(fetch, viewsAt: viewsAt, ifRefused: viewsAt)
     }
 
-    static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)? {
-        let d = view.device, e = view.experiment
-        if e == 0 { resolveSession(d, in: &fleet, at: now) }
-        let shown = fleet.devices[d].client.shown[e]
+    package static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
+        let e = view.experiment
+        if e == 0 { resolveSession(&client, environment: environment, counters: &counters, at: now) }
+        let shown = client.shown[e]
         let assigned = shown & assignedBit != 0, variant = Int(shown & ~assignedBit)
-        if assigned { enqueue(.view, experiment: e, variant: variant, for: d, in: &fleet, at: now) }
-        let overridden = fleet.devices[d].client.values.debugValue(for: fleet.shared.keys[e]) != nil
-        return (variant, !assigned && !overridden)
+        if assigned { enqueue(.view, experiment: e, variant: variant, in: &client, device: device, at: now) }
+        let overridden = client.values.debugValue(for: environment.shared.keys[e]) != nil
+        return Shown(variant: variant, isDefault: !assigned && !overridden)
     }
 
     /// Resolves the session's values once, counting stale and default configurations and the
     /// framework's tracking of missing and incorrect values.
-    static func resolveSession<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        if let created = fleet.devices[d].client.values.keeper.configCreatedAt {
-            if now - created > fleet.scenario.client.dataTTL { fleet.metrics.styleCounters["stale_config_sessions", default: 0] += 1 }
+    static func resolveSession(_ client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
+        if let created = client.values.keeper.configCreatedAt {
+            if now - created > environment.client.dataTTL { counters.staleConfigSessions += 1 }
         } else {
-            fleet.metrics.styleCounters["default_config_sessions", default: 0] += 1
+            counters.defaultConfigSessions += 1
         }
-        let keys = fleet.shared.keys
-        let resolution = fleet.devices[d].client.values.values(for: keys)
+        let keys = environment.shared.keys
+        let resolution = client.values.values(for: keys)
         for event in resolution.events {
             switch event {
-            case .keyNotFound: fleet.metrics.styleCounters["missing_values", default: 0] += 1
-            case .incorrectValue: fleet.metrics.styleCounters["incorrect_values", default: 0] += 1
+            case .keyNotFound: counters.missingValues += 1
+            case .incorrectValue: counters.incorrectValues += 1
             default: break
             }
         }
@@ -147,189 +179,142 @@ enum RemoteConfigStyle: DeviceStyle {
             var assigned: UInt8 = 0
             switch resolution.sources[key.name] {
             case .remote?: assigned = assignedBit
-            case .debug?: fleet.metrics.styleCounters["debug_values", default: 0] += 1
+            case .debug?: counters.debugValues += 1
             default: break
             }
             // The server serves only its experiment's variants; a value it could not have sent
             // shows the control.
-            let index = value.variant.index < fleet.variantCounts[e] ? value.variant.index : 0
-            fleet.devices[d].client.shown[e] = UInt8(index) | assigned
+            let index = value.variant.index < environment.variantCounts[e] ? value.variant.index : 0
+            client.shown[e] = UInt8(index) | assigned
         }
     }
 
-    static func convert<A>(_ d: Int, experiment e: Int, variant: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        guard fleet.devices[d].client.shown[e] & assignedBit != 0 else { return }
-        enqueue(.conversion, experiment: e, variant: variant, for: d, in: &fleet, at: now)
-        fleet.metrics.conversionsRecorded += 1
+    package static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
+        guard client.shown[e] & assignedBit != 0 else { return }
+        enqueue(.conversion, experiment: e, variant: variant, in: &client, device: device, at: now)
+        metrics.conversionsRecorded += 1
     }
 
-    static func enqueue<A>(_ kind: EventKind, experiment e: Int, variant: Int, for d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        let sequence = fleet.devices[d].client.nextSequence
-        fleet.devices[d].client.nextSequence += 1
+    static func enqueue(_ kind: EventKind, experiment e: Int, variant: Int, in client: inout Client, device: DeviceFacts, at now: Double) {
+        let sequence = client.nextSequence
+        client.nextSequence += 1
         let event = Event(
-            id: EventID(device: UInt64(d), sequence: sequence), kind: kind, experiment: Int32(e), variant: Int32(variant),
+            id: EventID(device: UInt64(device.local), sequence: sequence), kind: kind, experiment: Int32(e), variant: Int32(variant),
             value: kind == .conversion ? 1 : 0, createdAt: now
         )
-        fleet.devices[d].client.queue.append(event)
-        fleet.metrics.eventsCreated += 1
+        client.queue.append(event)
     }
 
     // MARK: - The app runs
 
     /// Gives up on requests past their timeout, downloads configuration if it is due, sends
-    /// queued events, and asks to run again when a request times out or a retry is due.
-    static func run<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        if fleet.devices[d].client.fetchRequest >= 0 && now >= fleet.devices[d].client.fetchDeadline {
-            fleet.metrics.timeouts += 1
-            fetchFailed(d, reason: "timed out", in: &fleet, at: now)
+    /// queued events, and asks to run again when a request times out or a retry is due. With
+    /// no network (the OS says so) the app sends nothing; it runs again when the network
+    /// returns or at its next session.
+    package static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> DeviceEffect<Request> {
+        if client.fetchRequest >= 0 && now >= client.fetchDeadline {
+            metrics.timeouts += 1
+            fetchFailed(&client, reason: "timed out", environment: environment, counters: &counters, at: now)
         }
-        if fleet.devices[d].client.sendRequest >= 0 && now >= fleet.devices[d].client.sendDeadline {
-            fleet.metrics.timeouts += 1
-            sendFailed(d, in: &fleet, at: now)
+        if client.sendRequest >= 0 && now >= client.sendDeadline {
+            metrics.timeouts += 1
+            sendFailed(&client, environment: environment, metrics: &metrics, at: now)
         }
-        // With no network (the OS says so) the app sends nothing; it runs again when the
-        // network returns (see `watchConnectivity`) or at its next session.
-        guard fleet.devices[d].online else {
-            fleet.watchConnectivity(d)
-            return
-        }
-        _ = fetchIfDue(d, in: &fleet, at: now)
-        let client = fleet.devices[d].client
+        guard device.online else { return .idle }
+        if let fetch = dueFetch(&client, device: device, environment: environment, metrics: &metrics, at: now) { return .send(fetch) }
         if client.sendRequest < 0 && !client.queue.isEmpty && now >= client.sendRetryAt {
-            sendEvents(d, in: &fleet, at: now)
+            let count = min(client.queue.count, environment.client.batchSize)
+            let request = newRequest(&client)
+            client.sendRequest = request
+            client.sendCount = count
+            client.sendDeadline = now + environment.client.requestTimeout
+            metrics.offeredEvents += count
+            return .send(.events(id: request, Array(client.queue.prefix(count))))
         }
-        let waiting = fleet.devices[d].client
-        var next = min(waiting.fetchDeadline, waiting.sendDeadline)
-        if waiting.fetchRequest < 0 && waiting.fetchRetryAt > now { next = min(next, waiting.fetchRetryAt) }
-        if waiting.sendRequest < 0 && !waiting.queue.isEmpty { next = min(next, max(now, waiting.sendRetryAt)) }
-        if next < .infinity { fleet.requestWake(d, at: next, now: now) }
-        fleet.watchConnectivity(d)
+        var next = min(client.fetchDeadline, client.sendDeadline)
+        if client.fetchRequest < 0 && client.fetchRetryAt > now { next = min(next, client.fetchRetryAt) }
+        if client.sendRequest < 0 && !client.queue.isEmpty { next = min(next, max(now, client.sendRetryAt)) }
+        return next < .infinity ? .wake(at: next) : .idle
     }
 
-    static func deliver<A>(_ reply: Reply, to d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        if reply.request == fleet.devices[d].client.fetchRequest {
-            fleet.devices[d].client.fetchRequest = -1
-            fleet.devices[d].client.fetchDeadline = .infinity
+    package static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
+        if reply.request == client.fetchRequest {
+            client.fetchRequest = -1
+            client.fetchDeadline = .infinity
             switch reply.content {
             case .config(let payload):
-                fleet.devices[d].client.values.keeper.arrived = .payload(payload)
-                if case .success = fleet.devices[d].client.values.fetch(at: now) {
-                    fleet.metrics.styleCounters["config_fetches", default: 0] += 1
-                    fleet.devices[d].client.fetchFailures = 0
+                client.values.keeper.arrived = .payload(payload)
+                if case .success = client.values.fetch(at: now) {
+                    counters.configFetches += 1
+                    client.fetchFailures = 0
                 } else {
-                    countFailedFetch(d, in: &fleet, at: now)
+                    countFailedFetch(&client, environment: environment, counters: &counters, at: now)
                 }
             case .failed(let reason):
-                fetchFailed(d, reason: reason, in: &fleet, at: now)
+                fetchFailed(&client, reason: reason, environment: environment, counters: &counters, at: now)
             case .acknowledged:
                 break
             }
-        } else if reply.request == fleet.devices[d].client.sendRequest {
+        } else if reply.request == client.sendRequest {
             if case .acknowledged = reply.content {
-                let count = fleet.devices[d].client.sendCount
-                fleet.devices[d].client.queue.removeFirst(count)
-                fleet.devices[d].client.sendFailures = 0
-                fleet.devices[d].client.sendRequest = -1
-                fleet.devices[d].client.sendDeadline = .infinity
+                client.queue.removeFirst(client.sendCount)
+                client.sendFailures = 0
+                client.sendRequest = -1
+                client.sendDeadline = .infinity
             } else {
-                sendFailed(d, in: &fleet, at: now)
+                sendFailed(&client, environment: environment, metrics: &metrics, at: now)
             }
         }
         // Anything else answers a request the app gave up on.
-        run(d, in: &fleet, at: now)
     }
 
-    static func crash<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
+    package static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double) {
         // Events of a batch the server took in are not lost, only their acknowledgement.
-        for event in fleet.devices[d].client.queue where !fleet.server.hasIngested(event.id) { fleet.metrics.eventsDropped += 1 }
-        fleet.devices[d].client.queue.removeAll()
-        fleet.devices[d].client.sendRequest = -1
-        fleet.devices[d].client.sendDeadline = .infinity
-        fleet.devices[d].client.fetchRequest = -1
-        fleet.devices[d].client.fetchDeadline = .infinity
+        for event in client.queue where !server.hasIngested(event.id) { metrics.eventsDropped += 1 }
+        client.queue.removeAll()
+        client.sendRequest = -1
+        client.sendDeadline = .infinity
+        client.fetchRequest = -1
+        client.fetchDeadline = .infinity
     }
 
     @inline(__always)
-    static func queueDepth(_ client: borrowing Client) -> Int { client.queue.count }
+    package static func queueDepth(_ client: borrowing Client) -> Int { client.queue.count }
 
     // MARK: - Downloads
 
-    /// Sends a download when the configuration is missing or older than the TTL and none is in
-    /// flight or waiting to be retried. Returns whether one was sent.
-    static func fetchIfDue<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> Bool {
-        let client = fleet.devices[d].client
-        guard client.fetchRequest < 0, now >= client.fetchRetryAt, fleet.devices[d].online else { return false }
-        if let created = client.values.keeper.configCreatedAt, now - created <= fleet.scenario.client.dataTTL { return false }
-        let request = newRequest(d, in: &fleet)
-        fleet.devices[d].client.fetchRequest = request
-        fleet.devices[d].client.fetchDeadline = now + fleet.scenario.client.requestTimeout
-        fleet.metrics.fetches += 1
-        guard let (arrival, answerAt) = carry(request, from: d, in: &fleet, at: now) else { return true }
-        let payload = configuration(for: d, in: &fleet, at: arrival)
-        if let answerAt { fleet.schedule(reply: Reply(request: request, content: .config(payload)), order: UInt8(truncatingIfNeeded: request), to: d, at: answerAt) }
-        return true
+    /// A download, when the configuration is missing or older than the TTL and none is in
+    /// flight or waiting to be retried.
+    static func dueFetch(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, at now: Double) -> Request? {
+        guard client.fetchRequest < 0, now >= client.fetchRetryAt, device.online else { return nil }
+        if let created = client.values.keeper.configCreatedAt, now - created <= environment.client.dataTTL { return nil }
+        let request = newRequest(&client)
+        client.fetchRequest = request
+        client.fetchDeadline = now + environment.client.requestTimeout
+        metrics.fetches += 1
+        return .fetch(id: request)
     }
 
-    static func fetchFailed<A>(_ d: Int, reason: String, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.devices[d].client.fetchRequest = -1
-        fleet.devices[d].client.fetchDeadline = .infinity
-        fleet.devices[d].client.values.keeper.arrived = .failure(reason)
-        _ = fleet.devices[d].client.values.fetch(at: now)
-        countFailedFetch(d, in: &fleet, at: now)
+    static func fetchFailed(_ client: inout Client, reason: String, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
+        client.fetchRequest = -1
+        client.fetchDeadline = .infinity
+        client.values.keeper.arrived = .failure(reason)
+        _ = client.values.fetch(at: now)
+        countFailedFetch(&client, environment: environment, counters: &counters, at: now)
     }
 
-    static func countFailedFetch<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.metrics.styleCounters["config_fetches_failed", default: 0] += 1
-        fleet.devices[d].client.fetchFailures &+= 1
-        fleet.devices[d].client.fetchRetryAt = now + retryDelay(after: fleet.devices[d].client.fetchFailures, fleet.scenario.client)
+    static func countFailedFetch(_ client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
+        counters.configFetchesFailed += 1
+        client.fetchFailures &+= 1
+        client.fetchRetryAt = now + retryDelay(after: client.fetchFailures, environment.client)
     }
 
-    /// The configuration the service serves device `d` at `now`: each experiment's variant
-    /// from the published policy at the device's bucket, in the exchange format.
-    static func configuration<A>(for d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> JSONValue {
-        let published = fleet.server.published
-        let keys = fleet.shared.keys
-        var wrongType = -1
-        if fleet.shared.settings.incorrectValues > 0, fleet.devices[d].client.faults.nextUniform() < fleet.shared.settings.incorrectValues {
-            wrongType = Int(fleet.devices[d].client.faults.next() % UInt64(keys.count))
-        }
-        var settings: [String: JSONValue] = [:]
-        for (e, key) in keys.enumerated() {
-            let variant = published.experiments[e].snapshot.variant(forUniform: fleet.devices[d].client.buckets[e])
-            settings[key.name] = e == wrongType ? .number(Double(variant)) : .string(VariantValue(serving: variant).remoteString)
-        }
-        let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: timestamp(now), otherKeys: ["policy_version": .number(Double(published.version))])
-        return ConfigurationState(meta: meta, sections: [ConfigSection(name: section, settings: settings)]).exchangeFormat
-    }
-
-    // MARK: - Events
-
-    static func sendEvents<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        let count = min(fleet.devices[d].client.queue.count, fleet.scenario.client.batchSize)
-        let batch = Array(fleet.devices[d].client.queue.prefix(count))
-        let request = newRequest(d, in: &fleet)
-        fleet.devices[d].client.sendRequest = request
-        fleet.devices[d].client.sendCount = count
-        fleet.devices[d].client.sendDeadline = now + fleet.scenario.client.requestTimeout
-        fleet.metrics.offeredEvents += count
-        guard let (arrival, answerAt) = carry(request, from: d, in: &fleet, at: now) else { return }
-        let order = UInt8(truncatingIfNeeded: request)
-        switch fleet.receive(batch, at: arrival) {
-        case .rejected:
-            if let answerAt { fleet.schedule(reply: Reply(request: request, content: .failed("server busy")), order: order, to: d, at: answerAt) }
-        case .admitted(let completion):
-            // The acknowledgement leaves when the server has processed the batch.
-            guard let answerAt else { return }
-            fleet.schedule(reply: Reply(request: request, content: .acknowledged), order: order, to: d, at: answerAt + (completion - arrival))
-        }
-    }
-
-    static func sendFailed<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.devices[d].client.sendRequest = -1
-        fleet.devices[d].client.sendDeadline = .infinity
-        fleet.devices[d].client.sendFailures &+= 1
-        fleet.devices[d].client.sendRetryAt = now + retryDelay(after: fleet.devices[d].client.sendFailures, fleet.scenario.client)
-        fleet.metrics.retries += 1
+    static func sendFailed(_ client: inout Client, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, at now: Double) {
+        client.sendRequest = -1
+        client.sendDeadline = .infinity
+        client.sendFailures &+= 1
+        client.sendRetryAt = now + retryDelay(after: client.sendFailures, environment.client)
+        metrics.retries += 1
     }
 
     /// How long the app waits to retry after `failures` failures in a row: `client.backoff`
@@ -347,28 +332,56 @@ enum RemoteConfigStyle: DeviceStyle {
         }
     }
 
-    // MARK: - The network
-
-    static func newRequest<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>) -> Int32 {
-        let request = fleet.devices[d].client.nextRequest
-        fleet.devices[d].client.nextRequest = (request &+ 1) & Int32.max
+    static func newRequest(_ client: inout Client) -> Int32 {
+        let request = client.nextRequest
+        client.nextRequest = (request &+ 1) & Int32.max
         return request
     }
 
-    /// Puts request `request` on the network. Returns when the server has it and when its
-    /// answer reaches the device (`nil` if the answer is lost), or `nil` when the server never
-    /// has it; a refusal is answered here, and a request that hangs or is lost times out.
-    static func carry<A>(_ request: Int32, from d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (arrival: Double, answerAt: Double?)? {
-        switch fleet.transmit(from: d, at: now) {
-        case .refused(let time):
-            fleet.schedule(reply: Reply(request: request, content: .failed("cannot reach the server")), order: UInt8(truncatingIfNeeded: request), to: d, at: time)
-            return nil
-        case .hangs, .lost:
-            return nil
-        case .delivered(let arrival, let latency, let replyLost):
-            return (arrival, replyLost ? nil : now + latency)
+    // MARK: - The service's half
+
+    /// A download gets the configuration the service renders for the device at arrival; a
+    /// batch goes through the server's capacity.
+    package static func serve<A>(_ request: Request, from client: inout Client, device: DeviceFacts, server: inout ExperimentServer<A>, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at arrival: Double) -> ServerAnswer<Reply> {
+        switch request {
+        case .fetch(let id):
+            return .reply(Reply(request: id, content: .config(configuration(for: &client, published: server.published, shared: environment.shared, at: arrival))))
+        case .events(let id, let batch):
+            return .events(batch, acknowledged: Reply(request: id, content: .acknowledged))
         }
     }
+
+    /// The configuration the service serves a device at `now`: each experiment's variant from
+    /// the published policy at the device's bucket, in the exchange format.
+    static func configuration(for client: inout Client, published: ExperimentData, shared: Shared, at now: Double) -> JSONValue {
+        let keys = shared.keys
+        var wrongType = -1
+        if shared.settings.incorrectValues > 0, client.faults.nextUniform() < shared.settings.incorrectValues {
+            wrongType = Int(client.faults.next() % UInt64(keys.count))
+        }
+        var settings: [String: JSONValue] = [:]
+        for (e, key) in keys.enumerated() {
+            let variant = published.experiments[e].snapshot.variant(forUniform: client.buckets[e])
+            settings[key.name] = e == wrongType ? .number(Double(variant)) : .string(VariantValue(serving: variant).remoteString)
+        }
+        let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: timestamp(now), otherKeys: ["policy_version": .number(Double(published.version))])
+        return ConfigurationState(meta: meta, sections: [ConfigSection(name: section, settings: settings)]).exchangeFormat
+    }
+
+    package static func refusal(for request: Request) -> Reply? {
+        Reply(request: request.id, content: .failed("cannot reach the server"))
+    }
+
+    package static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply? {
+        Reply(request: request.id, content: .failed("server busy"))
+    }
+
+    package static func replyOrder(for request: Request, client: inout Client) -> UInt8 {
+        UInt8(truncatingIfNeeded: request.id)
+    }
+
+    /// The app counts its own timeouts, when it gives up on a request.
+    package static var countsLostRequestsAsTimeouts: Bool { false }
 
     /// `now` seconds after 1970-01-01T00:00Z as `YYYY-MM-DDTHH:MM:SS.fffZ`, the exchange
     /// format's creation time (virtual time 0 is the epoch).
@@ -392,15 +405,8 @@ enum RemoteConfigStyle: DeviceStyle {
 
     // MARK: - Totals
 
-    static func finish<A>(_ fleet: borrowing FleetReplicate<A, Self>, into metrics: inout FleetMetrics) {
-        for counter in Scenario.ClientStyle.remoteConfig.counters { metrics.styleCounters[counter, default: 0] += 0 }
-        var depths = [UInt32](repeating: 0, count: fleet.devices.count)
-        for d in fleet.devices.indices {
-            depths[d] = fleet.devices[d].peakDepth
-            for event in fleet.devices[d].client.queue where !fleet.server.hasIngested(event.id) { metrics.eventsPending += 1 }
-        }
-        metrics.noteDevicePeakDepths(depths)
-        metrics.eventsAcked = fleet.server.eventsAccepted
-        metrics.duplicatesIgnored = fleet.server.duplicatesIgnored
+    package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {
+        metrics.eventsCreated += Int(client.nextSequence)
+        for event in client.queue where !server.hasIngested(event.id) { metrics.eventsPending += 1 }
     }
 }

@@ -131,7 +131,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         var result = FleetMetrics(scenario: scenario)
         for shard in shards {
             var part = shard.fleet.metrics
-            Style.finish(shard.fleet, into: &part)
+            shard.fleet.finish(into: &part)
             result.add(part)
         }
         result.samples = samples

@@ -1,5 +1,6 @@
 import Allocators
 import ClientEngine
+import ExperimentServer
 import ClientFeatures
 import Randomness
 
@@ -25,8 +26,8 @@ import Randomness
 ///
 /// Delivered events reach the allocator as the engine's events do: a participation is a view
 /// and a goal a conversion of the variation, through the server's capacity model.
-enum VWOStyle: DeviceStyle {
-    struct Client {
+package enum VWOStyle: DeviceStyle {
+    package struct Client {
         var campaigns: CampaignClient
         /// When the last good settings arrived.
         var settingsAt = -Double.infinity
@@ -49,23 +50,48 @@ enum VWOStyle: DeviceStyle {
         var awaitedUntil = -Double.infinity
     }
 
+    /// What the app asks of the server.
+    package enum Request {
+        /// The settings payload.
+        case settings
+        /// One event's pixel (`l.gif` for a participation, `c.gif` for a goal).
+        case event(Event)
+    }
+
     /// What the network carries back to a device.
-    enum Reply {
+    package enum Reply {
         /// The settings payload.
         case settings(JSONValue)
-        /// The pixel of an event's request (queued events only: fire-and-forget ignores it).
-        case acknowledged(EventID)
+        /// The pixel of an event's request (queued events only: fire-and-forget ignores it);
+        /// `firstGoal` when the server had not seen this goal before.
+        case acknowledged(EventID, firstGoal: Bool)
     }
 
     /// Per experiment: its campaign plan, its id (the goal's identifier) and its variants' ids.
-    struct Shared {
+    package struct Shared {
         var plans: [Scenario.CampaignPlan]
         var names: [String]
         var variantNames: [[String]]
         var queues: Bool
     }
 
-    static func makeShared(_ scenario: Scenario) -> Shared {
+    /// What the campaigns did that the kernel does not count.
+    package struct Counters: StyleCounters {
+        var goalsIngested = 0, duplicateGoalsSuppressed = 0, goalsUnreported = 0
+        var pausedViews = 0, excludedViews = 0, outsideSegmentViews = 0, staleStatusViews = 0
+        var eventsLost = 0
+
+        package static let names = [
+            "goals_ingested", "duplicate_goals_suppressed", "goals_unreported", "paused_views", "excluded_views",
+            "outside_segment_views", "stale_status_views", "events_lost",
+        ]
+        package var values: [Int] {
+            [goalsIngested, duplicateGoalsSuppressed, goalsUnreported, pausedViews, excludedViews, outsideSegmentViews, staleStatusViews, eventsLost]
+        }
+        package init() {}
+    }
+
+    package static func makeShared(_ scenario: Scenario) -> Shared {
         Shared(
             plans: scenario.campaignPlans, names: scenario.experiments.map(\.id),
             variantNames: scenario.experiments.map(\.variantIDs), queues: scenario.client.eventDelivery == .queue)
@@ -76,172 +102,163 @@ enum VWOStyle: DeviceStyle {
 
     static let configuration = CampaignClientConfiguration(accountID: "1", appKey: "aviary")
 
-    static func makeClient<A>(device index: Int, seed: StreamSeed, online: Bool, in fleet: inout FleetReplicate<A, Self>) -> Client {
+    package static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client {
         let attributes = DeviceAttributes(appVersion: "1", os: "iOS", osVersion: "17.4", deviceType: "iPhone15,2")
         return Client(campaigns: CampaignClient(state: CampaignClientState(deviceID: String(index)), attributes: attributes, configuration: configuration))
     }
 
     /// A launch counts a session and fetches settings that are older than the data TTL; a first
-    /// launch waits up to `client.first_view_wait` for them.
-    static func startSession<A>(_ d: Int, crashes: Bool, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> ViewTiming {
-        if fleet.devices[d].client.launched {
-            fleet.devices[d].client.campaigns.startSession()
+    /// launch waits up to `client.first_view_wait` for them, unless the request cannot leave.
+    package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
+        if client.launched {
+            client.campaigns.startSession()
         } else {
-            fleet.devices[d].client.launched = true
+            client.launched = true
         }
-        let client = fleet.devices[d].client
-        guard now - client.settingsAt >= fleet.scenario.client.dataTTL, now >= client.awaitingSettingsUntil else { return .now }
-        let sent = fetchSettings(d, in: &fleet, at: now)
-        let wait = fleet.scenario.client.firstViewWait
-        return sent && wait > 0 && client.settingsAt == -.infinity ? .at(now + wait) : .now
+        guard now - client.settingsAt >= environment.client.dataTTL, now >= client.awaitingSettingsUntil else { return .viewsNow }
+        let wait = environment.client.firstViewWait
+        return .send(.settings, viewsAt: wait > 0 && client.settingsAt == -.infinity ? now + wait : nil, ifRefused: nil)
     }
 
-    static func view<A>(_ view: PendingView, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> (variant: Int, isDefault: Bool)? {
-        let d = view.device, e = view.experiment, id = campaignID(e)
-        var assignment = fleet.stream(.assignment, of: d)
-        let outcome = fleet.devices[d].client.campaigns.variation(forCampaign: id, at: now, using: &assignment)
-        fleet.keep(assignment, as: .assignment, of: d)
+    package static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
+        let e = view.experiment, id = campaignID(e)
+        let outcome = client.campaigns.variation(forCampaign: id, at: now, using: &assignment)
         switch outcome.reason {
-        case .paused: fleet.metrics.styleCounters["paused_views", default: 0] += 1
-        case .excluded: fleet.metrics.styleCounters["excluded_views", default: 0] += 1
-        case .notInSegment: fleet.metrics.styleCounters["outside_segment_views", default: 0] += 1
+        case .paused: counters.pausedViews += 1
+        case .excluded: counters.excludedViews += 1
+        case .notInSegment: counters.outsideSegmentViews += 1
         case .enrolled, .alreadyEnrolled, .unknownCampaign: break
         }
-        if let known = fleet.devices[d].client.campaigns.campaign(withID: id)?.status, known != fleet.shared.plans[e].status(at: now) {
-            fleet.metrics.styleCounters["stale_status_views", default: 0] += 1
+        if let known = client.campaigns.campaign(withID: id)?.status, known != environment.shared.plans[e].status(at: now) {
+            counters.staleStatusViews += 1
         }
-        enqueue(outcome.events, from: d, in: &fleet)
+        enqueue(outcome.events, in: &client, device: device)
         // Without settings the app shows the control: the in-app default.
-        guard let variation = outcome.variation else { return (0, true) }
-        return (variation.id - 1, false)
+        guard let variation = outcome.variation else { return Shown(variant: 0, isDefault: true) }
+        return Shown(variant: variation.id - 1, isDefault: false)
     }
 
     /// The goal named after the experiment; the client reports it at most once per campaign.
-    static func convert<A>(_ d: Int, experiment e: Int, variant: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
+    package static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
         // The scenario's conversions carry no revenue; the server counts each goal as one.
-        let events = fleet.devices[d].client.campaigns.triggerGoal(fleet.shared.names[e], revenue: nil, at: now)
+        let events = client.campaigns.triggerGoal(environment.shared.names[e], revenue: nil, at: now)
         if events.isEmpty {
             let id = campaignID(e)
-            let client = fleet.devices[d].client.campaigns
-            let reported = client.campaign(withID: id)?.status == .running && client.state.memberships[id] != nil
-                && client.state.reportedGoals.contains { $0.campaignID == id }
-            fleet.metrics.styleCounters[reported ? "duplicate_goals_suppressed" : "goals_unreported", default: 0] += 1
+            let campaigns = client.campaigns
+            let reported = campaigns.campaign(withID: id)?.status == .running && campaigns.state.memberships[id] != nil
+                && campaigns.state.reportedGoals.contains { $0.campaignID == id }
+            if reported { counters.duplicateGoalsSuppressed += 1 } else { counters.goalsUnreported += 1 }
             return
         }
-        fleet.metrics.conversionsRecorded += events.count
-        enqueue(events, from: d, in: &fleet)
+        metrics.conversionsRecorded += events.count
+        enqueue(events, in: &client, device: device)
     }
 
     /// The client's events as the server ingests them: participation as a view, a goal as a
     /// conversion, of the variation (ids from 1) of the experiment (campaign ids from 1).
-    static func enqueue<A>(_ events: [CampaignEvent], from d: Int, in fleet: inout FleetReplicate<A, Self>) {
+    static func enqueue(_ events: [CampaignEvent], in client: inout Client, device: DeviceFacts) {
         for campaignEvent in events {
             let event = Event(
-                id: EventID(device: UInt64(d), sequence: fleet.devices[d].client.eventsCreated),
+                id: EventID(device: UInt64(device.local), sequence: client.eventsCreated),
                 kind: campaignEvent.kind == .participation ? .view : .conversion,
                 experiment: Int32(campaignEvent.experimentID - 1), variant: Int32(campaignEvent.combination - 1),
                 value: 1, createdAt: campaignEvent.createdAt)
-            fleet.devices[d].client.eventsCreated += 1
-            fleet.devices[d].client.outbox.append(Outgoing(event: event))
+            client.eventsCreated += 1
+            client.outbox.append(Outgoing(event: event))
         }
     }
 
-    /// Sends what is due; a queue that waits asks for a wake in the foreground and watches for
-    /// the network's return.
-    static func run<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        guard !fleet.devices[d].client.outbox.isEmpty else { return }
-        let queues = fleet.shared.queues
-        var index = 0
-        while now >= fleet.devices[d].client.retryAt, index < fleet.devices[d].client.outbox.count {
-            let outgoing = fleet.devices[d].client.outbox[index]
-            guard outgoing.awaitedUntil <= now else {
-                index += 1
-                continue
-            }
-            let fate = post(outgoing.event, from: d, in: &fleet, at: now)
-            if !queues {
-                if case .failed = fate { fleet.metrics.styleCounters["events_lost", default: 0] += 1 }
-                if case .unanswered(reachedServer: false) = fate { fleet.metrics.styleCounters["events_lost", default: 0] += 1 }
-                fleet.devices[d].client.outbox.remove(at: index)
-                continue
-            }
-            switch fate {
-            case .failed:
-                fleet.devices[d].client.retryAt = now + fleet.scenario.client.flushInterval
-            case .unanswered:
-                fleet.devices[d].client.outbox[index].awaitedUntil = now + fleet.scenario.client.requestTimeout
-            case .answered(let at):
-                fleet.devices[d].client.outbox[index].awaitedUntil = now + fleet.scenario.client.requestTimeout
-                fleet.schedule(reply: .acknowledged(outgoing.event.id), order: nextOrder(d, in: &fleet), to: d, at: at)
-            }
-            index += 1
+    /// Sends the next event that is due; a queue that waits asks for a wake in the foreground
+    /// (the kernel then watches for the network's return).
+    package static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> DeviceEffect<Request> {
+        guard !client.outbox.isEmpty else { return .idle }
+        if now >= client.retryAt, let due = client.outbox.first(where: { $0.awaitedUntil <= now }) {
+            return .send(.event(due.event))
         }
-        guard queues, !fleet.devices[d].client.outbox.isEmpty else { return }
-        let client = fleet.devices[d].client
+        guard environment.shared.queues else { return .idle }
         var next = client.retryAt > now ? client.retryAt : .infinity
         for outgoing in client.outbox where outgoing.awaitedUntil > now { next = min(next, outgoing.awaitedUntil) }
-        if next <= fleet.devices[d].foregroundUntil { fleet.requestWake(d, at: next, now: now) }
-        fleet.watchConnectivity(d)
+        return next <= device.foregroundUntil ? .wake(at: next) : .idle
     }
 
-    static func deliver<A>(_ reply: Reply, to d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
+    /// What the app sees of a request at once: a settings request is awaited until its answer
+    /// or the timeout; an event is dropped (fire-and-forget, counted lost when it cannot have
+    /// reached the server) or kept until answered, and a failure stops sending until the next
+    /// flush.
+    package static func carried(_ request: Request, _ fate: Carried<Reply>, client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
+        let timeout = environment.client.requestTimeout
+        switch request {
+        case .settings:
+            switch fate {
+            case .refused, .turnedAway: break
+            case .unanswered, .taken(_, answerAt: nil), .inFlight: client.awaitingSettingsUntil = now + timeout
+            case .taken(_, answerAt: let at?): client.awaitingSettingsUntil = at
+            }
+        case .event(let event):
+            if case .taken(.acknowledged(_, firstGoal: true), _) = fate { counters.goalsIngested += 1 }
+            guard let index = client.outbox.firstIndex(where: { $0.event.id == event.id }) else { return }
+            let failed: Bool
+            switch fate {
+            case .refused, .turnedAway: failed = true
+            case .unanswered, .taken, .inFlight: failed = false
+            }
+            if !environment.shared.queues {
+                if failed { counters.eventsLost += 1 }
+                if case .unanswered = fate { counters.eventsLost += 1 }
+                client.outbox.remove(at: index)
+            } else if failed {
+                client.retryAt = now + environment.client.flushInterval
+            } else {
+                client.outbox[index].awaitedUntil = now + timeout
+            }
+        }
+    }
+
+    package static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
         switch reply {
         case .settings(let payload):
-            fleet.devices[d].client.awaitingSettingsUntil = -.infinity
-            if case .success = fleet.devices[d].client.campaigns.applySettings(payload, at: now) {
-                fleet.devices[d].client.settingsAt = now
+            client.awaitingSettingsUntil = -.infinity
+            if case .success = client.campaigns.applySettings(payload, at: now) {
+                client.settingsAt = now
             }
-        case .acknowledged(let id):
-            fleet.devices[d].client.outbox.removeAll { $0.event.id == id }
+        case .acknowledged(let id, _):
+            client.outbox.removeAll { $0.event.id == id }
         }
-        run(d, in: &fleet, at: now)
     }
 
     /// The state persists (as the client asks); requests in flight are abandoned.
-    static func crash<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.devices[d].client.awaitingSettingsUntil = -.infinity
-        for index in fleet.devices[d].client.outbox.indices { fleet.devices[d].client.outbox[index].awaitedUntil = -.infinity }
+    package static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double) {
+        client.awaitingSettingsUntil = -.infinity
+        for index in client.outbox.indices { client.outbox[index].awaitedUntil = -.infinity }
     }
 
-    static func appVersionChanged<A>(_ d: Int, to version: String, in fleet: inout FleetReplicate<A, Self>, at now: Double) {
-        fleet.devices[d].client.campaigns.attributes.appVersion = version
+    package static func appVersionChanged(_ client: inout Client, to version: String, at now: Double) {
+        client.campaigns.attributes.appVersion = version
     }
 
-    static func queueDepth(_ client: borrowing Client) -> Int { client.outbox.count }
+    package static func queueDepth(_ client: borrowing Client) -> Int { client.outbox.count }
 
-    // MARK: - The server, across the simulated network
+    // MARK: - The server's half
 
-    /// Requests one settings payload; returns whether it left the device (so a first launch waits).
-    static func fetchSettings<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> Bool {
-        let timeout = fleet.scenario.client.requestTimeout
-        switch fleet.transmit(from: d, at: now) {
-        case .refused:
-            // The request fails at once; the device keeps what it has and asks at its next launch.
-            return false
-        case .hangs, .lost:
-            fleet.metrics.timeouts += 1
-            fleet.devices[d].client.awaitingSettingsUntil = now + timeout
-        case .delivered(let arrival, let latency, let replyLost):
-            fleet.metrics.fetches += 1
-            if replyLost {
-                fleet.metrics.timeouts += 1
-                fleet.devices[d].client.awaitingSettingsUntil = now + timeout
-                return true
-            }
-            let payload = settings(in: &fleet, at: arrival)
-            fleet.devices[d].client.awaitingSettingsUntil = now + latency
-            fleet.schedule(reply: .settings(payload), order: nextOrder(d, in: &fleet), to: d, at: now + latency)
+    /// A settings request gets the payload as the server publishes it at arrival; an event's
+    /// pixel goes through the server's capacity.
+    package static func serve<A>(_ request: Request, from client: inout Client, device: DeviceFacts, server: inout ExperimentServer<A>, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at arrival: Double) -> ServerAnswer<Reply> {
+        switch request {
+        case .settings:
+            metrics.fetches += 1
+            return .reply(.settings(settings(published: server.published, shared: environment.shared, at: arrival)))
+        case .event(let event):
+            metrics.offeredEvents += 1
+            let firstGoal = event.kind == .conversion && !server.hasIngested(event.id)
+            return .events([event], acknowledged: .acknowledged(event.id, firstGoal: firstGoal))
         }
-        return true
     }
 
     /// The settings payload at `t`, in the format ``Campaign/parseSettings(_:)`` reads: every
     /// experiment's campaign with its status then, its variations weighted (in percent) by the
     /// allocator's published policy, its goal and its segment.
-    static func settings<A>(in fleet: inout FleetReplicate<A, Self>, at t: Double) -> JSONValue {
-        let published = fleet.server.published
-        let shared = fleet.shared
-        return .array(shared.plans.map { plan in
+    static func settings(published: ExperimentData, shared: Shared, at t: Double) -> JSONValue {
+        .array(shared.plans.map { plan in
             let e = plan.experiment
             let weights = published.experiments[e].snapshot.weights
             var campaign: [String: JSONValue] = [
@@ -257,57 +274,24 @@ enum VWOStyle: DeviceStyle {
         })
     }
 
-    /// What became of one event's request.
-    enum Fate {
-        /// It failed where the app sees it at once (no network, a refusing server, a full one).
-        case failed
-        /// No answer came; the server has the event if `reachedServer`.
-        case unanswered(reachedServer: Bool)
-        /// The server took the event; its answer reaches the device at `at`.
-        case answered(at: Double)
-    }
-
-    /// One event's GET: the server takes it through its capacity model and ingests it.
-    static func post<A>(_ event: Event, from d: Int, in fleet: inout FleetReplicate<A, Self>, at now: Double) -> Fate {
-        switch fleet.transmit(from: d, at: now) {
-        case .refused:
-            return .failed
-        case .hangs, .lost:
-            fleet.metrics.timeouts += 1
-            return .unanswered(reachedServer: false)
-        case .delivered(let arrival, let latency, let replyLost):
-            fleet.metrics.offeredEvents += 1
-            let newGoal = event.kind == .conversion && !fleet.server.hasIngested(event.id)
-            guard case .admitted(let completion) = fleet.receive([event], at: arrival) else { return .failed }
-            if newGoal { fleet.metrics.styleCounters["goals_ingested", default: 0] += 1 }
-            if replyLost {
-                fleet.metrics.timeouts += 1
-                return .unanswered(reachedServer: true)
-            }
-            return .answered(at: fleet.scenario.server.capacity == nil ? now + latency : completion + latency / 2)
-        }
-    }
+    /// A request that cannot leave the device fails where the app sees it at once.
+    package static func refusal(for request: Request) -> Reply? { nil }
 
     /// Orders a device's replies due at the same time by request.
-    static func nextOrder<A>(_ d: Int, in fleet: inout FleetReplicate<A, Self>) -> UInt8 {
-        fleet.devices[d].client.requestsSent &+= 1
-        return UInt8(truncatingIfNeeded: fleet.devices[d].client.requestsSent)
+    package static func replyOrder(for request: Request, client: inout Client) -> UInt8 {
+        client.requestsSent &+= 1
+        return UInt8(truncatingIfNeeded: client.requestsSent)
     }
 
     // MARK: - Totals
 
-    static func finish<A>(_ fleet: borrowing FleetReplicate<A, Self>, into metrics: inout FleetMetrics) {
-        for counter in Scenario.ClientStyle.vwo.counters { metrics.styleCounters[counter, default: 0] += 0 }
-        var depths = [UInt32](repeating: 0, count: fleet.devices.count)
-        for d in fleet.devices.indices {
-            depths[d] = fleet.devices[d].peakDepth
-            let client = fleet.devices[d].client
-            metrics.eventsCreated += Int(client.eventsCreated)
-            metrics.eventsPending += client.outbox.count(where: { !fleet.server.hasIngested($0.event.id) })
-        }
-        metrics.noteDevicePeakDepths(depths)
-        metrics.eventsAcked = fleet.server.eventsAccepted
-        metrics.eventsDropped = metrics.styleCounters["events_lost", default: 0]
-        metrics.duplicatesIgnored = fleet.server.duplicatesIgnored
+    package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {
+        metrics.eventsCreated += Int(client.eventsCreated)
+        for outgoing in client.outbox where !server.hasIngested(outgoing.event.id) { metrics.eventsPending += 1 }
+    }
+
+    package static func close(_ counters: Counters, into metrics: inout FleetMetrics) {
+        for (name, value) in zip(Counters.names, counters.values) { metrics.styleCounters[name, default: 0] += value }
+        metrics.eventsDropped = counters.eventsLost
     }
 }

@@ -12,12 +12,6 @@ extension Scenario {
         /// nothing to the experiment.
         public var debugOverrides = 0.0
 
-        /// The style's columns in `summary.csv`.
-        static let counters = [
-            "config_fetches", "config_fetches_failed", "stale_config_sessions", "default_config_sessions",
-            "missing_values", "incorrect_values", "debug_values",
-        ]
-
         /// No faults and no overrides.
         public init() {}
 

@@ -103,10 +103,10 @@ public struct Scenario: Sendable {
         /// The style's own columns in `summary.csv`, after the common ones.
         public var counters: [String] {
             switch self {
-            case .myna: []
-            case .conductrics: ["decisions_from_cache", "session_expiries"]
-            case .vwo: ["goals_ingested", "duplicate_goals_suppressed", "goals_unreported", "paused_views", "excluded_views", "outside_segment_views", "stale_status_views", "events_lost"]
-            case .remoteConfig: RemoteConfig.counters
+            case .myna: MynaStyle.Counters.names
+            case .conductrics: ConductricsStyle.Counters.names
+            case .vwo: VWOStyle.Counters.names
+            case .remoteConfig: RemoteConfigStyle.Counters.names
             }
         }
     }

@@ -1,0 +1,62 @@
+import Allocators
+import ClientEngine
+
+/// The same replicate on the wall clock: live mode runs the fleet's own devices (users, clients,
+/// sessions, wakes, links) through this kernel, and swaps only the simulated network and server
+/// for real sockets to a real server. The driver (`LiveFleet`) reads the clock, runs what is
+/// due, and hands answers back as they arrive.
+extension FleetReplicate {
+    /// Makes the devices and schedules their first sessions; each request a client sends then
+    /// goes to `carrier` (the device, the request, the scenario time) unless the device has no
+    /// network, which the OS reports at once, as in simulation.
+    package mutating func startLive(carrier: @escaping (_ device: Int, _ request: Style.Request, _ now: Double) -> Void) {
+        liveCarrier = carrier
+        // Answers come in as they arrive, so the queue runs in plain time order.
+        forcesTimeOrder = true
+        start()
+    }
+
+    /// Runs every occurrence due by `now` (scenario seconds), each at its own time. Returns
+    /// how far behind `now` the earliest of them was: the generator's lag.
+    package mutating func advance(until now: Double) -> Double {
+        var lag = 0.0
+        var prefetched = UInt32.max
+        while let next = queue.nextTime, next <= now, let entry = queue.pop() {
+            lag = max(lag, now - entry.time)
+            liveTime = max(liveTime, entry.time)
+            switch entry.payload.kind {
+            case .serverTick, .sample:
+                // The server is real, and the driver samples on its own clock.
+                continue
+            default:
+                handle(entry.payload, at: entry.time, prefetched: &prefetched)
+            }
+        }
+        return lag
+    }
+
+    /// An answer from the real server reaches device `d`, received at scenario time
+    /// `received`. It is handled no earlier than what has already run, so the device's time
+    /// never runs backwards.
+    package mutating func deliverLive(_ reply: Style.Reply, to d: Int, received: Double) {
+        let time = max(liveTime, received)
+        liveTime = time
+        deliver(reply, to: d, at: time)
+    }
+
+    /// Records a sample of the fleet at `time`, with the server's backlog if it is known.
+    package mutating func sampleLive(at time: Double, serverBacklog: Double) {
+        metrics.sample(at: time, onlineFraction: onlineFraction(at: time), serverBacklog: serverBacklog)
+    }
+
+    /// What the run measured, with the totals only the clients know; `server` says which
+    /// events reached the server.
+    package func finishLive(server: borrowing some IngestionRecord) -> FleetMetrics {
+        var result = metrics
+        finish(into: &result, server: server)
+        return result
+    }
+
+    /// The devices' index range in the fleet.
+    package var liveDevices: Range<Int> { deviceRange }
+}
