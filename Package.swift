@@ -52,10 +52,15 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
+        // The HTTP API's bodies, below both the server and the load generator (trait `Live`).
+        .target(
+            name: "WireFormat",
+            dependencies: ["Allocators", "ClientEngine", .product(name: "NIOCore", package: "swift-nio")]
+        ),
         .target(
             name: "LiveServer",
             dependencies: [
-                "Allocators", "ClientEngine", "ExperimentServer",
+                "Allocators", "ClientEngine", "ExperimentServer", "Randomness", "WireFormat",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -66,7 +71,7 @@ let package = Package(
         .target(
             name: "LiveDevices",
             dependencies: [
-                "Allocators", "ClientEngine", "LiveServer", "Randomness", "Simulation",
+                "Allocators", "ClientEngine", "ClientFeatures", "Randomness", "Simulation", "WireFormat",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -80,6 +85,7 @@ let package = Package(
                 "Simulation", "Allocators", "ClientEngine", "ClientFeatures",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
+                .target(name: "WireFormat", condition: .when(traits: ["Live"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -94,7 +100,7 @@ let package = Package(
         .testTarget(
             name: "LiveTests",
             dependencies: [
-                "LiveServer", "LiveDevices", "ExperimentServer", "ClientEngine", "Allocators", "Simulation",
+                "LiveServer", "LiveDevices", "WireFormat", "AviaryCommands", "ExperimentServer", "ClientEngine", "Allocators", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -53,7 +53,7 @@ extension LoadTestCommand {
             let wall = Double(runs) * scenario.horizon / live.speedup
             FileHandle.standardError.write(Data("aviary loadtest --live: \(scenario.name), \(scenario.population.devices) devices, \(runs) run(s) of \(formatDuration(scenario.horizon)) at \(fixed(live.speedup, 0))× ≈ \(formatDuration(wall)) of wall-clock time, against \(live.url ?? "an embedded server")\n".utf8))
             let progress = LiveProgress(enabled: !options.quiet, horizon: scenario.horizon)
-            let test = LiveLoadTest(scenario: scenario, options: .init(url: live.url, speedup: live.speedup, connections: live.connections, networkNamespace: live.netns))
+            let test = LiveLoadTest(scenario: scenario, options: .init(url: live.url, embed: EmbeddedAviaryServer.starter, speedup: live.speedup, connections: live.connections, networkNamespace: live.netns))
             do {
                 results += try await test.run(stop: stop) { policy, time, sessions in progress.update(policy: policy, time: time, sessions: sessions) }
             } catch {
@@ -78,19 +78,19 @@ extension LoadTestCommand {
     func renderLive(_ results: [LiveLoadTest.Result]) -> String {
         var table = TextTable(["policy", "rep", "accepted ev/s", "2xx", "429/503", "conn err", "timeouts", "dup", "latency p50/p99/max s", "req p99 ms", "drain s", "balanced"])
         for result in results {
-            let m = result.metrics, scenario = result.scenario
+            let m = result.metrics.fleet, live = result.metrics, scenario = result.scenario
             let span = max(1, m.samples.last?.time ?? scenario.horizon)
             let drain = LoadTestReport.timeToDrain(scenario, m.samples.map { (time: $0.time, queueDepth: $0.queueDepth) })
             let latencies = [50.0, 99, 100].map { m.queueLatencySeconds(percentile: $0) }.map { $0.isNaN ? "-" : fixed($0, 1) }
             table.append([
-                result.policy, "\(result.replicate)", fixed(Double(m.acceptedEvents) / span, 1), "\(m.status2xx)", "\(m.status429 + m.status503)",
-                "\(m.connectionErrors)", "\(m.timeouts)", "\(m.duplicatesIgnored)", latencies.joined(separator: "/"),
-                fixed(m.requestLatencyMilliseconds(percentile: 99), 1), drain.map { fixed($0, 0) } ?? "-", m.isBalanced ? "yes" : "NO",
+                result.policy, "\(result.replicate)", fixed(Double(m.acceptedEvents) / span, 1), "\(live.status2xx)", "\(live.status429 + live.status503)",
+                "\(live.connectionErrors)", "\(m.timeouts)", "\(m.duplicatesIgnored)", latencies.joined(separator: "/"),
+                fixed(live.requestLatencyMilliseconds(percentile: 99), 1), drain.map { fixed($0, 0) } ?? "-", live.isBalanced ? "yes" : "NO",
             ])
         }
         let first = results[0]
         let cpu = results.map(\.metrics.clientCPUSeconds).reduce(0, +), wall = results.map(\.metrics.wallSeconds).reduce(0, +)
-        let events = results.map(\.metrics.offeredEvents).reduce(0, +)
+        let events = results.map(\.metrics.fleet.offeredEvents).reduce(0, +)
         let ingest = results.map(\.metrics.serverIngestP99Milliseconds).filter(\.isFinite).max()
         return "\(first.scenario.name) live against \(first.target) at \(fixed(first.speedup, 0))×: \(first.scenario.population.devices) devices, \(results.count) run(s)\n\n"
             + table.rendered

@@ -4,7 +4,6 @@ import ClientEngine
 import Foundation
 import Simulation
 #if Live
-import LiveDevices
 import LiveServer
 #endif
 
@@ -81,7 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     #if Live
     func serverConfiguration(_ scenario: Scenario) throws -> ServerConfiguration {
-        var configuration = LiveLoadTest.serverConfiguration(scenario)
+        var configuration = ServerConfiguration(scenario: scenario)
         if let allocator {
             do {
                 configuration.allocator = try AllocatorSpec(parsing: allocator)

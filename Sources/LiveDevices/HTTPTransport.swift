@@ -2,10 +2,10 @@ import Allocators
 import AsyncHTTPClient
 import ClientEngine
 import Foundation
-import LiveServer
 import NIOCore
 import NIOHTTP1
 import Synchronization
+import WireFormat
 
 /// Carries a ``ClientEngine``'s requests to an Aviary server (or one speaking its API) over
 /// HTTP/1.1, through async-http-client's connection pool.
@@ -107,7 +107,7 @@ public final class HTTPTransport: Transport, Sendable {
             return try HTTPClient.Request(url: base + "/v1/experiments", method: .GET, headers: headers)
         case .sendEvents(let events):
             let data = cache.withLock { $0.data } ?? defaults
-            let body = Self.encode(events, naming: data, fallback: defaults)
+            let body = Wire.eventBatch(events, naming: data, fallback: defaults)
             return try HTTPClient.Request(url: base + "/v1/events", method: .POST, headers: ["Content-Type": "application/json"], body: .byteBuffer(body))
         }
     }
@@ -157,34 +157,6 @@ public final class HTTPTransport: Transport, Sendable {
             exchange.response = .rejected(status: status, retryAfter: retryAfter)
         }
         return exchange
-    }
-
-    /// Events as a `POST /v1/events` body, experiment and variant by id.
-    static func encode(_ events: [Event], naming data: ExperimentData, fallback: ExperimentData) -> ByteBuffer {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(32 + events.count * 120)
-        buffer.writeString(#"{"events":["#)
-        for (position, event) in events.enumerated() {
-            let experiment = Int(event.experiment), variant = Int(event.variant)
-            let source = data.experiments.indices.contains(experiment) ? data : fallback
-            let definition = source.experiments[experiment]
-            if position > 0 { buffer.writeString(",") }
-            buffer.writeString(#"{"id":""#)
-            buffer.writeString(Wire.id(event.id))
-            buffer.writeString(#"","kind":""#)
-            buffer.writeString(Wire.name(event.kind))
-            buffer.writeString(#"","experiment":"#)
-            buffer.writeString(JSONText.string(definition.id))
-            buffer.writeString(#","variant":"#)
-            buffer.writeString(JSONText.string(definition.variants[variant].id))
-            buffer.writeString(#","value":"#)
-            buffer.writeString(event.value.isFinite ? "\(event.value)" : "0")
-            buffer.writeString(#","created_at":"#)
-            buffer.writeString(event.createdAt.isFinite ? "\(event.createdAt)" : "0")
-            buffer.writeString("}")
-        }
-        buffer.writeString("]}")
-        return buffer
     }
 
     /// The engine's failure for a request that got no response.

@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import ClientEngine
 import Foundation
-import LiveServer
 import NIOPosix
 import Randomness
 import Simulation
@@ -33,8 +32,10 @@ public struct LiveLoadTest: Sendable {
     ///
     /// `Sendable`: a plain value.
     public struct Options: Sendable {
-        /// The server; `nil` starts an embedded one.
+        /// The server; `nil` starts the embedded one.
         public var url: String?
+        /// Starts the embedded server (without a `url`).
+        public var embed: EmbeddedServerStarter?
         /// Scenario seconds per wall-clock second.
         public var speedup: Double
         /// HTTP connections the devices share.
@@ -43,8 +44,9 @@ public struct LiveLoadTest: Sendable {
         /// namespace (Linux, root), rather than in the proxy.
         public var networkNamespace: Bool
 
-        public init(url: String? = nil, speedup: Double = 60, connections: Int = 64, networkNamespace: Bool = false) {
+        public init(url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, networkNamespace: Bool = false) {
             self.url = url
+            self.embed = embed
             self.speedup = speedup
             self.connections = connections
             self.networkNamespace = networkNamespace
@@ -86,22 +88,21 @@ public struct LiveLoadTest: Sendable {
         var results: [Result] = []
         for (label, policyScenario) in LoadTest(scenario: scenario).policyScenarios {
             for replicate in 0..<policyScenario.replicates where !stop.isSet {
-                var run = policyScenario
-                run.seed = StreamSeed(policyScenario.seed).derive(replicate).value
-                let metrics = try await runOnce(run, stop: stop) { time, sessions in progress?(label, time, sessions) }
+                let metrics = try await runOnce(policyScenario, replicate: replicate, stop: stop) { time, sessions in progress?(label, time, sessions) }
                 results.append(Result(policy: label, replicate: replicate, scenario: policyScenario, target: options.url ?? "embedded", speedup: options.speedup, metrics: metrics))
             }
         }
         return results
     }
 
-    private func runOnce(_ scenario: Scenario, stop: StopFlag, progress: @escaping @Sendable (Double, Int) -> Void) async throws(Failure) -> LiveMetrics {
+    /// Replicate `replicate` of `scenario`: the devices of the simulated replicate, the same
+    /// users with the same sessions and potential outcomes, on the wall clock.
+    private func runOnce(_ scenario: Scenario, replicate: Int, stop: StopFlag, progress: @escaping @Sendable (Double, Int) -> Void) async throws(Failure) -> LiveMetrics {
         let clock = ScenarioClock(speedup: options.speedup)
         let group = MultiThreadedEventLoopGroup.singleton
 
         // The server: embedded on the scenario's clock, or the one at the URL.
-        var service: ExperimentService?
-        var running: ExperimentHTTPServer.Running?
+        var service: (any EmbeddedServer)?
         let upstream: (host: String, port: Int)
         if let url = options.url {
             guard let components = URLComponents(string: url), components.scheme == "http", let host = components.host else {
@@ -109,12 +110,11 @@ public struct LiveLoadTest: Sendable {
             }
             upstream = (host, components.port ?? 80)
         } else {
+            guard let embed = options.embed else { throw Failure(description: "no --url and no embedded server to start") }
             do {
-                let embedded = try ExperimentService(Self.serverConfiguration(scenario, speedup: options.speedup)) { clock.now }
+                let embedded = try await embed(scenario, clock)
                 service = embedded
-                let server = try await ExperimentHTTPServer(service: embedded).start()
-                running = server
-                upstream = ("127.0.0.1", server.port)
+                upstream = ("127.0.0.1", embedded.port)
             } catch {
                 throw Failure(description: "the embedded server did not start: \(error)")
             }
@@ -160,31 +160,36 @@ public struct LiveLoadTest: Sendable {
         defer { faults?.cancel() }
 
         let client = HTTPTransport.makeClient(connections: options.connections, eventLoopGroup: group)
-        let profile = FleetSimulation(scenario: scenario).profile
-        // A request times out on the device's clock: the scenario's timeout, in wall-clock time.
-        let timeout = scenario.client.requestTimeout / speedup
-        let transports = ports.map {
-            HTTPTransport(baseURL: "http://\(host):\($0)", client: client, timeout: timeout, defaults: profile.defaults, retryAfterScale: options.url == nil ? 1 : speedup)
-        }
-        let partitionSalt = StreamSeed(scenario.seed).derive("partition").value
+        let bases = ports.map { "http://\(host):\($0)" }
+        let partitionSalt = StreamSeed(scenario.seed).derive(replicate).derive("partition").value
         let partitions = network.partitions
         let route: @Sendable (Int) -> Int = { device in
             // The devices of a partition are the simulated network's: chosen by a hash of their id.
-            for (index, partition) in partitions.enumerated() {
-                let hash = StreamSeed(partitionSalt &+ UInt64(index)).derive(device).value
-                if Double(hash >> 11) * 0x1.0p-53 < partition.fraction { return index + 1 }
+            for (index, partition) in partitions.enumerated() where Scenario.Network.inPartition(device: device, index, fraction: partition.fraction, salt: partitionSalt) {
+                return index + 1
             }
             return 0
         }
         let embedded = service
-        var metrics = await withCheckedContinuation { (continuation: CheckedContinuation<LiveMetrics, Never>) in
-            let thread = Thread {
-                let fleet = LiveFleet(scenario: scenario, clock: clock, transports: transports, connections: options.connections, route: route, server: embedded, progress: progress)
-                clock.begin()
-                continuation.resume(returning: fleet.run(until: stop))
+        var metrics: LiveMetrics
+        switch scenario.client.style {
+        case .myna:
+            let profile = FleetSimulation(scenario: scenario).profile
+            let retryAfterScale = options.url == nil ? 1 : speedup
+            let transports = bases.map {
+                // A request times out on the device's clock: the scenario's timeout, in wall-clock time.
+                HTTPTransport(baseURL: $0, client: client, timeout: profile.settings.requestTimeout / speedup, defaults: profile.defaults, retryAfterScale: retryAfterScale)
             }
-            thread.name = "aviary-live-devices"
-            thread.start()
+            let wire = MynaWire(transports: transports, timeout: profile.settings.requestTimeout)
+            metrics = await Self.drive(scenario, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
+        case .conductrics:
+            let wire = ConductricsWire(owners: bases.map { $0 + "/" + Self.owner }, client: client, timeout: scenario.client.decisionTimeout)
+            metrics = await Self.drive(scenario, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
+        case .vwo, .remoteConfig:
+            try? await client.shutdown()
+            await proxy.stop()
+            await service?.stop()
+            throw Failure(description: "client.style \(scenario.client.style.rawValue): live mode runs myna and conductrics devices; the server routes vwo and remote_config devices need are not built yet")
         }
         if let faults {
             faults.cancel()
@@ -194,8 +199,28 @@ public struct LiveLoadTest: Sendable {
         // Stop from the devices' end inward, so no connection is being opened as the server stops.
         try? await client.shutdown()
         await proxy.stop()
-        await running?.stop()
+        await service?.stop()
         return metrics
+    }
+
+    /// The owner code live Conductrics-style devices address (`/{owner}/{agent}/…`).
+    static let owner = "aviary"
+
+    /// Runs one replicate of `scenario`'s devices over `wire` on their own thread, which owns
+    /// them; returns when the run ends.
+    private static func drive<Wire: LiveWire>(
+        _ scenario: Scenario, replicate: Int, wire: Wire, clock: ScenarioClock, connections: Int, route: @escaping @Sendable (Int) -> Int,
+        server: (any EmbeddedServer)?, stop: StopFlag, progress: @escaping @Sendable (Double, Int) -> Void
+    ) async -> LiveMetrics {
+        await withCheckedContinuation { (continuation: CheckedContinuation<LiveMetrics, Never>) in
+            let thread = Thread {
+                let fleet = LiveFleet(scenario: scenario, replicate: replicate, clock: clock, wire: wire, connections: connections, route: route, server: server, progress: progress)
+                clock.begin()
+                continuation.resume(returning: fleet.run(until: stop))
+            }
+            thread.name = "aviary-live-devices"
+            thread.start()
+        }
     }
 
     /// Takes the namespace's link down for refusing outages, drops its packets for hanging ones,
@@ -235,26 +260,6 @@ public struct LiveLoadTest: Sendable {
             do { try change.apply() } catch { fail(error) }
         }
         return failures
-    }
-
-    /// The embedded server for `scenario`: its experiments, first allocator, cadence and capacity.
-    public static func serverConfiguration(_ scenario: Scenario, speedup: Double = 1) -> ServerConfiguration {
-        let experiments = scenario.experiments.map { experiment in
-            ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
-        }
-        let cadence: ServerConfiguration.Cadence = switch scenario.server.update {
-        case .immediate: .immediate(minimumInterval: 60)
-        case .every(let seconds): .every(seconds: seconds)
-        case .everyEvents(let count): .everyEvents(count)
-        }
-        let capacity = scenario.server.capacity.map {
-            ServerConfiguration.Capacity(eventsPerSecond: $0.eventsPerSecond, maxConcurrent: $0.maxConcurrent, maxBacklog: $0.maxBacklog, rejectStatus: $0.rejectStatus, retryAfter: $0.retryAfter)
-        }
-        var configuration = ServerConfiguration(
-            experiments: experiments, allocator: scenario.allocators[0].spec, seed: scenario.seed, cadence: cadence, capacity: capacity, dataTTL: scenario.client.dataTTL
-        )
-        configuration.speedup = speedup
-        return configuration
     }
 }
 

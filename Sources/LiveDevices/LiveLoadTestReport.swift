@@ -16,7 +16,7 @@ public enum LiveLoadTestReport {
     public static func summary(_ results: [LiveLoadTest.Result]) -> CSVTable {
         var table = CSVTable(columns: LoadTestReport.columns + liveColumns)
         for result in results {
-            let scenario = result.scenario, m = result.metrics
+            let scenario = result.scenario, m = result.metrics.fleet, live = result.metrics
             let rates = stepRates(m.samples)
             // A run stopped early covers less than the horizon; rates are over what it covered.
             let span = max(1, m.samples.last?.time ?? scenario.horizon)
@@ -31,13 +31,13 @@ public enum LiveLoadTestReport {
                 .decimal(m.queueLatencySeconds(percentile: 50), places: 3), .decimal(m.queueLatencySeconds(percentile: 95), places: 3), .decimal(m.queueLatencySeconds(percentile: 99), places: 3),
                 .decimal(m.queueLatencySeconds(percentile: 99.9), places: 3), .decimal(m.queueLatencySeconds(percentile: 100), places: 3),
                 .integer(m.deviceDepthP50), .integer(m.deviceDepthP95), .integer(m.deviceDepthMax),
-                .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .text(m.isBalanced ? "true" : "false"),
-                .decimal(m.wallSeconds, places: 3),
+                .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .text(live.isBalanced ? "true" : "false"),
+                .decimal(live.wallSeconds, places: 3),
                 .text(result.target), .decimal(result.speedup, places: 3),
-                .integer(m.status2xx), .integer(m.status304), .integer(m.status429), .integer(m.status503), .integer(m.statusOther), .integer(m.connectionErrors),
-                .decimal(m.requestLatencyMilliseconds(percentile: 50), places: 3), .decimal(m.requestLatencyMilliseconds(percentile: 99), places: 3),
-                .decimal(m.requestLatencyMilliseconds(percentile: 100), places: 3), .decimal(m.serverIngestP99Milliseconds, places: 3),
-                .decimal(m.clientCPUSeconds, places: 3), .decimal(m.maxLagSeconds, places: 3),
+                .integer(live.status2xx), .integer(live.status304), .integer(live.status429), .integer(live.status503), .integer(live.statusOther), .integer(live.connectionErrors),
+                .decimal(live.requestLatencyMilliseconds(percentile: 50), places: 3), .decimal(live.requestLatencyMilliseconds(percentile: 99), places: 3),
+                .decimal(live.requestLatencyMilliseconds(percentile: 100), places: 3), .decimal(live.serverIngestP99Milliseconds, places: 3),
+                .decimal(live.clientCPUSeconds, places: 3), .decimal(live.maxLagSeconds, places: 3),
             ])
         }
         return table
@@ -50,7 +50,7 @@ public enum LiveLoadTestReport {
             "rejected_requests", "server_backlog", "device_queue_total", "online_fraction",
         ])
         for result in results {
-            for (sample, rate) in zip(result.metrics.samples, stepRates(result.metrics.samples)) {
+            for (sample, rate) in zip(result.metrics.fleet.samples, stepRates(result.metrics.fleet.samples)) {
                 table.append([
                     .text(result.scenario.name), .text(result.policy), .integer(result.replicate), .decimal(sample.time / 3600, places: 4),
                     .decimal(rate.offered, places: 3), .decimal(rate.accepted, places: 3), .integer(rate.rejected),
@@ -73,7 +73,7 @@ public enum LiveLoadTestReport {
         }
     }
 
-    static func stepRates(_ samples: [LiveMetrics.Sample]) -> [LoadTestReport.StepRate] {
+    static func stepRates(_ samples: [FleetMetrics.Sample]) -> [LoadTestReport.StepRate] {
         LoadTestReport.stepRates(samples.map { (time: $0.time, offered: $0.offeredEvents, accepted: $0.acceptedEvents, rejected: $0.rejectedRequests) })
     }
 }

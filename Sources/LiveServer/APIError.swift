@@ -1,4 +1,5 @@
 import Foundation
+import WireFormat
 
 /// A request the server refuses: the HTTP status and a JSON body naming the field at fault and
 /// what was expected there.

@@ -1,4 +1,5 @@
 import Foundation
+import WireFormat
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import WireFormat
 
 /// The HTTP face of an ``ExperimentService``: Aviary's JSON API under `/v1/`, the Conductrics
 /// wrapper's wire format (`GET /{owner}/{agent}/decision/a,b`, `POST /{owner}/{agent}/goal`),

@@ -5,6 +5,7 @@ import Foundation
 import Histogram
 import Randomness
 import Synchronization
+import WireFormat
 
 /// The live server's state and rules, apart from HTTP: the ``ExperimentServer`` of the
 /// simulation behind a lock, a durable ``EventLog``, Conductrics-style agents and sessions, and

@@ -1,5 +1,6 @@
 import ClientEngine
 import Foundation
+import WireFormat
 
 /// The API's OpenAPI 3 description, served at `GET /openapi.yaml` and checked in CI by
 /// schemathesis against a running server (`scripts/check-api`): the one place the wire format is

@@ -2,6 +2,7 @@ import Allocators
 import ClientEngine
 import Foundation
 import Testing
+import WireFormat
 @testable import LiveServer
 
 /// The live server's rules without HTTP: all-or-nothing batches, idempotent ingestion,

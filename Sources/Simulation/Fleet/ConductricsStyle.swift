@@ -33,7 +33,7 @@ package enum ConductricsStyle: DeviceStyle {
     package typealias Request = DecisionRequest
 
     /// The network carries the service's answer to a request.
-    package struct Reply {
+    package struct Reply: Sendable {
         package var request: Int
         package var response: DecisionResponse
 

@@ -172,8 +172,7 @@ extension FleetReplicate {
     }
 
     func inPartition(_ d: Int, _ index: Int, fraction: Double) -> Bool {
-        let h = StreamSeed(partitionSalt &+ UInt64(index)).derive(deviceRange.lowerBound + d).value
-        return Double(h >> 11) * 0x1.0p-53 < fraction
+        Scenario.Network.inPartition(device: deviceRange.lowerBound + d, index, fraction: fraction, salt: partitionSalt)
     }
 
     // MARK: - Replies and wakes

@@ -14,9 +14,14 @@ package enum MynaStyle: DeviceStyle {
     package typealias Request = EngineRequest
 
     /// An answer to one of the engine's requests.
-    package struct Reply {
+    package struct Reply: Sendable {
         package var id: RequestID
         package var response: Response
+
+        package init(id: RequestID, response: Response) {
+            self.id = id
+            self.response = response
+        }
     }
 
     package static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client {

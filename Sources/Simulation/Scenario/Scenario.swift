@@ -267,3 +267,13 @@ public enum Distribution: Sendable, Hashable {
         }
     }
 }
+
+extension Scenario.Network {
+    /// Whether device `device` (the fleet's numbering) is held by partition `index`, of
+    /// `fraction` of the devices, in a replicate whose partition salt is `salt`: a hash of
+    /// the device, the same on the simulated network and the live one.
+    package static func inPartition(device: Int, _ index: Int, fraction: Double, salt: UInt64) -> Bool {
+        let h = StreamSeed(salt &+ UInt64(index)).derive(device).value
+        return Double(h >> 11) * 0x1.0p-53 < fraction
+    }
+}

@@ -76,6 +76,12 @@ public enum Wire {
         public var experiment: String
         public var variant: String
         public var session: String?
+
+        public init(experiment: String, variant: String, session: String? = nil) {
+            self.experiment = experiment
+            self.variant = variant
+            self.session = session
+        }
     }
 
     /// `POST /v1/goals`: a reward for the session's decision.
@@ -97,6 +103,11 @@ public enum Wire {
     public struct GoalResult: Codable, Sendable, Hashable {
         public var experiment: String
         public var credited: String?
+
+        public init(experiment: String, credited: String?) {
+            self.experiment = experiment
+            self.credited = credited
+        }
     }
 
     /// Every 4xx and 5xx body: the field at fault and what was expected there.
@@ -106,6 +117,12 @@ public enum Wire {
         /// request as a whole is at fault.
         public var field: String?
         public var expected: String?
+
+        public init(error: String, field: String? = nil, expected: String? = nil) {
+            self.error = error
+            self.field = field
+            self.expected = expected
+        }
     }
 
     /// The experiment data payload (`GET /v1/experiments`) in the format

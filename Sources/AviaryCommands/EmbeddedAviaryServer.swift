@@ -1,0 +1,56 @@
+#if Live
+import ClientEngine
+import LiveDevices
+import LiveServer
+import Simulation
+
+/// `aviary serve` in-process, as a live run's embedded server: the command wires the server
+/// and the load generator together, so neither depends on the other.
+///
+/// `Sendable`: the service guards its state with a lock, and the running server is `Sendable`.
+struct EmbeddedAviaryServer: EmbeddedServer {
+    let service: ExperimentService
+    let running: ExperimentHTTPServer.Running
+
+    var port: Int { running.port }
+
+    /// Starts the server for `scenario` on `clock`, listening on a free loopback port.
+    static let starter: EmbeddedServerStarter = { scenario, clock in
+        var configuration = ServerConfiguration(scenario: scenario)
+        configuration.speedup = clock.speedup
+        let service = try ExperimentService(configuration) { clock.now }
+        let running = try await ExperimentHTTPServer(service: service).start()
+        return EmbeddedAviaryServer(service: service, running: running)
+    }
+
+    func backlogEvents() -> Double { service.backlogEvents() }
+    func ingestedCount(_ ids: [EventID]) -> Int { service.ingestedCount(ids) }
+
+    func ingestionCounts() -> (accepted: Int, duplicates: Int) {
+        let stats = service.stats()
+        return (stats.eventsAccepted, stats.duplicatesIgnored)
+    }
+
+    func ingestLatencyMilliseconds(percentile: Double) -> Double { service.ingestLatencyMilliseconds(percentile: percentile) }
+    func stop() async { await running.stop() }
+}
+
+extension ServerConfiguration {
+    /// The server a scenario describes: its experiments, first allocator, cadence, capacity
+    /// and data TTL.
+    init(scenario: Scenario) {
+        let experiments = scenario.experiments.map { experiment in
+            ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
+        }
+        let cadence: ServerConfiguration.Cadence = switch scenario.server.update {
+        case .immediate: .immediate(minimumInterval: 60)
+        case .every(let seconds): .every(seconds: seconds)
+        case .everyEvents(let count): .everyEvents(count)
+        }
+        let capacity = scenario.server.capacity.map {
+            ServerConfiguration.Capacity(eventsPerSecond: $0.eventsPerSecond, maxConcurrent: $0.maxConcurrent, maxBacklog: $0.maxBacklog, rejectStatus: $0.rejectStatus, retryAfter: $0.retryAfter)
+        }
+        self.init(experiments: experiments, allocator: scenario.allocators[0].spec, seed: scenario.seed, cadence: cadence, capacity: capacity, dataTTL: scenario.client.dataTTL)
+    }
+}
+#endif
