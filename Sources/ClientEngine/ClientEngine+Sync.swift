@@ -10,57 +10,42 @@ extension ClientEngine {
     @inlinable
     public mutating func nextAction(at now: Double) -> EngineAction {
         _store.commitIfDue(at: now)
-        let timeout = profile.settings.requestTimeout
-        if fetchInFlight != 0 && now >= fetchTime + timeout {
-            fetchInFlight = 0
-            fetchFailed(retryAfter: nil, at: now)
+        if fetch.isOverdue(at: now) {
+            let retryAt = fetchFailed(retryAfter: nil, at: now)
+            fetch.finish(notBefore: retryAt)
         }
-        if sendInFlight != 0 && now >= sendTime + timeout {
-            sendInFlight = 0
-            inFlightCount = 0
-            sendFailed(retryAfter: nil, at: now)
+        if send.isOverdue(at: now) {
+            let retryAt = sendFailed(retryAfter: nil, at: now)
+            send.finish(notBefore: retryAt)
+            eventsInFlight = 0
         }
         var wake = _store.commitDeadline
-        if isOnline {
-            if fetchInFlight == 0 {
-                let due = max(fetchDueAt, fetchTime)
-                if now >= due { return .send(startFetch(at: now)) }
-                wake = min(wake, due)
-            }
-            if sendInFlight == 0 && _store.count > 0 {
-                let due = sendDueAt
-                if now >= due { return .send(startSend(at: now)) }
-                wake = min(wake, due)
-            }
+        switch fetch.next(wantedAt: isOnline ? fetchWantedAt : nil, at: now) {
+        case .start: return .send(startFetch(at: now))
+        case .wake(let time): wake = min(wake, time)
+        case .idle: break
         }
-        if fetchInFlight != 0 { wake = min(wake, fetchTime + timeout) }
-        if sendInFlight != 0 { wake = min(wake, sendTime + timeout) }
+        switch send.next(wantedAt: isOnline && _store.count > 0 ? sendWantedAt : nil, at: now) {
+        case .start: return .send(startSend(at: now))
+        case .wake(let time): wake = min(wake, time)
+        case .idle: break
+        }
         return wake < .infinity ? .wake(at: wake) : .idle
     }
 
-    /// When the queued events should next be sent, ignoring whether a batch is in flight.
+    /// When the queued events should next be sent, ignoring any backoff: at once when a batch is
+    /// full or a flush was asked for, else a flush interval after the oldest was created.
     @inlinable
-    var sendDueAt: Double {
-        let ready: Double
-        if flushRequested || _store.count >= profile.settings.batchSize {
-            ready = -.infinity
-        } else {
-            ready = (_store.oldestCreatedAt ?? .infinity) + profile.settings.flushInterval
-        }
-        return max(ready, sendTime)
+    var sendWantedAt: Double {
+        if flushRequested || _store.count >= profile.settings.batchSize { return -.infinity }
+        return (_store.oldestCreatedAt ?? .infinity) + profile.settings.flushInterval
     }
 
     @usableFromInline
     mutating func startFetch(at now: Double) -> Request {
-        fetchInFlight = nextRequestNumber()
-        fetchTime = now
-        return Request(id: RequestID(UInt64(fetchInFlight)), kind: .fetchExperiments)
-    }
-
-    /// Numbers a request, from 1 and skipping 0 (which means none in flight) when it wraps.
-    mutating func nextRequestNumber() -> UInt32 {
-        lastRequestNumber = lastRequestNumber == .max ? 1 : lastRequestNumber + 1
-        return lastRequestNumber
+        let id = nextRequestID()
+        fetch.start(id, deadline: now + profile.settings.requestTimeout)
+        return Request(id: id, kind: .fetchExperiments)
     }
 
     @usableFromInline
@@ -68,12 +53,12 @@ extension ClientEngine {
         // A server must never see an event a crash could still lose.
         _store.commit(at: now)
         let batch = _store.oldest(profile.settings.batchSize)
-        sendInFlight = nextRequestNumber()
-        sendTime = now
-        inFlightCount = Int32(batch.count)
-        offeredCount = max(offeredCount, inFlightCount)
+        let id = nextRequestID()
+        send.start(id, deadline: now + profile.settings.requestTimeout)
+        eventsInFlight = batch.count
+        eventsOffered = max(eventsOffered, eventsInFlight)
         flushRequested = false
-        return Request(id: RequestID(UInt64(sendInFlight)), kind: .sendEvents(batch))
+        return Request(id: id, kind: .sendEvents(batch))
     }
 
     /// Applies a response to the request `requestID`.
@@ -82,14 +67,13 @@ extension ClientEngine {
     /// sent before a ``restart(at:)``) is ignored and counted in ``ignoredResponses``. A response
     /// of the wrong kind for its request counts as a transient failure.
     public mutating func handle(_ response: Response, to requestID: RequestID, at now: Double) {
-        let number = requestID.rawValue
-        if number != 0 && number == UInt64(fetchInFlight) {
-            fetchInFlight = 0
-            handleFetchResponse(response, at: now)
-        } else if number != 0 && number == UInt64(sendInFlight) {
-            sendInFlight = 0
-            handleSendResponse(response, at: now)
-            inFlightCount = 0
+        if fetch.isAwaiting(requestID) {
+            let retryAt = fetchAnswered(by: response, at: now)
+            fetch.finish(notBefore: retryAt)
+        } else if send.isAwaiting(requestID) {
+            let retryAt = sendAnswered(by: response, at: now)
+            send.finish(notBefore: retryAt)
+            eventsInFlight = 0
         } else {
             trouble.ignoredResponses.addSaturating(1)
         }
@@ -101,63 +85,64 @@ extension ClientEngine {
         !(400..<500).contains(status) || status == 408 || status == 429
     }
 
-    mutating func handleFetchResponse(_ response: Response, at now: Double) {
+    /// Applies the response to the fetch in flight; returns when the next fetch may start.
+    mutating func fetchAnswered(by response: Response, at now: Double) -> Double {
         switch response {
         case .experimentData(let fresh):
             install(fresh, at: now)
+            return -.infinity
         case .payload(let payload):
             do {
                 install(try ExperimentData(payload: payload), at: now)
+                return -.infinity
             } catch {
                 trouble.malformedPayloads.addSaturating(1)
                 lastError = "malformed experiment data: \(error)"
-                fetchFailed(retryAfter: nil, at: now)
+                return fetchFailed(retryAfter: nil, at: now)
             }
         case .rejected(let status, let retryAfter):
             if Self.isTransient(status: status) {
-                fetchFailed(retryAfter: retryAfter, at: now)
-            } else {
-                // Retrying a refused fetch soon would fail the same way; try again a TTL later.
-                lastError = "experiment data request refused with status \(status)"
-                clearFetchFailures()
-                fetchTime = now + max(profile.settings.dataTTL, retryAfter ?? 0)
+                return fetchFailed(retryAfter: retryAfter, at: now)
             }
+            // Retrying a refused fetch soon would fail the same way; try again a TTL later.
+            lastError = "experiment data request refused with status \(status)"
+            clearFetchFailures()
+            return now + max(profile.settings.dataTTL, retryAfter ?? 0)
         case .failed:
-            fetchFailed(retryAfter: nil, at: now)
+            return fetchFailed(retryAfter: nil, at: now)
         case .acknowledged:
             lastError = "an event acknowledgement answered an experiment data request"
-            fetchFailed(retryAfter: nil, at: now)
+            return fetchFailed(retryAfter: nil, at: now)
         }
     }
 
-    mutating func handleSendResponse(_ response: Response, at now: Double) {
+    /// Applies the response to the batch in flight; returns when the next batch may start.
+    mutating func sendAnswered(by response: Response, at now: Double) -> Double {
         switch response {
         case .acknowledged(let ids):
             let removed = _store.remove(ids)
-            offeredCount = max(0, offeredCount - Int32(removed))
-            if removed == 0 && inFlightCount > 0 {
+            eventsOffered = max(0, eventsOffered - removed)
+            if removed == 0 && eventsInFlight > 0 {
                 // Acknowledging nothing is no progress; retrying at once could spin.
-                sendFailed(retryAfter: nil, at: now)
-            } else {
-                clearSendFailures()
-                sendTime = -.infinity
+                return sendFailed(retryAfter: nil, at: now)
             }
+            clearSendFailures()
+            return -.infinity
         case .rejected(let status, let retryAfter):
             if Self.isTransient(status: status) {
-                sendFailed(retryAfter: retryAfter, at: now)
-            } else {
-                let setAside = _store.removeOldest(Int(inFlightCount))
-                trouble.eventsRejectedPermanently.addSaturating(setAside.count)
-                offeredCount = max(0, offeredCount - Int32(setAside.count))
-                lastError = "\(setAside.count) events refused permanently with status \(status)"
-                clearSendFailures()
-                sendTime = -.infinity
+                return sendFailed(retryAfter: retryAfter, at: now)
             }
+            let setAside = _store.removeOldest(eventsInFlight)
+            trouble.eventsRejectedPermanently.addSaturating(setAside.count)
+            eventsOffered = max(0, eventsOffered - setAside.count)
+            lastError = "\(setAside.count) events refused permanently with status \(status)"
+            clearSendFailures()
+            return -.infinity
         case .failed:
-            sendFailed(retryAfter: nil, at: now)
+            return sendFailed(retryAfter: nil, at: now)
         case .experimentData, .payload:
             lastError = "experiment data answered an event batch"
-            sendFailed(retryAfter: nil, at: now)
+            return sendFailed(retryAfter: nil, at: now)
         }
     }
 
@@ -176,25 +161,26 @@ extension ClientEngine {
             assignments = carried
         }
         _data = fresh
-        fetchDueAt = now + profile.settings.dataTTL
-        fetchTime = -.infinity
+        fetchWantedAt = now + profile.settings.dataTTL
         clearFetchFailures()
     }
 
+    /// Counts a failed fetch; returns when the next may start, after a backoff.
     @usableFromInline
-    mutating func fetchFailed(retryAfter: Double?, at now: Double) {
+    mutating func fetchFailed(retryAfter: Double?, at now: Double) -> Double {
         trouble.transientFailures.addSaturating(1)
         // Saturates (see the field): a device behind a long partition can fail more than
         // UInt16.max times in a row, and the backoff stopped growing long before.
         if trouble.fetchFailures < .max { trouble.fetchFailures += 1 }
-        fetchTime = now + retryDelay(failures: trouble.fetchFailures, retryAfter: retryAfter)
+        return now + retryDelay(failures: trouble.fetchFailures, retryAfter: retryAfter)
     }
 
+    /// Counts a failed batch; returns when the next may start, after a backoff.
     @usableFromInline
-    mutating func sendFailed(retryAfter: Double?, at now: Double) {
+    mutating func sendFailed(retryAfter: Double?, at now: Double) -> Double {
         trouble.transientFailures.addSaturating(1)
         if trouble.sendFailures < .max { trouble.sendFailures += 1 }
-        sendTime = now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
+        return now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
     }
 
     mutating func retryDelay(failures: UInt16, retryAfter: Double?) -> Double {

@@ -40,60 +40,38 @@ import Randomness
 ///
 /// `ClientEngine` is `Sendable` when its store is; it has a single owner and no locks.
 public struct ClientEngine<Store: EventStore> {
-    // A fleet simulates millions of engines, so every byte here is paid millions of times:
-    // counters are 32-bit (see each), texts are numbers into the profile's table, and fields are
-    // ordered so that the 4-byte ones fill the tails of the 8-byte ones.
+    // The state, in storage order rather than reading order; `ClientEngine+Storage.swift` says
+    // why, and gives the packed fields (those with a leading underscore, the 32-bit ones and
+    // the trouble box) the names the rest of the code uses.
 
     /// The defaults and settings shared with other devices of the same app.
     public let profile: EngineProfile
+    /// The downloaded experiment data; `nil` in offline mode.
     @usableFromInline var _data: ExperimentData?
     /// Per experiment of `data`: 0 when not viewed, else the variant index plus one, with
     /// ``convertedBit`` set once converted. Empty until the first view.
     @usableFromInline var assignments = AssignmentTable()
-    /// The number of oldest queued events in the batch in flight.
-    @usableFromInline var inFlightCount: Int32 = 0
+    @usableFromInline var _eventsInFlight: Int32 = 0
+    /// The durable event queue.
     @usableFromInline var _store: Store
-    /// The number of oldest queued events ever offered to a server (in any batch, answered or
-    /// not). Batches are always the oldest events, so these form a prefix; overflow never drops
-    /// them, because a server may have ingested them already.
-    ///
-    /// Placed after the store, whose 4-byte tail leaves room for it.
-    @usableFromInline var offeredCount: Int32 = 0
-
-    @usableFromInline var fetchDueAt: Double
-    /// While a fetch is in flight, when it was sent; otherwise the earliest time the next may
-    /// be sent (a backoff, or `-infinity`). One field serves both because every way a fetch
-    /// leaves flight (a response, a timeout, a restart) sets a fresh earliest time, so the one
-    /// from before it was sent is never read again.
-    @usableFromInline var fetchTime = -Double.infinity
-    /// For the batch of events, as `fetchTime` is for the fetch.
-    @usableFromInline var sendTime = -Double.infinity
-    // Request numbers are 32-bit and wrap from UInt32.max to 1. A response is matched only
-    // against the (at most two) requests in flight, each timed out after
-    // `EngineSettings.requestTimeout`; a number is mistaken for its earlier holder only by a
-    // response that arrives after four billion later requests.
-    @usableFromInline var fetchInFlight: UInt32 = 0
-    @usableFromInline var sendInFlight: UInt32 = 0
+    @usableFromInline var _eventsOffered: Int32 = 0
+    /// When the experiment data is next wanted, ignoring any backoff: at once in offline mode,
+    /// a TTL after the data arrived otherwise.
+    @usableFromInline var fetchWantedAt: Double
+    /// The experiment data's download.
+    @usableFromInline var fetch = RequestChannel()
     @usableFromInline var lastRequestNumber: UInt32 = 0
-    // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
+    /// The batches of events.
+    @usableFromInline var send = RequestChannel()
     @usableFromInline var _eventsCreated: UInt32 = 0
+    /// Whether the queued events go at once, whatever their number and age.
     @usableFromInline var flushRequested = false
     /// Whether the OS reports connectivity; requests are held back while it does not.
     public private(set) var isOnline = true
-    /// The number of ``appVersion`` in the profile's texts, which keeps each text once for all
-    /// its engines instead of a 16-byte `String` in each.
     @usableFromInline var appVersionNumber: UInt32
-    /// What only trouble touches (see ``Trouble``): empty until the first failure, overflow or
-    /// ignored response, then one element. An array so that it costs 8 bytes until then and
-    /// copies of the engine keep value semantics (copy-on-write).
     @usableFromInline var troubles: [Trouble] = []
     /// The device's identity, stamped on its events.
     public let deviceID: UInt64
-
-    // The fields above are what a view and a fetch touch; declared first, they share the
-    // fewest cache lines, which is what a fleet of a million engines is bound by. A fleet
-    // prefetches them, up to and including `deviceID`, before a device's events run.
-
     /// Seeds the backoff's jitter generator when the engine first needs it.
     @usableFromInline let jitterSeed: UInt64
 
@@ -126,11 +104,9 @@ public struct ClientEngine<Store: EventStore> {
         self.deviceID = deviceID
         self.appVersionNumber = profile.texts.number(for: appVersion)
         self.jitterSeed = seed.value
-        self.fetchDueAt = now
+        self.fetchWantedAt = now
     }
 
-    /// The app version the cache belongs to.
-    public var appVersion: String { profile.texts.text(appVersionNumber) }
     /// The engine's settings.
     @inlinable public var settings: EngineSettings { profile.settings }
     /// Whether experiment data has never been retrieved, so the defaults are served.
@@ -144,52 +120,6 @@ public struct ClientEngine<Store: EventStore> {
     @inlinable public var data: ExperimentData? { _data }
     /// The durable event queue.
     @inlinable public var store: Store { _store }
-    /// Events created by views and conversions, including those later dropped or lost.
-    @inlinable public var eventsCreated: Int { Int(_eventsCreated) }
-    /// Events dropped because the queue was full.
-    @inlinable public var eventsDroppedByOverflow: Int { Int(troubles.first?.eventsDroppedByOverflow ?? 0) }
-    /// Events removed because a server permanently refused their batch.
-    public var eventsRejectedPermanently: Int { Int(troubles.first?.eventsRejectedPermanently ?? 0) }
-    /// Data responses that were not valid experiment data.
-    public var malformedPayloads: Int { Int(troubles.first?.malformedPayloads ?? 0) }
-    /// Requests that failed transiently (timeouts, unreachable, retryable statuses).
-    public var transientFailures: Int { Int(troubles.first?.transientFailures ?? 0) }
-    /// Responses ignored because their request was unknown, timed out or forgotten.
-    public var ignoredResponses: Int { Int(troubles.first?.ignoredResponses ?? 0) }
-    /// The most recent malformed payload, permanent refusal or mismatched response, described.
-    public internal(set) var lastError: String? {
-        get { troubles.first.flatMap { $0.lastErrorNumber == 0 ? nil : profile.texts.text($0.lastErrorNumber) } }
-        set {
-            let number = newValue.map { profile.texts.number(for: $0) } ?? 0
-            if number != 0 || !troubles.isEmpty { trouble.lastErrorNumber = number }
-        }
-    }
-
-    /// The state only trouble touches (see ``EngineTrouble``).
-    ///
-    /// Declared outside the generic engine: an array of a type nested in it needs its
-    /// metadata looked up at run time wherever the code is not specialised, and a success
-    /// checks this array on every fetch and send.
-    @usableFromInline typealias Trouble = EngineTrouble
-
-    /// Forgets the fetch's failures after a success, where there were any.
-    @inlinable mutating func clearFetchFailures() {
-        if !troubles.isEmpty && troubles[0].fetchFailures != 0 { troubles[0].fetchFailures = 0 }
-    }
-
-    /// Forgets the send's failures after a success, where there were any.
-    @inlinable mutating func clearSendFailures() {
-        if !troubles.isEmpty && troubles[0].sendFailures != 0 { troubles[0].sendFailures = 0 }
-    }
-
-    /// The engine's ``Trouble``, made on first use.
-    @inlinable var trouble: Trouble {
-        get { troubles.first ?? Trouble(seed: jitterSeed) }
-        _modify {
-            if troubles.isEmpty { troubles = [Trouble(seed: jitterSeed)] }
-            yield &troubles[0]
-        }
-    }
     /// The number of events waiting for acknowledgement.
     @inlinable public var queueDepth: Int { _store.count }
     /// Events lost because a crash struck before they were persisted.
@@ -321,7 +251,7 @@ extension ClientEngine {
     @inlinable
     mutating func queue(_ kind: EventKind, experiment: Int, variant: Int, value: Double, at now: Double) {
         let sequence = _store.nextSequenceNumber()
-        _eventsCreated.addSaturating(1)
+        countCreatedEvent()
         let event = Event(
             id: EventID(device: deviceID, sequence: sequence), kind: kind,
             experiment: Int32(truncatingIfNeeded: experiment), variant: Int32(truncatingIfNeeded: variant),
@@ -334,7 +264,7 @@ extension ClientEngine {
             case .dropOldest:
                 // An event already offered to a server may have been ingested, and then it would be
                 // both delivered and counted as dropped; the oldest never-offered event goes instead.
-                let firstIdle = Int(offeredCount)
+                let firstIdle = eventsOffered
                 guard _store.count > firstIdle else { return }
                 _ = _store.remove(atOffset: firstIdle)
             }
@@ -383,7 +313,7 @@ extension ClientEngine {
         } else {
             assignments = AssignmentTable()
         }
-        fetchDueAt = min(fetchDueAt, now)
+        fetchWantedAt = min(fetchWantedAt, now)
     }
 
     /// Reacts to an app update: a different version forgets every assignment and conversion and
@@ -394,7 +324,7 @@ extension ClientEngine {
         guard number != appVersionNumber else { return }
         appVersionNumber = number
         assignments = AssignmentTable()
-        fetchDueAt = min(fetchDueAt, now)
+        fetchWantedAt = min(fetchWantedAt, now)
     }
 
     /// Reacts to the OS reachability signal.
@@ -408,11 +338,10 @@ extension ClientEngine {
         isOnline = online
         guard online && !wasOnline else { return }
         if _store.count > 0 { flushRequested = true }
-        if data == nil { fetchDueAt = min(fetchDueAt, now) }
+        if data == nil { fetchWantedAt = min(fetchWantedAt, now) }
         if profile.settings.resetBackoffOnReconnect {
-            // A request in flight will set its own earliest time when it leaves flight.
-            if fetchInFlight == 0 { fetchTime = -.infinity }
-            if sendInFlight == 0 { sendTime = -.infinity }
+            fetch.waiveBackoff()
+            send.waiveBackoff()
             clearFetchFailures()
             clearSendFailures()
         }
@@ -424,42 +353,13 @@ extension ClientEngine {
     /// Cached data and assignments are kept. In offline mode the data fetch is due at once.
     public mutating func restart(at now: Double) {
         _store.reopen()
-        fetchInFlight = 0
-        sendInFlight = 0
-        inFlightCount = 0
-        offeredCount = min(offeredCount, Int32(_store.count))
+        fetch.reset()
+        send.reset()
+        eventsInFlight = 0
+        eventsOffered = min(eventsOffered, _store.count)
         clearFetchFailures()
         clearSendFailures()
-        fetchTime = -.infinity
-        sendTime = -.infinity
         flushRequested = false
-        if data == nil { fetchDueAt = min(fetchDueAt, now) }
-    }
-}
-
-/// The state only trouble touches: the backoff's jitter generator, the failures it backs off
-/// from and the counts of things gone wrong. Most devices of a fleet never fail, so these
-/// 60 bytes live in one allocation made on the first trouble rather than in every engine.
-@usableFromInline
-struct EngineTrouble: Sendable {
-    // Created from the engine's seed when first needed: no draw precedes that, so the
-    // draws are those of a generator created with the engine.
-    @usableFromInline var generator: Xoshiro256
-    // The counters are 32-bit and saturate (see `UInt32.addSaturating(_:)`).
-    @usableFromInline var transientFailures: UInt32 = 0
-    // The failures since the last success, which set the backoff. They saturate at
-    // UInt16.max: the backoff's exponent stops growing after 1,025 failures, so the delays
-    // are those of the exact count.
-    @usableFromInline var fetchFailures: UInt16 = 0
-    @usableFromInline var sendFailures: UInt16 = 0
-    /// The number of ``lastError`` in the profile's texts, or 0 for none.
-    @usableFromInline var lastErrorNumber: UInt32 = 0
-    @usableFromInline var eventsDroppedByOverflow: UInt32 = 0
-    @usableFromInline var eventsRejectedPermanently: UInt32 = 0
-    @usableFromInline var malformedPayloads: UInt32 = 0
-    @usableFromInline var ignoredResponses: UInt32 = 0
-
-    @inlinable init(seed: UInt64) {
-        generator = Xoshiro256(seed: seed)
+        if data == nil { fetchWantedAt = min(fetchWantedAt, now) }
     }
 }
