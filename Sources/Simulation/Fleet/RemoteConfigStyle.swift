@@ -1,7 +1,7 @@
 import Allocators
 import ClientEngine
-import ExperimentServer
 import ClientFeatures
+import ExperimentServer
 import Randomness
 
 /// Experiments delivered as remote configuration: every device runs the real ``ActiveConfig``
@@ -44,16 +44,13 @@ package enum RemoteConfigStyle: DeviceStyle {
         var queue: [Event] = []
         var nextSequence: UInt32 = 0
         var nextRequest: Int32 = 0
-        /// The download in flight (−1: none), when the app gives up on it, and when it may try again.
-        var fetchRequest: Int32 = -1
-        var fetchDeadline = Double.infinity
-        var fetchRetryAt = -Double.infinity
+        /// Downloads: the one in flight and when the app gives up on it, or when it may try
+        /// again (the engine's own channel type, driven by the app's timers).
+        var fetch = RequestChannel()
         var fetchFailures: UInt8 = 0
-        /// The batch in flight (−1: none): its size, when the app gives up on it, and the retry time.
-        var sendRequest: Int32 = -1
+        /// Event batches likewise, and the size of the one in flight.
+        var send = RequestChannel()
         var sendCount = 0
-        var sendDeadline = Double.infinity
-        var sendRetryAt = -Double.infinity
         var sendFailures: UInt8 = 0
         /// The session's variant per experiment, with ``assignedBit`` set where the server
         /// assigned it.
@@ -140,7 +137,7 @@ package enum RemoteConfigStyle: DeviceStyle {
     package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
         let wait = environment.client.firstViewWait
         // A new session tries at once, whatever the backoff of the last one.
-        client.fetchRetryAt = -.infinity
+        client.fetch.waiveBackoff()
         guard let fetch = dueFetch(&client, device: device, environment: environment, metrics: &metrics, at: now) else { return .viewsNow }
         let viewsAt = wait > 0 ? now + wait : nil
         return .send(fetch, viewsAt: viewsAt, ifRefused: viewsAt)
@@ -212,35 +209,33 @@ package enum RemoteConfigStyle: DeviceStyle {
     /// no network (the OS says so) the app sends nothing; it runs again when the network
     /// returns or at its next session.
     package static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> DeviceEffect<Request> {
-        if client.fetchRequest >= 0 && now >= client.fetchDeadline {
+        if client.fetch.isOverdue(at: now) {
             metrics.timeouts += 1
             fetchFailed(&client, reason: "timed out", environment: environment, counters: &counters, at: now)
         }
-        if client.sendRequest >= 0 && now >= client.sendDeadline {
+        if client.send.isOverdue(at: now) {
             metrics.timeouts += 1
             sendFailed(&client, environment: environment, metrics: &metrics, at: now)
         }
         guard device.online else { return .idle }
         if let fetch = dueFetch(&client, device: device, environment: environment, metrics: &metrics, at: now) { return .send(fetch) }
-        if client.sendRequest < 0 && !client.queue.isEmpty && now >= client.sendRetryAt {
+        if let retryAt = client.send.retryAt, !client.queue.isEmpty, now >= retryAt {
             let count = min(client.queue.count, environment.client.batchSize)
             let request = newRequest(&client)
-            client.sendRequest = request
+            client.send.start(channelID(request), deadline: now + environment.client.requestTimeout)
             client.sendCount = count
-            client.sendDeadline = now + environment.client.requestTimeout
             metrics.offeredEvents += count
             return .send(.events(id: request, Array(client.queue.prefix(count))))
         }
-        var next = min(client.fetchDeadline, client.sendDeadline)
-        if client.fetchRequest < 0 && client.fetchRetryAt > now { next = min(next, client.fetchRetryAt) }
-        if client.sendRequest < 0 && !client.queue.isEmpty { next = min(next, max(now, client.sendRetryAt)) }
+        var next = min(client.fetch.deadline ?? .infinity, client.send.deadline ?? .infinity)
+        if let retryAt = client.fetch.retryAt, retryAt > now { next = min(next, retryAt) }
+        if let retryAt = client.send.retryAt, !client.queue.isEmpty { next = min(next, max(now, retryAt)) }
         return next < .infinity ? .wake(at: next) : .idle
     }
 
     package static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
-        if reply.request == client.fetchRequest {
-            client.fetchRequest = -1
-            client.fetchDeadline = .infinity
+        if client.fetch.isAwaiting(channelID(reply.request)) {
+            client.fetch.finish(notBefore: -.infinity)
             switch reply.content {
             case .config(let payload):
                 client.values.keeper.arrived = .payload(payload)
@@ -255,12 +250,11 @@ package enum RemoteConfigStyle: DeviceStyle {
             case .acknowledged:
                 break
             }
-        } else if reply.request == client.sendRequest {
+        } else if client.send.isAwaiting(channelID(reply.request)) {
             if case .acknowledged = reply.content {
                 client.queue.removeFirst(client.sendCount)
                 client.sendFailures = 0
-                client.sendRequest = -1
-                client.sendDeadline = .infinity
+                client.send.finish(notBefore: -.infinity)
             } else {
                 sendFailed(&client, environment: environment, metrics: &metrics, at: now)
             }
@@ -272,10 +266,9 @@ package enum RemoteConfigStyle: DeviceStyle {
         // Events of a batch the server took in are not lost, only their acknowledgement.
         for event in client.queue where !server.hasIngested(event.id) { metrics.eventsDropped += 1 }
         client.queue.removeAll()
-        client.sendRequest = -1
-        client.sendDeadline = .infinity
-        client.fetchRequest = -1
-        client.fetchDeadline = .infinity
+        // Requests in flight are forgotten; a backoff in force is kept.
+        if client.send.requestInFlight != nil { client.send.finish(notBefore: -.infinity) }
+        if client.fetch.requestInFlight != nil { client.fetch.finish(notBefore: -.infinity) }
     }
 
     @inline(__always)
@@ -286,18 +279,16 @@ package enum RemoteConfigStyle: DeviceStyle {
     /// A download, when the configuration is missing or older than the TTL and none is in
     /// flight or waiting to be retried.
     static func dueFetch(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, at now: Double) -> Request? {
-        guard client.fetchRequest < 0, now >= client.fetchRetryAt, device.online else { return nil }
+        guard let retryAt = client.fetch.retryAt, now >= retryAt, device.online else { return nil }
         if let created = client.values.keeper.configCreatedAt, now - created <= environment.client.dataTTL { return nil }
         let request = newRequest(&client)
-        client.fetchRequest = request
-        client.fetchDeadline = now + environment.client.requestTimeout
+        client.fetch.start(channelID(request), deadline: now + environment.client.requestTimeout)
         metrics.fetches += 1
         return .fetch(id: request)
     }
 
     static func fetchFailed(_ client: inout Client, reason: String, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
-        client.fetchRequest = -1
-        client.fetchDeadline = .infinity
+        client.fetch.finish(notBefore: -.infinity)
         client.values.keeper.arrived = .failure(reason)
         _ = client.values.fetch(at: now)
         countFailedFetch(&client, environment: environment, counters: &counters, at: now)
@@ -306,14 +297,12 @@ package enum RemoteConfigStyle: DeviceStyle {
     static func countFailedFetch(_ client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
         counters.configFetchesFailed += 1
         client.fetchFailures &+= 1
-        client.fetchRetryAt = now + retryDelay(after: client.fetchFailures, environment.client)
+        client.fetch.finish(notBefore: now + retryDelay(after: client.fetchFailures, environment.client))
     }
 
     static func sendFailed(_ client: inout Client, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, at now: Double) {
-        client.sendRequest = -1
-        client.sendDeadline = .infinity
         client.sendFailures &+= 1
-        client.sendRetryAt = now + retryDelay(after: client.sendFailures, environment.client)
+        client.send.finish(notBefore: now + retryDelay(after: client.sendFailures, environment.client))
         metrics.retries += 1
     }
 
@@ -331,6 +320,10 @@ package enum RemoteConfigStyle: DeviceStyle {
             return min(delay, backoff.cap)
         }
     }
+
+    /// A request's number on its channel, which counts from 1.
+    @inline(__always)
+    static func channelID(_ request: Int32) -> RequestID { RequestID(UInt64(request) + 1) }
 
     static func newRequest(_ client: inout Client) -> Int32 {
         let request = client.nextRequest
