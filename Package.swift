@@ -5,6 +5,7 @@ let package = Package(
     name: "Aviary",
     products: [
         .executable(name: "aviary", targets: ["aviary"]),
+        .library(name: "ExperimentModel", targets: ["ExperimentModel"]),
         .library(name: "Allocators", targets: ["Allocators"]),
         .library(name: "ClientEngine", targets: ["ClientEngine"]),
         .library(name: "ClientFeatures", targets: ["ClientFeatures"]),
@@ -39,15 +40,18 @@ let package = Package(
             providers: [.apt(["libgsl-dev"])]
         ),
         .target(name: "CMemoryHints"),
-        .target(name: "Randomness", dependencies: ["CGSL"]),
-        .target(name: "Allocators", dependencies: ["Randomness"]),
-        .target(name: "ClientEngine", dependencies: ["Allocators", "Randomness"]),
-        .target(name: "ClientFeatures", dependencies: ["ClientEngine", "Allocators", "Randomness"]),
-        .target(name: "ExperimentServer", dependencies: ["Allocators", "ClientEngine"]),
+        .target(name: "Randomness"),
+        // The vocabulary devices, servers and allocators share: experiment data, events, policy
+        // snapshots. Below all three, so the device SDK never links an allocator (or GSL).
+        .target(name: "ExperimentModel", dependencies: ["Randomness"]),
+        .target(name: "Allocators", dependencies: ["ExperimentModel", "Randomness", "CGSL"]),
+        .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
+        .target(name: "ClientFeatures", dependencies: ["ExperimentModel", "Allocators", "Randomness"]),
+        .target(name: "ExperimentServer", dependencies: ["Allocators", "ExperimentModel"]),
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "ExperimentServer", "Randomness",
+                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "ExperimentModel", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -55,7 +59,7 @@ let package = Package(
         .target(
             name: "LiveServer",
             dependencies: [
-                "Allocators", "ClientEngine", "ExperimentServer",
+                "Allocators", "ClientEngine", "ExperimentModel", "ExperimentServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -66,7 +70,7 @@ let package = Package(
         .target(
             name: "LiveDevices",
             dependencies: [
-                "Allocators", "ClientEngine", "LiveServer", "Randomness", "Simulation",
+                "Allocators", "ClientEngine", "ExperimentModel", "LiveServer", "Randomness", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -77,7 +81,7 @@ let package = Package(
         .target(
             name: "AviaryCommands",
             dependencies: [
-                "Simulation", "Allocators", "ClientEngine", "ClientFeatures",
+                "Simulation", "Allocators", "ClientEngine", "ClientFeatures", "ExperimentModel",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -85,16 +89,17 @@ let package = Package(
         ),
         .executableTarget(name: "aviary", dependencies: ["AviaryCommands"]),
         .testTarget(name: "RandomnessTests", dependencies: ["Randomness"]),
-        .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "Randomness"]),
-        .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "Allocators", "Randomness"]),
-        .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ClientEngine", "Allocators", "Randomness"]),
-        .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ClientEngine", "Allocators"]),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
-        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Allocators", "Simulation"]),
+        .testTarget(name: "ExperimentModelTests", dependencies: ["ExperimentModel", "Randomness"]),
+        .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "ExperimentModel", "Randomness"]),
+        .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "ExperimentModel", "Allocators", "Randomness"]),
+        .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ExperimentModel", "Allocators", "Randomness"]),
+        .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ExperimentModel", "Allocators"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
+        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "ExperimentModel", "Allocators", "Simulation"]),
         .testTarget(
             name: "LiveTests",
             dependencies: [
-                "LiveServer", "LiveDevices", "ExperimentServer", "ClientEngine", "Allocators", "Simulation",
+                "LiveServer", "LiveDevices", "ExperimentServer", "ExperimentModel", "ClientEngine", "Allocators", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -1,5 +1,5 @@
 import Allocators
-import ClientEngine
+import ExperimentModel
 
 /// The experiment server of a simulated (or embedded) deployment: it ingests event batches
 /// idempotently, feeds an allocator per experiment on a cadence, publishes policy snapshots for

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 import Foundation
 
 /// The API's OpenAPI 3 description, served at `GET /openapi.yaml` and checked in CI by

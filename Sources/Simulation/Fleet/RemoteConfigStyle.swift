@@ -1,6 +1,7 @@
 import Allocators
 import ClientEngine
 import ClientFeatures
+import ExperimentModel
 import Randomness
 
 /// Experiments delivered as remote configuration: every device runs the real ``ActiveConfig``
