@@ -40,6 +40,9 @@ let package = Package(
             providers: [.apt(["libgsl-dev"])]
         ),
         .target(name: "CMemoryHints"),
+        // The heap and the radix sort of the fleet kernel, the experiment server and the live
+        // timers; no product. Its API is public and @inlinable so that callers specialise it.
+        .target(name: "DataStructures"),
         .target(name: "Randomness"),
         // The vocabulary devices, servers and allocators share: experiment data, events, policy
         // snapshots. Below all three, so the device SDK never links an allocator (or GSL).
@@ -47,11 +50,11 @@ let package = Package(
         .target(name: "Allocators", dependencies: ["ExperimentModel", "Randomness", "CGSL"]),
         .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
         .target(name: "ClientFeatures", dependencies: ["ExperimentModel", "Allocators", "Randomness"]),
-        .target(name: "ExperimentServer", dependencies: ["Allocators", "ExperimentModel"]),
+        .target(name: "ExperimentServer", dependencies: ["Allocators", "DataStructures", "ExperimentModel"]),
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "ExperimentModel", "ExperimentServer", "Randomness",
+                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -70,7 +73,7 @@ let package = Package(
         .target(
             name: "LiveDevices",
             dependencies: [
-                "Allocators", "ClientEngine", "ExperimentModel", "LiveServer", "Randomness", "Simulation",
+                "Allocators", "ClientEngine", "DataStructures", "ExperimentModel", "LiveServer", "Randomness", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -89,6 +92,7 @@ let package = Package(
         ),
         .executableTarget(name: "aviary", dependencies: ["AviaryCommands"]),
         .testTarget(name: "RandomnessTests", dependencies: ["Randomness"]),
+        .testTarget(name: "DataStructuresTests", dependencies: ["DataStructures"]),
         .testTarget(name: "ExperimentModelTests", dependencies: ["ExperimentModel", "Randomness"]),
         .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "ExperimentModel", "Randomness"]),
         .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "ExperimentModel", "Allocators", "Randomness"]),

@@ -1,4 +1,5 @@
 import Allocators
+import DataStructures
 
 extension ExperimentServer {
     /// Feeds the allocators runs of feedback each in arrival order (starting at `starts`), merged
@@ -10,40 +11,22 @@ extension ExperimentServer {
     /// - Complexity: O(*n* log *k*) for *n* entries in *k* runs.
     mutating func learnMerging(_ starts: [Int]) {
         let pending = self.pending, arrivals = self.arrivals
-        var heads = starts.indices.map { run in
-            let end = run + 1 < starts.count ? starts[run + 1] : pending.count
-            return RunHead(time: arrivals[starts[run]].time, position: starts[run], end: end)
-        }
         // Ties in time (rare) are ordered as `applyPending` orders them; positions in the
         // concatenation stand for the indices there, since each run kept its order.
-        func precedes(_ a: RunHead, _ b: RunHead) -> Bool {
-            a.time != b.time ? a.time < b.time : pending[a.position].sameTimeOrder(at: a.position) < pending[b.position].sameTimeOrder(at: b.position)
+        func head(at position: Int, end: Int) -> RunHead {
+            RunHead(time: arrivals[position].time, tie: pending[position].sameTimeOrder(at: position), position: position, end: end)
         }
-        func siftDown(_ start: Int) {
-            var parent = start
-            while true {
-                let left = 2 * parent + 1
-                guard left < heads.count else { return }
-                let right = left + 1
-                let child = right < heads.count && precedes(heads[right], heads[left]) ? right : left
-                guard precedes(heads[child], heads[parent]) else { return }
-                heads.swapAt(parent, child)
-                parent = child
-            }
-        }
-        for index in stride(from: heads.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
-        while !heads.isEmpty {
-            let position = heads[0].position
-            let entry = pending[position]
+        var heads = MinHeap(starts.indices.map { run in
+            head(at: starts[run], end: run + 1 < starts.count ? starts[run + 1] : pending.count)
+        })
+        while let next = heads.first {
+            let entry = pending[next.position]
             allocators[entry.experiment].record(entry.feedback)
-            if position + 1 < heads[0].end {
-                heads[0].position = position + 1
-                heads[0].time = arrivals[position + 1].time
+            if next.position + 1 < next.end {
+                heads.replaceFirst(with: head(at: next.position + 1, end: next.end))
             } else {
-                heads[0] = heads[heads.count - 1]
-                heads.removeLast()
+                _ = heads.pop()
             }
-            siftDown(0)
         }
     }
 
@@ -68,11 +51,18 @@ extension ExperimentServer {
 }
 
 /// The next entry of a run of pending feedback in arrival order: its arrival time (as
-/// ``Arrival/time``), where it is, and where its run ends.
-private struct RunHead {
+/// ``Arrival/time``) and its order among entries at that time, where it is, and where its run
+/// ends.
+private struct RunHead: HeapOrdered {
     var time: UInt64
+    /// ``PendingFeedback/sameTimeOrder(at:)`` of the entry.
+    var tie: (UInt64, UInt64, Int)
     var position: Int
     var end: Int
+
+    func precedes(_ other: RunHead) -> Bool {
+        time != other.time ? time < other.time : tie < other.tie
+    }
 }
 
 /// When an entry of the pending feedback arrived, and where it is in the buffer.
@@ -105,45 +95,9 @@ struct Arrival: Comparable, Sendable {
     /// An update sorts every arrival since the last; a comparison sort of them cost more than
     /// the allocators' learning from them.
     static func sortByTime(_ arrivals: inout [Arrival]) {
-        let count = arrivals.count
-        guard count > 1 else { return }
         precondition(arrivals.indices.dropFirst().allSatisfy { arrivals[$0 - 1].index < arrivals[$0].index }, "arrivals are appended in index order")
-        var counts = [Int](repeating: 0, count: 8 * 256)
-        var differing: UInt64 = 0
-        let first = arrivals[0].time
-        for arrival in arrivals {
-            differing |= arrival.time ^ first
-            var time = arrival.time
-            for byte in 0..<8 {
-                counts[byte << 8 | Int(time & 0xff)] += 1
-                time >>= 8
-            }
-        }
-        var scratch = [Arrival](repeating: Arrival(bits: 0, index: 0), count: count)
-        var sortedInScratch = false
-        for byte in 0..<8 where (differing >> (byte * 8)) & 0xff != 0 {
-            var start = 0
-            for digit in 0..<256 {
-                let n = counts[byte << 8 | digit]
-                counts[byte << 8 | digit] = start
-                start += n
-            }
-            let shift = UInt64(byte * 8)
-            func scatter(_ from: UnsafeBufferPointer<Arrival>, _ to: UnsafeMutableBufferPointer<Arrival>) {
-                for arrival in from {
-                    let slot = byte << 8 | Int((arrival.time >> shift) & 0xff)
-                    to[counts[slot]] = arrival
-                    counts[slot] += 1
-                }
-            }
-            if sortedInScratch {
-                scratch.withUnsafeBufferPointer { from in arrivals.withUnsafeMutableBufferPointer { to in scatter(from, to) } }
-            } else {
-                arrivals.withUnsafeBufferPointer { from in scratch.withUnsafeMutableBufferPointer { to in scatter(from, to) } }
-            }
-            sortedInScratch.toggle()
-        }
-        if sortedInScratch { swap(&arrivals, &scratch) }
+        var scratch: [Arrival] = []
+        RadixSort.sort(&arrivals, scratch: &scratch) { $0.time }
     }
 }
 
