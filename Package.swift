@@ -5,6 +5,7 @@ let package = Package(
     name: "Aviary",
     products: [
         .executable(name: "aviary", targets: ["aviary"]),
+        .library(name: "ExperimentModel", targets: ["ExperimentModel"]),
         .library(name: "Allocators", targets: ["Allocators"]),
         .library(name: "ClientEngine", targets: ["ClientEngine"]),
         .library(name: "ClientFeatures", targets: ["ClientFeatures"]),
@@ -39,15 +40,21 @@ let package = Package(
             providers: [.apt(["libgsl-dev"])]
         ),
         .target(name: "CMemoryHints"),
-        .target(name: "Randomness", dependencies: ["CGSL"]),
-        .target(name: "Allocators", dependencies: ["Randomness"]),
-        .target(name: "ClientEngine", dependencies: ["Allocators", "Randomness"]),
-        .target(name: "ClientFeatures", dependencies: ["ClientEngine", "Allocators", "Randomness"]),
-        .target(name: "ExperimentServer", dependencies: ["Allocators", "ClientEngine"]),
+        // The heap and the radix sort of the fleet kernel, the experiment server and the live
+        // timers; no product. Its API is public and @inlinable so that callers specialise it.
+        .target(name: "DataStructures"),
+        .target(name: "Randomness"),
+        // The vocabulary devices, servers and allocators share: experiment data, events, policy
+        // snapshots. Below all three, so the device SDK never links an allocator (or GSL).
+        .target(name: "ExperimentModel", dependencies: ["Randomness"]),
+        .target(name: "Allocators", dependencies: ["ExperimentModel", "Randomness", "CGSL"]),
+        .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
+        .target(name: "ClientFeatures", dependencies: ["ExperimentModel", "Allocators", "Randomness"]),
+        .target(name: "ExperimentServer", dependencies: ["Allocators", "DataStructures", "ExperimentModel"]),
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "ExperimentServer", "Randomness",
+                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -55,12 +62,12 @@ let package = Package(
         // The HTTP API's bodies, below both the server and the load generator (trait `Live`).
         .target(
             name: "WireFormat",
-            dependencies: ["Allocators", "ClientEngine", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["Allocators", "ExperimentModel", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .target(
             name: "LiveServer",
             dependencies: [
-                "Allocators", "ClientEngine", "ExperimentServer", "Randomness", "WireFormat",
+                "Allocators", "ClientEngine", "ExperimentModel", "ExperimentServer", "Randomness", "WireFormat",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -71,7 +78,7 @@ let package = Package(
         .target(
             name: "LiveDevices",
             dependencies: [
-                "Allocators", "ClientEngine", "ClientFeatures", "Randomness", "Simulation", "WireFormat",
+                "Allocators", "ClientEngine", "ClientFeatures", "ExperimentModel", "Randomness", "Simulation", "WireFormat",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -82,7 +89,7 @@ let package = Package(
         .target(
             name: "AviaryCommands",
             dependencies: [
-                "Simulation", "Allocators", "ClientEngine", "ClientFeatures",
+                "Simulation", "Allocators", "ClientEngine", "ClientFeatures", "ExperimentModel",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
                 .target(name: "WireFormat", condition: .when(traits: ["Live"])),
@@ -91,16 +98,18 @@ let package = Package(
         ),
         .executableTarget(name: "aviary", dependencies: ["AviaryCommands"]),
         .testTarget(name: "RandomnessTests", dependencies: ["Randomness"]),
-        .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "Randomness"]),
-        .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "Allocators", "Randomness"]),
-        .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ClientEngine", "Allocators", "Randomness"]),
-        .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ClientEngine", "Allocators"]),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
-        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "Allocators", "Simulation"]),
+        .testTarget(name: "DataStructuresTests", dependencies: ["DataStructures"]),
+        .testTarget(name: "ExperimentModelTests", dependencies: ["ExperimentModel", "Randomness"]),
+        .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "ExperimentModel", "Randomness"]),
+        .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "ExperimentModel", "Allocators", "Randomness"]),
+        .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ExperimentModel", "Allocators", "Randomness"]),
+        .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ExperimentModel", "Allocators"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
+        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "ExperimentModel", "Allocators", "Simulation"]),
         .testTarget(
             name: "LiveTests",
             dependencies: [
-                "LiveServer", "LiveDevices", "WireFormat", "AviaryCommands", "ExperimentServer", "ClientEngine", "Allocators", "Simulation",
+                "LiveServer", "LiveDevices", "WireFormat", "AviaryCommands", "ExperimentServer", "ExperimentModel", "ClientEngine", "Allocators", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -23,6 +23,7 @@ let package = Package(
             "AllocatorBenchmarks",
             dependencies: [
                 .product(name: "Allocators", package: "Aviary"),
+                .product(name: "ExperimentModel", package: "Aviary"),
                 .product(name: "Randomness", package: "Aviary"),
                 "CThompsonBaseline",
             ]
@@ -37,6 +38,7 @@ let package = Package(
             "QueueBenchmarks",
             dependencies: [
                 .product(name: "ClientEngine", package: "Aviary"),
+                .product(name: "ExperimentModel", package: "Aviary"),
             ]
         ),
     ]

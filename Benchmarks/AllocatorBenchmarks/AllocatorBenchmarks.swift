@@ -1,6 +1,7 @@
 import Allocators
 import Benchmark
 import CThompsonBaseline
+import ExperimentModel
 import Randomness
 
 // Every benchmark runs a million operations per measured iteration (`scalingFactor: .mega`), so

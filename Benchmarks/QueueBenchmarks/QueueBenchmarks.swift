@@ -1,5 +1,6 @@
 import Benchmark
 import ClientEngine
+import ExperimentModel
 import Foundation
 
 // A device's durable event queue. Each measured iteration works on a queue of a thousand events

@@ -18,6 +18,7 @@ let package = Package(
     targets: [
         .target(name: "Softmax", dependencies: [
             .product(name: "Allocators", package: "Aviary"),
+            .product(name: "ExperimentModel", package: "Aviary"),
             .product(name: "Randomness", package: "Aviary"),
         ]),
         .executableTarget(name: "CustomAviary", dependencies: [

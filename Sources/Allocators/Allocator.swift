@@ -1,3 +1,5 @@
+import ExperimentModel
+
 /// A policy that decides which variant each view shows and learns from the outcomes: the plug
 /// point for allocators, Aviary's own and those a package adds (``AllocatorRegistry``).
 ///

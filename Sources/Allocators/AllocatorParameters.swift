@@ -1,3 +1,5 @@
+import ExperimentModel
+
 /// The parameters of one allocator spec, read by name with a clear error for a value of the
 /// wrong kind: what a registered allocator's factory (``AllocatorRegistration``) receives.
 ///

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 /// An allocator a package adds to Aviary: its name, the parameters it takes and how to build it.

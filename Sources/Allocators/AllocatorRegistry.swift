@@ -1,3 +1,4 @@
+import ExperimentModel
 import Synchronization
 
 /// The allocators that specs can name besides the built-in ones: ``ExternalAllocator`` (`external`)

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 /// A named allocator with its parameters: what a scenario file or a command-line flag asks for.

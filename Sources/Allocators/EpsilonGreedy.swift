@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 /// Exploits the variant with the best mean reward, and explores a uniformly random one with

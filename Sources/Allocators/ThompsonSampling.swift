@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 /// Beta–Bernoulli Thompson sampling: each view draws a conversion rate from every variant's

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 /// A classic A/B(/n) test: every view draws a variant with fixed probabilities.

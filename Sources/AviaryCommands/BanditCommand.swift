@@ -1,5 +1,6 @@
 import Allocators
 import ArgumentParser
+import ExperimentModel
 import Foundation
 import Simulation
 

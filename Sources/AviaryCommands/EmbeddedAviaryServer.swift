@@ -1,5 +1,5 @@
 #if Live
-import ClientEngine
+import ExperimentModel
 import LiveDevices
 import LiveServer
 import Simulation

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ClientEngine
+import ExperimentModel
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,5 @@
 import Allocators
 import ArgumentParser
-import ClientEngine
 import Foundation
 import Simulation
 #if Live

@@ -1,3 +1,5 @@
+import ExperimentModel
+
 // MARK: - Requests and responses
 
 extension ClientEngine {

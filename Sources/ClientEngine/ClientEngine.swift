@@ -1,4 +1,4 @@
-import Allocators
+import ExperimentModel
 import Randomness
 
 /// The on-device experiment SDK of the Myna mobile API, as a synchronous, deterministic state

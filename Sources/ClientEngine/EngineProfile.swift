@@ -1,3 +1,4 @@
+import ExperimentModel
 import Synchronization
 
 /// What devices of one app build share: the shipped defaults and the engine settings.

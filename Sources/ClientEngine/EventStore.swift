@@ -1,3 +1,5 @@
+import ExperimentModel
+
 /// The durable queue of events a device has created and a server has not yet acknowledged.
 ///
 /// Events are kept in creation order. The engine appends, reads the oldest events to send,

@@ -1,3 +1,5 @@
+import ExperimentModel
+
 // The on-disk record format of a FileEventStore log: framing, encoding and decoding.
 // Parsing is pure (bytes in, records out), so replay and recovery are testable without I/O.
 

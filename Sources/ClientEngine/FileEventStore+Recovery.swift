@@ -1,3 +1,5 @@
+import ExperimentModel
+
 extension FileEventStore {
     /// What opening a log does with bytes that are not valid records.
     ///

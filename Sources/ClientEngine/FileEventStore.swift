@@ -1,3 +1,4 @@
+import ExperimentModel
 import Foundation
 #if canImport(Glibc)
 import Glibc

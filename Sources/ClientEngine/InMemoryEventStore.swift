@@ -1,3 +1,5 @@
+import ExperimentModel
+
 /// An event store held in memory that models durability: it tracks which events a real
 /// store would have written, so a simulated crash loses exactly the unwritten ones.
 ///

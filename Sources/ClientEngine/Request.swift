@@ -1,3 +1,5 @@
+import ExperimentModel
+
 /// The identity of a request an engine asked its driver to send; unique per engine.
 ///
 /// `RequestID` is `Sendable`: it is a plain value.

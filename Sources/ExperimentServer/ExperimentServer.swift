@@ -1,5 +1,10 @@
 import Allocators
-import ClientEngine
+import ExperimentModel
+
+// The server in five files: this one (ingest, cadence, publication), `+Decisions` (server-side
+// decisions and goals), `+HandOver` (copies handing feedback to the server that learns),
+// `ArrivalOrder` (the order feedback reaches the allocators: sort and merge) and
+// `IngestedEvents` (the ids seen, for deduplication).
 
 /// The experiment server of a simulated (or embedded) deployment: it ingests event batches
 /// idempotently, feeds an allocator per experiment on a cadence, publishes policy snapshots for
@@ -41,9 +46,10 @@ public struct ExperimentServer<A: Allocator> {
     }
 
     /// The allocators, one per experiment, in the order of ``definitions``.
-    public private(set) var allocators: [A]
+    public internal(set) var allocators: [A]
     /// The experiments served.
     public let definitions: [ExperimentDefinition]
+    /// When feedback reaches the allocators and snapshots are republished.
     public let cadence: UpdateCadence
     /// The data devices download now, built on first read after each update.
     public var published: ExperimentData {
@@ -63,9 +69,9 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
     /// The data last built from a publication.
-    private var built: ExperimentData
+    var built: ExperimentData
     /// The latest publication, if its data has not been built yet.
-    private var publication: (version: Int, snapshots: [DeferredSnapshot])?
+    var publication: (version: Int, snapshots: [DeferredSnapshot])?
     /// Distinct events ingested.
     public private(set) var eventsAccepted = 0
     /// Repeated events ignored.
@@ -73,22 +79,27 @@ public struct ExperimentServer<A: Allocator> {
     /// Events with unknown experiment or variant indices.
     public private(set) var eventsInvalid = 0
     /// Decisions answered (server-side assignment).
-    public private(set) var decisions = 0
+    public internal(set) var decisions = 0
 
     /// Every event id ingested.
-    private var seen = IngestedEvents()
+    var seen = IngestedEvents()
     /// Each experiment's variant count, read once: a generic allocator read through the array
     /// would be copied (and its storage retained and released) for every event checked.
     private let variantCounts: [Int]
-    private var pending: [PendingFeedback] = []
+    /// Feedback buffered for the next update, in the order it was buffered (or in ordered runs,
+    /// see `orderedRuns`).
+    var pending: [PendingFeedback] = []
     /// Where each entry of `pending` falls in arrival order, appended with it.
-    private var arrivals: [Arrival] = []
+    var arrivals: [Arrival] = []
     /// Where `pending` is a series of runs each already in arrival order (handed over by copies
     /// that ordered theirs, see ``orderFeedback()``), the index each run starts at; `nil` once
     /// feedback was buffered here unordered.
-    private var orderedRuns: [Int]? = []
+    var orderedRuns: [Int]? = []
+    /// Whether feedback reached the allocators since the last publication (immediate cadence).
     private var dirty = false
+    /// When the last publication was made.
     private var lastPublished: Double
+    /// The version of the next publication.
     private var version = 1
 
     /// Creates a server.
@@ -157,36 +168,9 @@ public struct ExperimentServer<A: Allocator> {
         seen.contains(id)
     }
 
-    /// Answers a server-side decision for `experiment` (the Conductrics style): the allocator
-    /// chooses now and the exposure is recorded as a view at once, since the server knows it.
-    public mutating func decide(experiment: Int, at now: Double) -> Int {
-        let variant = allocators[experiment].choose()
-        decisions += 1
-        learn(.view(variant), experiment: experiment, at: now)
-        return variant
-    }
-
-    /// Chooses a variant for `experiment` without learning anything: with
-    /// ``recordDecision(experiment:variant:at:)`` it makes ``decide(experiment:at:)`` in two
-    /// steps, for a server that writes the decision down before it takes effect.
-    public mutating func choose(experiment: Int) -> Int {
-        allocators[experiment].choose()
-    }
-
-    /// Records a decision taken earlier, as ``decide(experiment:at:)`` would have after choosing
-    /// `variant`: a server replaying its durable log learns its decisions without choosing again.
-    public mutating func recordDecision(experiment: Int, variant: Int, at now: Double) {
-        decisions += 1
-        learn(.view(variant), experiment: experiment, at: now)
-    }
-
-    /// Records a goal reported directly (the Conductrics style, no event queue).
-    public mutating func goal(experiment: Int, variant: Int, value: Double, at now: Double) {
-        learn(.conversion(variant, value: value), experiment: experiment, at: now)
-    }
 
     /// Feeds the allocator now or buffers the feedback, as the cadence says.
-    private mutating func learn(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID? = nil) {
+    mutating func learn(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID? = nil) {
         switch cadence {
         case .immediate:
             allocators[experiment].record(feedback)
@@ -211,70 +195,6 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
 
-    // MARK: Ingesting on another server's behalf
-
-    /// Takes the feedback `other` took in and has not yet given its allocators, after what is
-    /// already waiting here, and leaves `other` empty (with room for the next round's if its
-    /// buffers were small).
-    ///
-    /// A fleet whose devices run on several threads gives each part a copy of the server to
-    /// ingest into; before an update, the parts hand their feedback to the one server that
-    /// learns. The update sorts all of it by arrival, so the allocators see the same sequence
-    /// however the devices were split.
-    public mutating func takeFeedback(from other: inout ExperimentServer) {
-        let offset = pending.count
-        if orderedRuns != nil, let theirs = other.orderedRuns {
-            orderedRuns!.append(contentsOf: theirs.lazy.map { $0 + offset })
-        } else {
-            orderedRuns = nil
-        }
-        pending.append(contentsOf: other.pending)
-        for arrival in other.arrivals { arrivals.append(Arrival(bits: arrival.time, index: arrival.index + offset)) }
-        // Buffers kept spare the copy regrowing them every round; a large fleet's copies give
-        // theirs back rather than hold a second copy of the round's feedback between updates.
-        let keep = other.pending.count <= Self.keptFeedback
-        other.pending.removeAll(keepingCapacity: keep)
-        other.arrivals.removeAll(keepingCapacity: keep)
-        other.orderedRuns = []
-    }
-
-    /// Puts the feedback this server holds in arrival order, for a copy about to hand it over
-    /// (see ``takeFeedback(from:)``): the server that learns then merges the copies' ordered
-    /// runs instead of sorting all of them and reading each entry from wherever it lies, and
-    /// the copies of a fleet split over several threads each order theirs on their own thread.
-    /// What the allocators learn, and in which order, is the same either way.
-    ///
-    /// - Complexity: O(*n*) for *n* entries held.
-    public mutating func orderFeedback() {
-        guard orderedRuns == nil else { return }
-        sortArrivals()
-        var ordered: [PendingFeedback] = []
-        ordered.reserveCapacity(pending.count)
-        for position in arrivals.indices {
-            ordered.append(pending[arrivals[position].index])
-            arrivals[position].index = position
-        }
-        pending = ordered
-        orderedRuns = pending.isEmpty ? [] : [0]
-    }
-
-    /// The most feedback entries a copy keeps room for between rounds.
-    static var keptFeedback: Int { 4_096 }
-
-    /// Says which devices will send this server events, so that it keeps their ids in an array
-    /// made for exactly them (a fleet's server hears from its devices, a shard's server copy
-    /// from one range of them). Others are still accepted. Call it before any ingest.
-    public mutating func expectDevices(_ devices: Range<UInt64>) {
-        seen.expectDevices(devices)
-    }
-
-    /// Serves `data` as the published data, in place of this server's own publications: for a
-    /// copy that ingests on behalf of the server that publishes.
-    public mutating func serve(_ data: ExperimentData) {
-        built = data
-        publication = nil
-    }
-
     /// Applies buffered feedback and republishes if the cadence says it is time.
     public mutating func tick(at now: Double) {
         switch cadence {
@@ -288,6 +208,7 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
 
+    /// Buffers feedback for the next update, with its arrival.
     private mutating func buffer(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID?) {
         orderedRuns = nil
         arrivals.append(Arrival(time: now, index: pending.count))
@@ -322,71 +243,6 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
 
-    /// Feeds the allocators runs of feedback each in arrival order (starting at `starts`), merged
-    /// into one arrival order: the order ``applyPending()`` gives their concatenation.
-    ///
-    /// Each run is read front to back, so the entries stream in; the heap of the runs' next
-    /// arrivals is small enough to stay in the nearest cache.
-    ///
-    /// - Complexity: O(*n* log *k*) for *n* entries in *k* runs.
-    private mutating func learnMerging(_ starts: [Int]) {
-        let pending = self.pending, arrivals = self.arrivals
-        var heads = starts.indices.map { run in
-            let end = run + 1 < starts.count ? starts[run + 1] : pending.count
-            return RunHead(time: arrivals[starts[run]].time, position: starts[run], end: end)
-        }
-        // Ties in time (rare) are ordered as `applyPending` orders them; positions in the
-        // concatenation stand for the indices there, since each run kept its order.
-        func precedes(_ a: RunHead, _ b: RunHead) -> Bool {
-            a.time != b.time ? a.time < b.time : pending[a.position].sameTimeOrder(at: a.position) < pending[b.position].sameTimeOrder(at: b.position)
-        }
-        func siftDown(_ start: Int) {
-            var parent = start
-            while true {
-                let left = 2 * parent + 1
-                guard left < heads.count else { return }
-                let right = left + 1
-                let child = right < heads.count && precedes(heads[right], heads[left]) ? right : left
-                guard precedes(heads[child], heads[parent]) else { return }
-                heads.swapAt(parent, child)
-                parent = child
-            }
-        }
-        for index in stride(from: heads.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
-        while !heads.isEmpty {
-            let position = heads[0].position
-            let entry = pending[position]
-            allocators[entry.experiment].record(entry.feedback)
-            if position + 1 < heads[0].end {
-                heads[0].position = position + 1
-                heads[0].time = arrivals[position + 1].time
-            } else {
-                heads[0] = heads[heads.count - 1]
-                heads.removeLast()
-            }
-            siftDown(0)
-        }
-    }
-
-    /// Sorts `arrivals` into arrival order: by time, then feedback without an event (decisions
-    /// and goals) before events, events by id, and otherwise in the order it was buffered.
-    private mutating func sortArrivals() {
-        // Sorting 16-byte keys and reading the feedback through them moves a fraction of the
-        // bytes that sorting the entries would; ties in time, rare, are ordered afterwards.
-        if !arrivals.isSorted() { Arrival.sortByTime(&arrivals) }
-        var start = 0
-        while start < arrivals.count {
-            var end = start + 1
-            while end < arrivals.count && arrivals[end].time == arrivals[start].time { end += 1 }
-            if end - start > 1 {
-                arrivals[start..<end].sort { [pending] a, b in
-                    pending[a.index].sameTimeOrder(at: a.index) < pending[b.index].sameTimeOrder(at: b.index)
-                }
-            }
-            start = end
-        }
-    }
-
     /// Captures every allocator's policy now; ``published`` builds the data when it is read.
     private mutating func publish(at now: Double) {
         let snapshots = allocators.indices.map { allocators[$0].deferredSnapshot(version: version, issuedAt: now) }
@@ -398,10 +254,12 @@ public struct ExperimentServer<A: Allocator> {
 }
 
 /// Feedback waiting for the next update.
-private struct PendingFeedback: Sendable {
+struct PendingFeedback: Sendable {
     /// The event it came from; `nil` for server-side decisions and goals.
     var event: EventID?
+    /// The experiment's index.
     var experiment: Int
+    /// What the allocator learns.
     var feedback: Feedback
 
     /// What orders feedback that arrived at the same time, `index` being its place in the
@@ -409,262 +267,5 @@ private struct PendingFeedback: Sendable {
     func sameTimeOrder(at index: Int) -> (UInt64, UInt64, Int) {
         guard let event else { return (0, 0, index) }
         return (event.device, 1 << 32 | UInt64(event.sequence), index)
-    }
-}
-
-/// The next entry of a run of pending feedback in arrival order: its arrival time (as
-/// ``Arrival/time``), where it is, and where its run ends.
-private struct RunHead {
-    var time: UInt64
-    var position: Int
-    var end: Int
-}
-
-/// When an entry of the pending feedback arrived, and where it is in the buffer.
-private struct Arrival: Comparable, Sendable {
-    /// The arrival time's bits, mapped so that unsigned order is numeric order (−0 as +0).
-    var time: UInt64
-    var index: Int
-
-    init(time: Double, index: Int) {
-        // Adding zero turns −0 into +0, which compares equal to it as a time.
-        let bits = (time + 0).bitPattern
-        self.time = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
-        self.index = index
-    }
-
-    /// An arrival whose time is already mapped (`time` of another arrival).
-    init(bits: UInt64, index: Int) {
-        self.time = bits
-        self.index = index
-    }
-
-    static func < (a: Arrival, b: Arrival) -> Bool {
-        a.time != b.time ? a.time < b.time : a.index < b.index
-    }
-
-    /// Sorts `arrivals`, which are in index order, by time and then index: a stable
-    /// least-significant-digit radix sort on the bytes of the time in which some arrivals
-    /// differ (an update's arrivals share their top bytes).
-    ///
-    /// An update sorts every arrival since the last; a comparison sort of them cost more than
-    /// the allocators' learning from them.
-    static func sortByTime(_ arrivals: inout [Arrival]) {
-        let count = arrivals.count
-        guard count > 1 else { return }
-        precondition(arrivals.indices.dropFirst().allSatisfy { arrivals[$0 - 1].index < arrivals[$0].index }, "arrivals are appended in index order")
-        var counts = [Int](repeating: 0, count: 8 * 256)
-        var differing: UInt64 = 0
-        let first = arrivals[0].time
-        for arrival in arrivals {
-            differing |= arrival.time ^ first
-            var time = arrival.time
-            for byte in 0..<8 {
-                counts[byte << 8 | Int(time & 0xff)] += 1
-                time >>= 8
-            }
-        }
-        var scratch = [Arrival](repeating: Arrival(bits: 0, index: 0), count: count)
-        var sortedInScratch = false
-        for byte in 0..<8 where (differing >> (byte * 8)) & 0xff != 0 {
-            var start = 0
-            for digit in 0..<256 {
-                let n = counts[byte << 8 | digit]
-                counts[byte << 8 | digit] = start
-                start += n
-            }
-            let shift = UInt64(byte * 8)
-            func scatter(_ from: UnsafeBufferPointer<Arrival>, _ to: UnsafeMutableBufferPointer<Arrival>) {
-                for arrival in from {
-                    let slot = byte << 8 | Int((arrival.time >> shift) & 0xff)
-                    to[counts[slot]] = arrival
-                    counts[slot] += 1
-                }
-            }
-            if sortedInScratch {
-                scratch.withUnsafeBufferPointer { from in arrivals.withUnsafeMutableBufferPointer { to in scatter(from, to) } }
-            } else {
-                arrivals.withUnsafeBufferPointer { from in scratch.withUnsafeMutableBufferPointer { to in scatter(from, to) } }
-            }
-            sortedInScratch.toggle()
-        }
-        if sortedInScratch { swap(&arrivals, &scratch) }
-    }
-}
-
-extension Array where Element: Comparable {
-    fileprivate func isSorted() -> Bool {
-        indices.dropFirst().allSatisfy { self[$0 - 1] <= self[$0] }
-    }
-}
-
-/// The ids of the events ingested, by device.
-///
-/// A device numbers its events in order and sends the oldest first, so its ids form a few runs
-/// of consecutive numbers, usually one: an 8-byte entry per device holding the latest run,
-/// instead of one per event, keeps this in cache. Devices numbered densely from 0 (or from
-/// the first of a shard's range), as a simulated fleet's are, index an array; others (and devices far beyond those seen, so that
-/// one large id cannot make the array huge) go in a dictionary. Earlier runs, left behind when
-/// numbers are skipped (events lost in a crash, dropped or refused), wait in a dictionary too.
-private struct IngestedEvents {
-    /// Latest runs of devices `base ..< base + dense.count`.
-    private var dense: [Run] = []
-    /// The first device the array covers.
-    private var base: UInt64 = 0
-    /// Latest runs of other devices.
-    private var sparse: [UInt64: Run] = [:]
-    /// Earlier runs of devices that have them, in increasing order, each ending at least two
-    /// below the next (or the latest run).
-    private var earlier: [UInt64: [ClosedRange<UInt32>]] = [:]
-    /// Devices with a run.
-    private var devices = 0
-
-    /// A run of consecutive sequence numbers, `first ... last`; empty (first above last) for a
-    /// device with none.
-    struct Run {
-        var first: UInt32 = 1
-        var last: UInt32 = 0
-
-        var isEmpty: Bool { first > last }
-
-        /// What adding a number to a device's latest run did, or left to do.
-        enum Insertion {
-            /// It was added, and it is the device's first.
-            case first
-            /// It was added.
-            case added
-            /// It was added, starting a new latest run after a gap: this run is left behind.
-            case leftBehind(ClosedRange<UInt32>)
-            /// It was there already.
-            case present
-            /// It is below this run: the earlier runs decide.
-            case below
-        }
-
-        mutating func insert(_ s: UInt32) -> Insertion {
-            if isEmpty {
-                (first, last) = (s, s)
-                return .first
-            }
-            if s > last {
-                guard s - last > 1 else {
-                    last = s
-                    return .added
-                }
-                let behind = first...last
-                (first, last) = (s, s)
-                return .leftBehind(behind)
-            }
-            return s >= first ? .present : .below
-        }
-    }
-
-    /// The array grows to cover a device only this far past `base`: at most twice the devices
-    /// seen, so it is never much larger than a dictionary of them would be, plus a few thousand.
-    private var denseLimit: UInt64 { UInt64(max(4096, 2 * devices)) }
-
-    /// Makes the array cover `range` (its size known, it need not grow by doubling), before
-    /// any id is inserted.
-    mutating func expectDevices(_ range: Range<UInt64>) {
-        precondition(devices == 0, "the array's start is set before any id is inserted")
-        base = range.lowerBound
-        dense = Array(repeating: Run(), count: range.count)
-    }
-
-    /// Where `device`'s latest run is in the array, if the array covers it.
-    @inline(__always)
-    private func slot(_ device: UInt64) -> Int? {
-        device >= base && device - base < UInt64(dense.count) ? Int(device - base) : nil
-    }
-
-    func contains(_ id: EventID) -> Bool {
-        let run = slot(id.device).map { dense[$0] } ?? sparse[id.device] ?? Run()
-        if id.sequence >= run.first { return id.sequence <= run.last }
-        guard let runs = earlier[id.device] else { return false }
-        let next = Self.firstRun(endingAtOrAfter: id.sequence, in: runs)
-        return next < runs.count && runs[next].lowerBound <= id.sequence
-    }
-
-    /// Adds `id`; returns whether it was not already there.
-    mutating func insert(_ id: EventID) -> Bool {
-        let device = id.device
-        if device >= base, device - base >= UInt64(dense.count), device - base < denseLimit { grow(covering: device) }
-        let insertion = if let slot = slot(device) {
-            dense[slot].insert(id.sequence)
-        } else {
-            sparse[device, default: Run()].insert(id.sequence)
-        }
-        switch insertion {
-        case .first:
-            devices += 1
-            return true
-        case .added:
-            return true
-        case .leftBehind(let run):
-            earlier[device, default: []].append(run)
-            return true
-        case .present:
-            return false
-        case .below:
-            return insertEarlier(id.sequence, of: device)
-        }
-    }
-
-    /// Adds `s`, below the device's latest run, among its earlier runs, merging the runs it
-    /// joins (the latest one included).
-    private mutating func insertEarlier(_ s: UInt32, of device: UInt64) -> Bool {
-        var runs = earlier.removeValue(forKey: device) ?? []
-        defer { if !runs.isEmpty { earlier[device] = runs } }
-        let next = Self.firstRun(endingAtOrAfter: s, in: runs)
-        if next < runs.count && runs[next].lowerBound <= s { return false }
-        // `s` lies in the gap between run `next - 1` (if any) and run `next` (or the latest).
-        let latestFirst = slot(device).map { dense[$0].first } ?? sparse[device]!.first
-        let joinsBelow = next > 0 && runs[next - 1].upperBound == s - 1
-        let joinsAbove = (next < runs.count ? runs[next].lowerBound : latestFirst) == s + 1
-        var newLatestFirst: UInt32?
-        switch (joinsBelow, joinsAbove) {
-        case (true, true):
-            let merged = runs[next - 1].lowerBound
-            if next < runs.count {
-                runs[next] = merged...runs[next].upperBound
-            } else {
-                newLatestFirst = merged
-            }
-            runs.remove(at: next - 1)
-        case (true, false):
-            runs[next - 1] = runs[next - 1].lowerBound...s
-        case (false, true):
-            if next < runs.count {
-                runs[next] = s...runs[next].upperBound
-            } else {
-                newLatestFirst = s
-            }
-        case (false, false):
-            runs.insert(s...s, at: next)
-        }
-        if let newLatestFirst {
-            if let slot = slot(device) { dense[slot].first = newLatestFirst } else { sparse[device]!.first = newLatestFirst }
-        }
-        return true
-    }
-
-    /// The index of the first run in `runs` that ends at or after `s` (`runs.count` if none).
-    private static func firstRun(endingAtOrAfter s: UInt32, in runs: [ClosedRange<UInt32>]) -> Int {
-        var low = 0, high = runs.count
-        while low < high {
-            let middle = (low + high) / 2
-            if runs[middle].upperBound < s { low = middle + 1 } else { high = middle }
-        }
-        return low
-    }
-
-    /// Extends the array to cover `device` (doubling, within the limit), moving the runs of
-    /// the devices it now covers out of the dictionary.
-    private mutating func grow(covering device: UInt64) {
-        let count = Int(min(denseLimit, max(device - base + 1, UInt64(2 * dense.count))))
-        dense.append(contentsOf: repeatElement(Run(), count: count - dense.count))
-        for moved in sparse.keys.filter({ $0 >= base && $0 - base < UInt64(count) }) {
-            dense[Int(moved - base)] = sparse.removeValue(forKey: moved)!
-        }
     }
 }

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 import Simulation
 
 /// A server a live run starts beside its devices, on the run's own clock: `aviary serve`

@@ -1,5 +1,6 @@
 import Allocators
 import AsyncHTTPClient
+import ExperimentModel
 import Foundation
 import NIOCore
 import NIOHTTP1

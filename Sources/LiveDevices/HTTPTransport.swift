@@ -1,6 +1,7 @@
 import Allocators
 import AsyncHTTPClient
 import ClientEngine
+import ExperimentModel
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentModel
 
 /// An allocator whose concrete type is chosen at run time (from a scenario or a flag), for the
 /// live server, where one HTTP request costs far more than a dynamic dispatch.

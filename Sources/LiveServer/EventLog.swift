@@ -1,3 +1,4 @@
+import ExperimentModel
 import Foundation
 import WireFormat
 #if canImport(Glibc)

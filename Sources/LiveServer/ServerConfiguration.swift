@@ -1,5 +1,5 @@
 import Allocators
-import ClientEngine
+import ExperimentModel
 
 /// What `aviary serve` serves and how: the experiments, the allocator behind them, when it
 /// learns, how much the server can take, and where it keeps what it must not lose.

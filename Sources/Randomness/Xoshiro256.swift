@@ -7,7 +7,7 @@ import Darwin
 /// The xoshiro256** generator of Blackman and Vigna: fast, 256 bits of state, period 2²⁵⁶ − 1.
 ///
 /// Used for the cheap draws (uniforms, Bernoulli trials, exponential gaps, weighted choices);
-/// Beta and Gamma variates come from ``GSLRandom``.
+/// Beta and Gamma variates come from GSL (`GSLRandom` in `Allocators`, the one module that links it).
 ///
 /// `Xoshiro256` is `Sendable` as a value; like any generator it must not be shared between
 /// owners, since two copies replay the same numbers.

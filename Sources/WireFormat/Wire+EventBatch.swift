@@ -1,5 +1,5 @@
 import Allocators
-import ClientEngine
+import ExperimentModel
 import NIOCore
 
 /// The engine's event, named apart from ``Wire/Event``.

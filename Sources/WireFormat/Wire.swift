@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 import Foundation
 
 /// The JSON bodies of Aviary's HTTP API, version 1 (`/v1/…`), shared by the server and the

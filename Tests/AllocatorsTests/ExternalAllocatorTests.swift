@@ -1,3 +1,4 @@
+import ExperimentModel
 import Foundation
 import Randomness
 import Testing

@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentModel
 import Randomness
 import Testing
 
@@ -49,35 +50,5 @@ struct UniformSplitTests {
         #expect(throws: AllocatorError.self) { try UniformSplit(variantCount: 2, weights: [0, 0], seed: StreamSeed(1)) }
         #expect(throws: AllocatorError.self) { try UniformSplit(variantCount: 2, weights: [-1, 2], seed: StreamSeed(1)) }
         #expect(throws: AllocatorError.self) { try UniformSplit(variantCount: 0, seed: StreamSeed(1)) }
-    }
-}
-
-struct PolicySnapshotTests {
-    @Test func samplingFollowsTheWeights() throws {
-        let snapshot = try PolicySnapshot(weights: [0.1, 0.2, 0.3, 0.4])
-        var generator = StreamSeed(5).makeGenerator()
-        var counts = [0, 0, 0, 0]
-        for _ in 0..<100_000 { counts[snapshot.sample(using: &generator)] += 1 }
-        #expect(chiSquare(counts, expected: [0.1, 0.2, 0.3, 0.4]) < 16.27)  // 3 df, p = 0.001
-    }
-
-    @Test func zeroWeightVariantsAreNeverDrawn() throws {
-        let snapshot = try PolicySnapshot(weights: [0, 1, 0])
-        #expect(snapshot.variant(forUniform: 0) == 1)
-        #expect(snapshot.variant(forUniform: 0.999_999_999) == 1)
-        #expect(PolicySnapshot.pinned(2, of: 3).variant(forUniform: 0.5) == 2)
-    }
-
-    @Test func weightsAreNormalised() throws {
-        #expect(try PolicySnapshot(weights: [2, 6]).weights == [0.25, 0.75])
-    }
-
-    @Test func invalidWeightsNameTheProblem() {
-        #expect(throws: AllocatorError("snapshot weights sum to 0.0; they must sum to a positive number")) {
-            try PolicySnapshot(weights: [0, 0])
-        }
-        #expect(throws: AllocatorError("snapshot weights: weight 1 is nan; weights must be finite and not negative")) {
-            try PolicySnapshot(weights: [1, .nan])
-        }
     }
 }

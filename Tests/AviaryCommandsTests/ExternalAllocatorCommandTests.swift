@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentModel
 import Foundation
 
 import Testing

@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentModel
 import Randomness
 import Testing
 @testable import ClientEngine

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Foundation
 import Testing
 @testable import ClientEngine

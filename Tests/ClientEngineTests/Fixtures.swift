@@ -1,4 +1,4 @@
-import Allocators
+import ExperimentModel
 import Randomness
 @testable import ClientEngine
 

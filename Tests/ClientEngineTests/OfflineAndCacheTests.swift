@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 import Testing
 @testable import ClientEngine

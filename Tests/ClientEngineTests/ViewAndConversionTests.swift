@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentModel
 import Randomness
 import Testing
 @testable import ClientEngine
@@ -140,7 +141,7 @@ struct RecordConversionTests {
 }
 
 enum PolicySnapshotFixture {
-    static func weights(_ weights: [Double]) throws -> Allocators.PolicySnapshot {
-        try Allocators.PolicySnapshot(weights: weights)
+    static func weights(_ weights: [Double]) throws -> ExperimentModel.PolicySnapshot {
+        try ExperimentModel.PolicySnapshot(weights: weights)
     }
 }

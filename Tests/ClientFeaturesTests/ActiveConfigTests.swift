@@ -1,5 +1,5 @@
-import ClientEngine
 import ClientFeatures
+import ExperimentModel
 import Testing
 
 /// Builds an exchange-format payload from sections of settings.

@@ -1,5 +1,5 @@
-import ClientEngine
 import ClientFeatures
+import ExperimentModel
 import Foundation
 import Randomness
 import Testing

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Testing
 import Allocators
 import ClientFeatures

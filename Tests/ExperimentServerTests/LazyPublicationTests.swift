@@ -1,5 +1,5 @@
 import Allocators
-import ClientEngine
+import ExperimentModel
 import ExperimentServer
 import Randomness
 import Testing

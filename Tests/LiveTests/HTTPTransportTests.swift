@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import ClientEngine
+import ExperimentModel
 import Foundation
 import NIOPosix
 import Testing

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 import Foundation
 import Testing
 import WireFormat

@@ -1,5 +1,5 @@
-import ClientEngine
 import ClientFeatures
+import ExperimentModel
 import Testing
 @testable import Simulation
 

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 /// An allocator whose policy runs outside Aviary, in any language: a process started with

@@ -1,3 +1,5 @@
+import ExperimentModel
+
 /// A connection to an external policy that carries the allocator protocol's messages
 /// (docs/allocator-protocol.md), one JSON object each, and their replies in order.
 ///

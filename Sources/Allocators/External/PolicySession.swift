@@ -1,3 +1,5 @@
+import ExperimentModel
+
 /// The state of one ``ExternalAllocator``'s conversation with its policy: the channel, the
 /// feedback buffered for the next `record`, the current block of decisions, and the first
 /// failure.

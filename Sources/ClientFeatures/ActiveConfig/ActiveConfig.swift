@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// Remote configuration with per-section change listeners, after MSActiveConfig.
 ///

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// One named group of settings in a configuration, such as `AppFeatures`.
 ///

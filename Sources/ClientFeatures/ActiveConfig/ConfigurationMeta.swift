@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// The `meta` dictionary of a configuration: format version, creation time and any extra keys.
 ///

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// One complete configuration: its meta and every section, as parsed from the exchange format.
 ///

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// How one section differs between two configurations.
 ///

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// Whether a campaign runs, as the settings payload says.
 ///

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 import Randomness
 
 /// The identifiers a ``CampaignClient`` sends with every call.

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// Why a campaign settings payload was rejected.
 ///

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// A device attribute that a segment condition tests.
 ///

@@ -1,4 +1,4 @@
-import ClientEngine
+import ExperimentModel
 
 /// The decision service's answer to one ``DecisionRequest``, as the driver received it.
 ///

@@ -1,5 +1,6 @@
 import Allocators
 import Dispatch
+import ExperimentModel
 import Foundation
 import Randomness
 

@@ -1,5 +1,6 @@
 import ClientEngine
 import ClientFeatures
+import ExperimentModel
 
 /// The Experiments framework's keeper over MSActiveConfig: remote values are read from one
 /// section of the configuration that ``ActiveConfig`` holds, and a fetch applies what the

@@ -1,5 +1,6 @@
 import Allocators
 import ClientEngine
+import ExperimentModel
 import ExperimentServer
 import Histogram
 

@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentModel
 
 extension FleetSimulation {
     /// Ends every allocator of a finished replicate (``Allocator/finish()``), and returns the

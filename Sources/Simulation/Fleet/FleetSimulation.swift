@@ -1,6 +1,7 @@
 import Allocators
 import ClientEngine
 import Dispatch
+import ExperimentModel
 import Foundation
 import Randomness
 

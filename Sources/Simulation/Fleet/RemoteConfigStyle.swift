@@ -1,6 +1,7 @@
 import Allocators
 import ClientEngine
 import ClientFeatures
+import ExperimentModel
 import ExperimentServer
 import Randomness
 

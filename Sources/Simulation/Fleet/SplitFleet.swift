@@ -1,6 +1,7 @@
 import Allocators
 import ClientEngine
 import Dispatch
+import ExperimentModel
 import ExperimentServer
 import Synchronization
 

@@ -2,6 +2,7 @@ import Allocators
 import ClientEngine
 import ExperimentServer
 import ClientFeatures
+import ExperimentModel
 import Randomness
 
 /// VWO's mobile API on every device, driving the real ``CampaignClient``: each experiment is a

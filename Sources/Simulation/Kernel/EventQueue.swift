@@ -1,3 +1,5 @@
+import DataStructures
+
 /// The pending events of a discrete-event simulation, in time order or in windows of time.
 ///
 /// **Time order** pops events by (time, payload). **Windowed order** cuts time into windows
@@ -296,42 +298,15 @@ struct EventQueue<Payload: EventQueuePayload> {
     }
 
     /// Sorts the window's events by group alone (a group's events meet again in the group heap,
-    /// which orders them fully): a least-significant-digit radix sort, a byte a pass, skipping
-    /// bytes that are the same throughout. A comparison sort of a million-device window costs
+    /// which orders them fully): a least-significant-digit radix sort (``RadixSort``), a byte a
+    /// pass, skipping bytes that are the same throughout. A comparison sort of a million-device window costs
     /// several times more.
     private mutating func sortByGroup() {
-        let n = sorted.count
-        guard n > 256 else {
+        guard sorted.count > 256 else {
             sorted.sort { $0.payload.group < $1.payload.group }
             return
         }
-        scratch = sorted
-        var counts = [Int](repeating: 0, count: 256)
-        var inScratch = false
-        for shift in stride(from: UInt32(0), to: 32, by: 8) {
-            sorted.withUnsafeMutableBufferPointer { a in
-                scratch.withUnsafeMutableBufferPointer { b in
-                    let source = inScratch ? b : a
-                    let target = inScratch ? a : b
-                    for i in 0..<256 { counts[i] = 0 }
-                    for entry in source { counts[Int(truncatingIfNeeded: entry.payload.group >> shift) & 255] += 1 }
-                    guard counts[Int(truncatingIfNeeded: source[0].payload.group >> shift) & 255] != n else { return }
-                    var position = 0
-                    for i in 0..<256 {
-                        let count = counts[i]
-                        counts[i] = position
-                        position += count
-                    }
-                    for entry in source {
-                        let digit = Int(truncatingIfNeeded: entry.payload.group >> shift) & 255
-                        target[counts[digit]] = entry
-                        counts[digit] += 1
-                    }
-                    inScratch.toggle()
-                }
-            }
-        }
-        if inScratch { swap(&sorted, &scratch) }
+        RadixSort.sort(&sorted, scratch: &scratch) { $0.payload.group }
         // Not kept for the next window: in a fleet split into shards, every shard would hold a
         // window's worth of entries it uses only while it sorts.
         scratch = []
@@ -358,60 +333,4 @@ protocol EventQueuePayload: Comparable {
     /// The events of a group run together within a window (a fleet's device; its fleet-wide
     /// events form the last group). Ignored in time order.
     var group: UInt32 { get }
-}
-
-/// A 4-ary min-heap in one flat array: half the depth of a binary heap.
-struct MinHeap<Element: HeapOrdered> {
-    private(set) var storage: [Element] = []
-
-    var count: Int { storage.count }
-    var isEmpty: Bool { storage.isEmpty }
-    var first: Element? { storage.first }
-
-    @inline(__always)
-    mutating func push(_ element: Element) {
-        storage.append(element)
-        storage.withUnsafeMutableBufferPointer { h in
-            var child = h.count - 1
-            while child > 0 {
-                let parent = (child - 1) >> 2
-                guard element.precedes(h[parent]) else { break }
-                h[child] = h[parent]
-                child = parent
-            }
-            h[child] = element
-        }
-    }
-
-    @inline(__always)
-    mutating func pop() -> Element? {
-        guard let last = storage.popLast() else { return nil }
-        guard !storage.isEmpty else { return last }
-        let top = storage[0]
-        storage.withUnsafeMutableBufferPointer { h in
-            let n = h.count
-            var parent = 0
-            while true {
-                let first = 4 * parent + 1
-                if first >= n { break }
-                var child = first
-                let end = min(first + 4, n)
-                var candidate = first + 1
-                while candidate < end {
-                    if h[candidate].precedes(h[child]) { child = candidate }
-                    candidate += 1
-                }
-                guard h[child].precedes(last) else { break }
-                h[parent] = h[child]
-                parent = child
-            }
-            h[parent] = last
-        }
-        return top
-    }
-}
-
-/// A strict order for ``MinHeap``.
-protocol HeapOrdered {
-    func precedes(_ other: Self) -> Bool
 }

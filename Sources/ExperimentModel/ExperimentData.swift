@@ -1,5 +1,3 @@
-import Allocators
-
 /// The experiments a device knows about: downloaded from a server, or the defaults an app ships.
 ///
 /// One instance is shared by reference by every device holding it, so a million devices cost
@@ -114,7 +112,7 @@ public final class ExperimentData: Sendable {
     /// Whether `other` has the same experiments and variants at the same indices, so that
     /// indices into one mean the same in the other. O(1) for data created as replacing the other
     /// (or one of its predecessors in the same layout).
-    func hasSameLayout(as other: ExperimentData) -> Bool {
+    package func hasSameLayout(as other: ExperimentData) -> Bool {
         layout === other.layout || Self.sameLayout(experiments, other.experiments)
     }
 

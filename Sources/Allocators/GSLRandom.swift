@@ -1,4 +1,5 @@
 import CGSL
+import Randomness
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

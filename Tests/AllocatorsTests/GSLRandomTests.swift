@@ -1,4 +1,5 @@
-@testable import Randomness
+@testable import Allocators
+import Randomness
 import Testing
 
 struct GSLRandomTests {
