@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "ExperimentModel", dependencies: ["Randomness"]),
         .target(name: "Allocators", dependencies: ["ExperimentModel", "Randomness", "CGSL"]),
         .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
-        .target(name: "ClientFeatures", dependencies: ["ExperimentModel", "Allocators", "Randomness"]),
+        .target(name: "ClientFeatures", dependencies: ["ExperimentModel", "Randomness"]),
         .target(name: "ExperimentServer", dependencies: ["Allocators", "DataStructures", "ExperimentModel"]),
         .target(
             name: "Simulation",
@@ -67,7 +67,7 @@ let package = Package(
         .target(
             name: "LiveServer",
             dependencies: [
-                "Allocators", "ClientEngine", "ExperimentModel", "ExperimentServer", "Randomness", "WireFormat",
+                "Allocators", "ExperimentModel", "ExperimentServer", "Randomness", "WireFormat",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,8 @@
 import Allocators
+@testable import ClientFeatures
+import ExperimentModel
 
-/// A decision service's side of the exchange, for the simulator: answers ``DecisionRequest``s
+/// A decision service's side of the exchange, for the client's tests: answers ``DecisionRequest``s
 /// by asking an allocator.
 ///
 /// The allocator's variants are the request's choices: for a single decision, variant *i* is
@@ -20,7 +22,7 @@ import Allocators
 /// several agents run.
 ///
 /// `DecisionResponder` is `Sendable` when its allocator is.
-public struct DecisionResponder<A: Allocator> {
+struct DecisionResponder<A: Allocator> {
     struct SessionKey: Hashable {
         var session: String
         var agent: String
@@ -33,9 +35,9 @@ public struct DecisionResponder<A: Allocator> {
     }
 
     /// The allocator choosing the variants, with the feedback it has learnt from.
-    public private(set) var allocator: A
+    private(set) var allocator: A
     /// Whether repeated decisions in a session reuse the earlier variant.
-    public let sticky: Bool
+    let sticky: Bool
     private var sessions: [SessionKey: SessionState] = [:]
 
     /// Creates a responder over `allocator`.
@@ -43,7 +45,7 @@ public struct DecisionResponder<A: Allocator> {
     /// - Parameters:
     ///   - allocator: Chooses variants and learns from views and goals.
     ///   - sticky: Whether a session keeps its variant at each point until it expires.
-    public init(allocator: A, sticky: Bool = true) {
+    init(allocator: A, sticky: Bool = true) {
         self.allocator = allocator
         self.sticky = sticky
     }
@@ -52,7 +54,7 @@ public struct DecisionResponder<A: Allocator> {
     ///
     /// - Complexity: O(*d*) for a decision with *d* named decisions, plus the allocator's cost;
     ///   O(*p* log *p*) for a goal in a session decided at *p* points.
-    public mutating func respond(to request: DecisionRequest) -> DecisionResponse {
+    mutating func respond(to request: DecisionRequest) -> DecisionResponse {
         let key = SessionKey(session: request.sessionID, agent: request.agent)
         switch request.kind {
         case .decision(let point, let choices):
