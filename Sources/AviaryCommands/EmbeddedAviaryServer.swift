@@ -1,5 +1,6 @@
 #if Live
 import ExperimentModel
+import ExperimentServer
 import LiveDevices
 import LiveServer
 import Simulation
@@ -42,15 +43,9 @@ extension ServerConfiguration {
         let experiments = scenario.experiments.map { experiment in
             ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
         }
-        let cadence: ServerConfiguration.Cadence = switch scenario.server.update {
-        case .immediate: .immediate(minimumInterval: 60)
-        case .every(let seconds): .every(seconds: seconds)
-        case .everyEvents(let count): .everyEvents(count)
-        }
-        let capacity = scenario.server.capacity.map {
-            ServerConfiguration.Capacity(eventsPerSecond: $0.eventsPerSecond, maxConcurrent: $0.maxConcurrent, maxBacklog: $0.maxBacklog, rejectStatus: $0.rejectStatus, retryAfter: $0.retryAfter)
-        }
-        self.init(experiments: experiments, allocator: scenario.allocators[0].spec, seed: scenario.seed, cadence: cadence, capacity: capacity, dataTTL: scenario.client.dataTTL)
+        self.init(
+            experiments: experiments, allocator: scenario.allocators[0].spec, seed: scenario.seed, cadence: scenario.server.update,
+            capacity: scenario.server.capacity, dataTTL: scenario.client.dataTTL)
     }
 }
 #endif

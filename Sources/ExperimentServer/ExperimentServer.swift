@@ -25,16 +25,6 @@ import ExperimentModel
 ///
 /// Not `Sendable`: one owner (one simulated replicate) drives it.
 public struct ExperimentServer<A: Allocator> {
-    /// When feedback reaches the allocators and snapshots are republished.
-    public enum UpdateCadence: Sendable, Hashable {
-        /// Feedback applied as it arrives; snapshots republished at most every `minimumInterval` seconds.
-        case immediate(minimumInterval: Double)
-        /// Feedback buffered and applied, and a snapshot published, every `seconds`.
-        case every(seconds: Double)
-        /// Feedback buffered and applied, and a snapshot published, every `count` events.
-        case everyEvents(Int)
-    }
-
     /// What one ingested batch did.
     public struct IngestResult: Sendable, Hashable {
         /// Events seen for the first time.

@@ -83,11 +83,7 @@ public final class ExperimentService: Sendable {
                 throw ServeError("allocator \(configuration.allocator) cannot serve experiment \(experiment.id): \(error)")
             }
         }
-        let cadence: ExperimentServer<AnyAllocator>.UpdateCadence = switch configuration.cadence {
-        case .immediate(let minimum): .immediate(minimumInterval: minimum)
-        case .every(let seconds): .every(seconds: seconds)
-        case .everyEvents(let count): .everyEvents(count)
-        }
+        let cadence = configuration.cadence
         let now = clock()
         var initial = State(server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: cadence, at: now))
         if let directory = configuration.dataDirectory {

@@ -1,5 +1,6 @@
 import Allocators
 import ExperimentModel
+import ExperimentServer
 
 /// What `aviary serve` serves and how: the experiments, the allocator behind them, when it
 /// learns, how much the server can take, and where it keeps what it must not lose.
@@ -12,7 +13,7 @@ public struct ServerConfiguration: Sendable {
     public var allocator: AllocatorSpec
     /// Seeds the allocators' streams.
     public var seed: UInt64
-    public var cadence: Cadence
+    public var cadence: UpdateCadence
     /// The ingestion capacity, or `nil` for no limit.
     public var capacity: Capacity?
     /// Seconds devices may cache the experiment data: `Cache-Control: max-age`.
@@ -28,39 +29,9 @@ public struct ServerConfiguration: Sendable {
     /// in a sped-up load test): the capacity model's waits are that much shorter in real time.
     public var speedup: Double = 1
 
-    /// When feedback reaches the allocators and a new snapshot is published.
-    public enum Cadence: Sendable, Hashable {
-        /// As it arrives; snapshots at most every `minimumInterval` seconds.
-        case immediate(minimumInterval: Double)
-        /// Every `seconds`.
-        case every(seconds: Double)
-        /// Every `count` events.
-        case everyEvents(Int)
-    }
-
-    /// What ingestion can take, as the simulated server models it: `eventsPerSecond` processed in
-    /// arrival order, at most `maxConcurrent` requests in progress and `maxBacklog` seconds of
-    /// work queued; what does not fit is refused with `rejectStatus` (429 or 503), with a
-    /// `Retry-After` of the backlog's length when `retryAfter` is set.
-    public struct Capacity: Sendable, Hashable {
-        public var eventsPerSecond: Double
-        public var maxConcurrent: Int
-        public var maxBacklog: Double
-        public var rejectStatus: Int
-        public var retryAfter: Bool
-
-        public init(eventsPerSecond: Double, maxConcurrent: Int, maxBacklog: Double, rejectStatus: Int = 503, retryAfter: Bool = true) {
-            self.eventsPerSecond = eventsPerSecond
-            self.maxConcurrent = maxConcurrent
-            self.maxBacklog = maxBacklog
-            self.rejectStatus = rejectStatus
-            self.retryAfter = retryAfter
-        }
-    }
-
     /// Creates a configuration; the defaults suit a development server.
     public init(
-        experiments: [ExperimentDefinition], allocator: AllocatorSpec, seed: UInt64 = 1, cadence: Cadence = .every(seconds: 60),
+        experiments: [ExperimentDefinition], allocator: AllocatorSpec, seed: UInt64 = 1, cadence: UpdateCadence = .every(seconds: 60),
         capacity: Capacity? = nil, dataTTL: Double = 3600, maxBodyBytes: Int = 1 << 20, dataDirectory: String? = nil, syncWrites: Bool = false
     ) {
         self.experiments = experiments

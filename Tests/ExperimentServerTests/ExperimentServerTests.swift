@@ -52,7 +52,7 @@ enum ServerFixtures {
         ExperimentDefinition(id: "banner", variants: [VariantDefinition(id: "x"), VariantDefinition(id: "y"), VariantDefinition(id: "z")], sticky: false),
     ]
 
-    static func server(_ cadence: ExperimentServer<RecordingAllocator>.UpdateCadence, choices: [Int] = [0]) -> ExperimentServer<RecordingAllocator> {
+    static func server(_ cadence: UpdateCadence, choices: [Int] = [0]) -> ExperimentServer<RecordingAllocator> {
         ExperimentServer(
             experiments: experiments,
             allocators: [RecordingAllocator(variantCount: 2, choices: choices), RecordingAllocator(variantCount: 3, choices: choices)],

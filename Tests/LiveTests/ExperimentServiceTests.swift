@@ -1,5 +1,6 @@
 import Allocators
 import ExperimentModel
+import ExperimentServer
 import Foundation
 import Testing
 import WireFormat
@@ -13,7 +14,7 @@ struct ExperimentServiceTests {
         ExperimentDefinition(id: "feed", variants: [VariantDefinition(id: "a"), VariantDefinition(id: "b"), VariantDefinition(id: "c")], sticky: false),
     ]
 
-    static func service(directory: String? = nil, capacity: ServerConfiguration.Capacity? = nil, clock: @escaping @Sendable () -> Double = { 1000 }) throws -> ExperimentService {
+    static func service(directory: String? = nil, capacity: Capacity? = nil, clock: @escaping @Sendable () -> Double = { 1000 }) throws -> ExperimentService {
         try ExperimentService(
             ServerConfiguration(experiments: experiments, allocator: try AllocatorSpec(parsing: "thompson"), seed: 7, cadence: .everyEvents(1), capacity: capacity, dataDirectory: directory),
             clock: clock

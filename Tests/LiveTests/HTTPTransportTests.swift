@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import ClientEngine
 import ExperimentModel
+import ExperimentServer
 import Foundation
 import NIOPosix
 import Testing
@@ -15,7 +16,7 @@ struct HTTPTransportTests {
 
     /// Runs `body` with a started server and a client, and stops both.
     static func withServer<T>(
-        capacity: ServerConfiguration.Capacity? = nil,
+        capacity: Capacity? = nil,
         _ body: (ExperimentService, Int, HTTPClient) async throws -> T
     ) async throws -> T {
         let service = try ExperimentServiceTests.service(capacity: capacity, clock: { Date().timeIntervalSince1970 })
@@ -74,7 +75,7 @@ struct HTTPTransportTests {
     }
 
     @Test func overCapacityMapsToATransientRejectionWithRetryAfter() async throws {
-        let capacity = ServerConfiguration.Capacity(eventsPerSecond: 1, maxConcurrent: 100, maxBacklog: 0.5, rejectStatus: 429, retryAfter: true)
+        let capacity = Capacity(eventsPerSecond: 1, maxConcurrent: 100, maxBacklog: 0.5, rejectStatus: 429, retryAfter: true)
         try await Self.withServer(capacity: capacity) { _, port, client in
             let transport = HTTPTransport(baseURL: "http://127.0.0.1:\(port)", client: client, timeout: 5, defaults: Self.defaults)
             let response = await transport.send(Request(id: RequestID(1), kind: .sendEvents(Self.events(device: 1, 1...5))))

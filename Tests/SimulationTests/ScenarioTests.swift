@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentServer
 import Foundation
 import Testing
 @testable import Simulation
@@ -165,7 +166,7 @@ struct ScenarioReadingTests {
         #expect(e.rates(at: 86_399) == [0.05, 0.10])
         #expect(e.rates(at: 86_400) == [0.2, 0.1])
         #expect(e.rates(at: 3 * 86_400) == [0.3, 0.4])
-        #expect(s.server.update == .immediate)
+        #expect(s.server.update == .immediate(minimumInterval: 60))
         #expect(try Tiny.scenario(["server": "server:\n  update: {every: 15m}"]).server.update == .every(seconds: 900))
         #expect(try Tiny.scenario().server.update == .every(seconds: 3600))
     }

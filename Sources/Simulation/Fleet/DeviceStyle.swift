@@ -104,7 +104,7 @@ package protocol DeviceStyle {
 
     /// The reply to a request the server turned away with `backlog` seconds of work ahead of
     /// it, or `nil` if the app learns of it at once.
-    static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply?
+    static func rejection(for request: Request, backlog: Double, capacity: Capacity) -> Reply?
 
     /// Orders a device's replies due at the same time; asked once per reply scheduled.
     static func replyOrder(for request: Request, client: inout Client) -> UInt8
@@ -286,7 +286,7 @@ extension DeviceStyle {
     package static func noticeLink(_ client: inout Client, online: Bool, at now: Double) {}
     package static func queueDepth(_ client: borrowing Client) -> Int { 0 }
     package static var hotClientBytes: Int { MemoryLayout<Client>.size }
-    package static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply? { nil }
+    package static func rejection(for request: Request, backlog: Double, capacity: Capacity) -> Reply? { nil }
     package static var countsLostRequestsAsTimeouts: Bool { true }
     package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {}
     package static func close(_ counters: Counters, into metrics: inout FleetMetrics) {

@@ -167,12 +167,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
     /// The scenario's experiment server, with its allocators and update cadence.
     static func makeServer(_ scenario: Scenario, allocators: [A], profile: EngineProfile) -> ExperimentServer<A> {
-        let cadence: ExperimentServer<A>.UpdateCadence = switch scenario.server.update {
-        case .immediate: .immediate(minimumInterval: 60)
-        case .every(let seconds): .every(seconds: seconds)
-        case .everyEvents(let n): .everyEvents(n)
-        }
-        return ExperimentServer(experiments: profile.defaults.experiments, allocators: allocators, cadence: cadence, at: 0)
+        ExperimentServer(experiments: profile.defaults.experiments, allocators: allocators, cadence: scenario.server.update, at: 0)
     }
 
     // MARK: - Running

@@ -110,7 +110,7 @@ package enum MynaStyle: DeviceStyle {
         Reply(id: request.id, response: .failed(.unreachable))
     }
 
-    package static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply? {
+    package static func rejection(for request: Request, backlog: Double, capacity: Capacity) -> Reply? {
         let retryAfter = capacity.retryAfter ? max(1, backlog.rounded(.up)) : nil
         return Reply(id: request.id, response: .rejected(status: capacity.rejectStatus, retryAfter: retryAfter))
     }

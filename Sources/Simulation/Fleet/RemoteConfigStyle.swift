@@ -366,7 +366,7 @@ package enum RemoteConfigStyle: DeviceStyle {
         Reply(request: request.id, content: .failed("cannot reach the server"))
     }
 
-    package static func rejection(for request: Request, backlog: Double, capacity: Scenario.Capacity) -> Reply? {
+    package static func rejection(for request: Request, backlog: Double, capacity: Capacity) -> Reply? {
         Reply(request: request.id, content: .failed("server busy"))
     }
 

@@ -1,5 +1,6 @@
 import Allocators
 import ExperimentModel
+import ExperimentServer
 import Foundation
 import Randomness
 import Yams
@@ -390,7 +391,7 @@ extension Scenario {
         guard let u = r.optional("update") else { return Server(update: .every(seconds: 3600), capacity: capacity) }
         if !u.isMapping {
             guard try u.text == "immediate" else { throw u.error("expected 'immediate' or a mapping with 'every' or 'every_events'") }
-            return Server(update: .immediate, capacity: capacity)
+            return Server(update: .immediate(minimumInterval: 60), capacity: capacity)
         }
         try u.requireKeys(allowed: ["every", "every_events"])
         if let x = u.optional("every") { return Server(update: .every(seconds: try x.duration(atLeast: 1)), capacity: capacity) }

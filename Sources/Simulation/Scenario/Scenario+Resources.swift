@@ -1,3 +1,4 @@
+import ExperimentServer
 extension Scenario {
     /// Peak memory per device of a one-experiment fleet, in bytes: the device's state in the
     /// fleet's buffer, its client engine (assignment table, queue, counters), and its share of
@@ -81,7 +82,7 @@ extension Scenario {
         let sessionsPerTask = estimatedSessions / Double(tasks)
         let events = sessionsPerTask * Double(experiments.count)
         let publications: Double = switch server.update {
-        case .immediate: min(horizon / 60, events)
+        case .immediate(let interval): min(horizon / interval, events)
         case .every(let seconds): horizon / seconds
         case .everyEvents(let count): events / Double(count)
         }

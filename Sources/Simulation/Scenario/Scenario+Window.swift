@@ -1,3 +1,4 @@
+import ExperimentServer
 extension Scenario {
     /// The window over which devices cannot affect one another, if the scenario has one; the
     /// fleet then runs each device's events in a window back to back (see ``EventQueue``), with

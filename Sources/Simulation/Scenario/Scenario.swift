@@ -1,4 +1,5 @@
 import Allocators
+import ExperimentServer
 import Foundation
 import Randomness
 
@@ -195,30 +196,13 @@ public struct Scenario: Sendable {
         public var fraction: Double
     }
 
-    /// When the server feeds events to the allocator and publishes a new snapshot.
-    public enum UpdateCadence: Sendable, Hashable {
-        case immediate
-        case every(seconds: Double)
-        case everyEvents(Int)
-    }
-
     /// The experiment server.
     public struct Server: Sendable {
+        /// When the server feeds events to the allocator and publishes a new snapshot
+        /// (`update: immediate` republishes at most every minute).
         public var update: UpdateCadence
         /// The ingestion capacity, or `nil` for an unlimited server.
         public var capacity: Capacity?
-    }
-
-    /// What the server's ingestion can take: it processes events at `eventsPerSecond` in arrival
-    /// order, holds at most `maxConcurrent` requests and `maxBacklog` seconds of work, and
-    /// rejects what does not fit with `rejectStatus` (and a Retry-After of the backlog's length
-    /// when `retryAfter` is set).
-    public struct Capacity: Sendable, Hashable {
-        public var eventsPerSecond: Double
-        public var maxConcurrent: Int
-        public var maxBacklog: Double
-        public var rejectStatus: Int
-        public var retryAfter: Bool
     }
 
     /// A client policy compared in a load test: the scenario's client settings with some replaced.
