@@ -4,9 +4,13 @@ import ExperimentModel
 /// An allocator whose concrete type is chosen at run time (from a scenario or a flag), for the
 /// live server, where one HTTP request costs far more than a dynamic dispatch.
 ///
+/// It forwards every requirement of ``Allocator``, defaulted ones too: a requirement left to
+/// the protocol's default would silently replace the allocator's own (Thompson's deferred
+/// snapshot, an external policy's `finish()`).
+///
 /// Not `Sendable`: like every allocator, it has one owner (the server state, behind its lock).
 struct AnyAllocator: Allocator {
-    private var base: any Allocator
+    private(set) var base: any Allocator
 
     init(_ base: any Allocator) {
         self.base = base
@@ -23,7 +27,19 @@ struct AnyAllocator: Allocator {
         base.record(feedback)
     }
 
+    mutating func record<S: Sequence<Feedback>>(contentsOf batch: S) {
+        base.record(contentsOf: batch)
+    }
+
     mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
         base.snapshot(version: version, issuedAt: issuedAt)
+    }
+
+    mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
+        base.deferredSnapshot(version: version, issuedAt: issuedAt)
+    }
+
+    mutating func finish() throws(AllocatorError) {
+        try base.finish()
     }
 }
