@@ -91,10 +91,11 @@ extension LoadTestCommand {
         let first = results[0]
         let cpu = results.map(\.metrics.clientCPUSeconds).reduce(0, +), wall = results.map(\.metrics.wallSeconds).reduce(0, +)
         let events = results.map(\.metrics.fleet.offeredEvents).reduce(0, +)
+        let requests = results.map(\.metrics.fleet.requests).reduce(0, +)
         let ingest = results.map(\.metrics.serverIngestP99Milliseconds).filter(\.isFinite).max()
         return "\(first.scenario.name) live against \(first.target) at \(fixed(first.speedup, 0))×: \(first.scenario.population.devices) devices, \(results.count) run(s)\n\n"
             + table.rendered
-            + "\n\(events) events sent in \(fixed(wall, 1)) s of wall-clock time (\(fixed(Double(events) / max(wall, 0.001), 0)) events/s), \(fixed(cpu, 1)) CPU seconds in this process"
+            + "\n\(requests) requests carrying \(events) events in \(fixed(wall, 1)) s of wall-clock time (\(fixed(Double(requests) / max(wall, 0.001), 0)) requests/s, \(fixed(Double(events) / max(wall, 0.001), 0)) events/s), \(fixed(cpu, 1)) CPU seconds in this process"
             + (ingest.map { "; embedded server ingest p99 \(fixed($0, 2)) ms" } ?? "")
     }
     #endif
