@@ -70,6 +70,27 @@ struct EventQueueTests {
         #expect(queue.count == 1)
     }
 
+    /// A live run peeks at the next time, then schedules what arrived before it (an answer at
+    /// the wall clock's now), which must pop first, in time order, and the rest after it.
+    @Test func anEventScheduledAfterAPeekButBeforeTheNextTimePopsFirst() {
+        var queue = EventQueue<Item>()
+        queue.schedule(Item(value: 1), at: 10)
+        queue.schedule(Item(value: 2), at: 20)
+        #expect(queue.pop()?.time == 10)
+        #expect(queue.nextTime == 20)
+        queue.schedule(Item(value: 3), at: 15)
+        queue.schedule(Item(value: 4), at: 12.5)
+        queue.schedule(Item(value: 5), at: 20)
+        queue.schedule(Item(value: 6), at: 17)
+        #expect(queue.nextTime == 12.5)
+        var order: [Int] = []
+        while let entry = queue.pop() {
+            order.append(entry.payload.value)
+            if entry.payload.value == 3 { queue.schedule(Item(value: 7), at: 16) }
+        }
+        #expect(order == [4, 3, 7, 6, 2, 5])
+    }
+
     /// A kernel's life in windowed order: each popped event schedules 0–2 more for its own group
     /// (never earlier than itself), sometimes in a later window, and fleet-wide events (group
     /// `UInt32.max`) reschedule themselves at the next window's end. The pops must come by

@@ -42,7 +42,9 @@ struct EventQueue<Payload: EventQueuePayload> {
     // million devices' events pays a chain of cache misses on every pop; this moves each event a
     // few times, sequentially.
 
-    /// Events at exactly `last`, ordered by payload.
+    /// Events at `last`, ordered by payload, and any scheduled between the last popped time and
+    /// `last` (a live run's answers arrive when they arrive, not only when an event is due), which
+    /// come first by their times.
     private var ties = MinHeap<Entry>()
     /// `buckets[i]` holds the events whose time's bits first differ from `last` at bit `i`
     /// (from 1 at the lowest bit to 64 at the highest); `buckets[0]` is unused, `ties` stands
@@ -51,6 +53,9 @@ struct EventQueue<Payload: EventQueuePayload> {
     /// Which buckets are non-empty, one bit each.
     private var occupied: UInt128 = 0
     private var last: UInt64 = 0
+    /// The bits of the time last popped, before which nothing may be scheduled. (`last` runs
+    /// ahead of it whenever a peek at ``nextTime`` refills the buckets.)
+    private var popped: UInt64 = 0
 
     // Windowed order: the windows ahead wait unsorted in a ring (and, beyond its span, in a heap);
     // the current window is sorted once when it starts and read in order, so the groups to come
@@ -144,7 +149,7 @@ struct EventQueue<Payload: EventQueuePayload> {
         let entry = Entry(time: time + 0, payload: payload)  // + 0 turns −0 into +0
         count += 1
         guard let width = window else {
-            precondition(entry.time.bitPattern >= last, "an event scheduled before the last one popped")
+            precondition(entry.time.bitPattern >= popped, "an event scheduled before the last one popped")
             file(entry)
             return
         }
@@ -166,7 +171,9 @@ struct EventQueue<Payload: EventQueuePayload> {
         if window == nil {
             if ties.isEmpty && !refill() { return nil }
             count -= 1
-            return ties.pop()
+            let entry = ties.pop()
+            popped = entry.unsafelyUnwrapped.time.bitPattern
+            return entry
         }
         if group.isEmpty && !nextGroup() { return nil }
         count -= 1
@@ -203,7 +210,7 @@ struct EventQueue<Payload: EventQueuePayload> {
     @inline(__always)
     private mutating func file(_ entry: Entry) {
         let b = bucket(entry.time)
-        if b == 0 {
+        if entry.time.bitPattern <= last {
             ties.push(entry)
         } else {
             buckets[b].append(entry)
