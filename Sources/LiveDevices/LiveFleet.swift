@@ -117,7 +117,7 @@ final class LiveFleet<Wire: LiveWire> {
             if now >= horizon { break }
             let lag = fleet.advance(until: now)
             live.maxLagSeconds = max(live.maxLagSeconds, lag / speedup)
-            drainInbox(at: now, deliver: true)
+            drainInbox(at: now)
             fleet.metrics.offeredEvents += offered
             offered = 0
             dispatch(at: now)
@@ -129,10 +129,11 @@ final class LiveFleet<Wire: LiveWire> {
         }
         let end = min(now, horizon)
         // Let requests in flight finish (without starting new ones), so their events are
-        // counted where they ended up.
+        // counted where they ended up: the answers reach the clients, so an acknowledged event
+        // leaves its queue and is not counted as pending as well.
         let grace = DispatchTime.now().uptimeNanoseconds + UInt64(min(5, wire.timeout / speedup + 0.5) * 1e9)
         while onTheWire > 0, DispatchTime.now().uptimeNanoseconds < grace {
-            drainInbox(at: end, deliver: false)
+            drainInbox(at: end)
             usleep(1000)
         }
         while nextSample <= end {
@@ -185,7 +186,7 @@ final class LiveFleet<Wire: LiveWire> {
 
     // MARK: - Responses
 
-    private func drainInbox(at now: Double, deliver: Bool) {
+    private func drainInbox(at now: Double) {
         let completions = inbox.take()
         onTheWire -= completions.count
         for completion in completions {
@@ -199,7 +200,7 @@ final class LiveFleet<Wire: LiveWire> {
             }
             fleet.metrics.acceptedEvents += max(0, exchange.acknowledgedCreatedAt.count - exchange.duplicates)
             fleet.metrics.duplicatesIgnored += exchange.duplicates
-            if deliver { fleet.deliverLive(exchange.reply, to: completion.device, received: received) }
+            fleet.deliverLive(exchange.reply, to: completion.device, received: received)
         }
     }
 
@@ -240,6 +241,13 @@ final class LiveFleet<Wire: LiveWire> {
 
 /// What a live run knows of what reached the server: the embedded server's own record, or,
 /// against a server elsewhere, the acknowledgements the devices received.
+///
+/// Against a server elsewhere an event acknowledged as a duplicate counts as acknowledged: its
+/// first copy reached the server but that answer was lost (the server was killed before it
+/// answered, or the socket timed out), so this acknowledgement is the first its device saw,
+/// and the event leaves its queue now. Each event is acknowledged to its device once: a client
+/// sends nothing it has seen acknowledged, and its deadline falls after its socket's, so no
+/// answer arrives for a request it has given up on.
 private struct ServerRecord: IngestionRecord {
     let service: (any EmbeddedServer)?
     let acknowledged: FleetMetrics
@@ -248,6 +256,6 @@ private struct ServerRecord: IngestionRecord {
         service.map { $0.ingestedCount([id]) == 1 } ?? false
     }
 
-    var eventsAccepted: Int { service?.ingestionCounts().accepted ?? acknowledged.acceptedEvents }
+    var eventsAccepted: Int { service?.ingestionCounts().accepted ?? acknowledged.acceptedEvents + acknowledged.duplicatesIgnored }
     var duplicatesIgnored: Int { service?.ingestionCounts().duplicates ?? acknowledged.duplicatesIgnored }
 }

@@ -1,5 +1,10 @@
 @testable import AviaryCommands
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
 import Simulation
 import Testing
 @testable import LiveDevices
@@ -8,26 +13,30 @@ import Testing
 /// server, compared with the simulation of the same scenario.
 @Suite(.serialized)
 struct LiveLoadTestTests {
-    /// 300 devices for 20 minutes of scenario time, run at 60× (20 s of wall-clock time). The
-    /// 60 s request timeout is 1 s of wall-clock time, ample for loopback on a loaded machine.
-    static func scenario(outage: String = "[]") throws -> Scenario {
-        try Scenario(yaml: """
+    /// 300 devices for 20 minutes of scenario time, run at 60× (20 s of wall-clock time), with
+    /// a 60 s request timeout (wall-clock seconds in live mode).
+    static func scenario(outage: String = "[]", horizon: String = "20m", timeout: String = "60s") throws -> Scenario {
+        try Scenario(yaml: yaml(outage: outage, horizon: horizon, timeout: timeout), file: "live-check")
+    }
+
+    static func yaml(outage: String = "[]", horizon: String = "20m", timeout: String = "60s") -> String {
+        """
             name: live-check
             seed: 5
             replicates: 1
-            horizon: 20m
+            horizon: \(horizon)
             timestep: 1m
             population: {devices: 300, sessions_per_day: 288, session_length: 1m}
             experiments:
               - {id: feed, sticky: false, variants: [{id: a, rate: 0.2}, {id: b, rate: 0.2}]}
-            client: {batch_size: 10, flush_interval: 30s, request_timeout: 60s}
+            client: {batch_size: 10, flush_interval: 30s, request_timeout: \(timeout)}
             network:
               latency: {distribution: constant, value: 100ms}
               outages: \(outage)
             allocators: [uniform]
             server:
               update: {every: 10m}
-            """, file: "live-check")
+            """
     }
 
     @Test func liveAndSimulatedBalanceAndAgreeOnQueueLatency() async throws {
@@ -56,6 +65,114 @@ struct LiveLoadTestTests {
         }
         #expect(run.status2xx > 0)
         #expect(run.connectionErrors == 0)
+    }
+
+    /// Against a server elsewhere (here one on its own real-time clock, as `aviary serve` runs),
+    /// the run knows only what the devices were told: every event is acknowledged, still
+    /// queued or dropped, including the requests still in flight when the horizon comes, and
+    /// the server holds every event its devices saw acknowledged.
+    @Test func againstASeparateServerTheDevicesAcknowledgementsBalance() async throws {
+        let scenario = try Self.scenario()
+        let serverClock = ScenarioClock(speedup: 1)
+        serverClock.begin()
+        let server = try await EmbeddedAviaryServer.starter(scenario, serverClock)
+        let url = "http://127.0.0.1:\(server.port)"
+        let live = try await LiveLoadTest(scenario: scenario, options: .init(url: url, speedup: 60, connections: 16)).run(stop: StopFlag())
+        await server.stop()
+        let run = try #require(live.first).metrics, m = run.fleet
+        #expect(m.eventsCreated > 1000)
+        #expect(run.isBalanced, "created \(m.eventsCreated), acked \(m.eventsAcked), pending \(m.eventsPending), dropped \(m.eventsDropped)")
+        #expect(m.eventsAcked == server.ingestionCounts().accepted)
+        #expect(run.connectionErrors == 0)
+    }
+
+    /// `aviary serve` as a real process on its data directory, SIGKILLed twice under a live run
+    /// and restarted on the same port: the devices ride out the gaps on their queues and
+    /// retries, the restarted server holds every event they saw acknowledged, and the run
+    /// balances, re-acknowledged duplicates included.
+    @Test func aServerKilledTwiceUnderALiveRunLosesNothingAndTheRunBalances() async throws {
+        let aviary = try #require(Self.aviaryExecutable(), "the aviary executable beside the tests (swift build --build-tests --traits Live)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-live-kill-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let scenarioFile = folder.appendingPathComponent("live-check.yaml")
+        try Self.yaml().write(to: scenarioFile, atomically: true, encoding: .utf8)
+        let port = try Self.freePort()
+        let serve = { () async throws -> Process in
+            let process = Process()
+            process.executableURL = aviary
+            process.arguments = ["serve", scenarioFile.path, "--port", "\(port)", "--data-dir", folder.appendingPathComponent("data").path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try await Self.waitUntilHealthy(port: port)
+            return process
+        }
+        var server = try await serve()
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        let test = LiveLoadTest(scenario: try Self.scenario(), options: .init(url: "http://127.0.0.1:\(port)", speedup: 60, connections: 16))
+        let run = Task { try await test.run(stop: StopFlag()) }
+        for _ in 0..<2 {
+            try await Task.sleep(for: .seconds(6))
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+            server = try await serve()
+        }
+        let live = try #require(try await run.value.first).metrics, m = live.fleet
+        let accepted = try await Self.eventsAccepted(port: port)
+        server.terminate()
+        server.waitUntilExit()
+        // The kills were felt: requests were refused or cut while the server was down.
+        #expect(live.connectionErrors + m.timeouts > 0)
+        #expect(live.isBalanced, "created \(m.eventsCreated), acked \(m.eventsAcked), pending \(m.eventsPending), dropped \(m.eventsDropped), duplicates \(m.duplicatesIgnored)")
+        // Every event a device saw acknowledged is on the restarted server, once.
+        #expect(accepted >= m.eventsAcked, "server holds \(accepted), devices saw \(m.eventsAcked) acknowledged")
+        #expect(accepted <= m.eventsAcked + m.eventsPending)
+    }
+
+    /// The `aviary` executable that `swift build --build-tests` puts beside the test runner.
+    static func aviaryExecutable() -> URL? {
+        let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return [runner.appendingPathComponent("aviary"), package.appendingPathComponent(".build/debug/aviary")]
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// A loopback port nothing listens on now.
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw CocoaError(.fileWriteUnknown) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Waits up to a minute for `/health` on `port` to answer (a debug build replaying its log).
+    static func waitUntilHealthy(port: Int) async throws {
+        for _ in 0..<600 {
+            if (try? await get("/health", port: port)) != nil { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw CocoaError(.fileReadUnknown)
+    }
+
+    static func eventsAccepted(port: Int) async throws -> Int {
+        let body = try await get("/v1/stats", port: port)
+        let stats = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        return try #require(stats["events_accepted"] as? Int)
+    }
+
+    /// The body of a 200 answer to `GET path`.
+    static func get(_ path: String, port: Int) async throws -> Data {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)"), timeout: .seconds(5))
+        guard response.status == .ok else { throw CocoaError(.fileReadUnknown) }
+        return Data(try await response.body.collect(upTo: 1 << 20).readableBytesView)
     }
 
     @Test func aRefusingOutageIsRealAndNothingIsLost() async throws {
