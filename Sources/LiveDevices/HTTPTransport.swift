@@ -67,6 +67,10 @@ public final class HTTPTransport: Transport, Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
+        // A refused connection fails its request at once, as a phone's HTTP stack reports it:
+        // retrying is the device's own queue and backoff, which is what is under test. (Left
+        // on, the pool would retry quietly until the request's deadline, which is real time.)
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.httpVersion = .http1Only
         return HTTPClient(eventLoopGroupProvider: .shared(eventLoopGroup), configuration: configuration)
     }

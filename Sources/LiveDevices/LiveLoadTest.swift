@@ -172,20 +172,21 @@ public struct LiveLoadTest: Sendable {
             return 0
         }
         let embedded = service
+        let devices = Self.onTwoClocks(scenario, speedup: speedup)
         var metrics: LiveMetrics
         switch scenario.client.style {
         case .myna:
-            let profile = FleetSimulation(scenario: scenario).profile
+            let profile = FleetSimulation(scenario: devices).profile
+            // A real server's Retry-After is real seconds; the embedded one runs on the scenario's clock.
             let retryAfterScale = options.url == nil ? 1 : speedup
             let transports = bases.map {
-                // A request times out on the device's clock: the scenario's timeout, in wall-clock time.
-                HTTPTransport(baseURL: $0, client: client, timeout: profile.settings.requestTimeout / speedup, defaults: profile.defaults, retryAfterScale: retryAfterScale)
+                HTTPTransport(baseURL: $0, client: client, timeout: scenario.client.requestTimeout, defaults: profile.defaults, retryAfterScale: retryAfterScale)
             }
-            let wire = MynaWire(transports: transports, timeout: profile.settings.requestTimeout)
-            metrics = await Self.drive(scenario, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
+            let wire = MynaWire(transports: transports, timeout: scenario.client.requestTimeout * speedup)
+            metrics = await Self.drive(devices, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
         case .conductrics:
-            let wire = ConductricsWire(owners: bases.map { $0 + "/" + Self.owner }, client: client, timeout: scenario.client.decisionTimeout)
-            metrics = await Self.drive(scenario, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
+            let wire = ConductricsWire(owners: bases.map { $0 + "/" + Self.owner }, client: client, timeout: scenario.client.decisionTimeout * speedup)
+            metrics = await Self.drive(devices, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
         case .vwo, .remoteConfig:
             try? await client.shutdown()
             await proxy.stop()
@@ -206,6 +207,28 @@ public struct LiveLoadTest: Sendable {
 
     /// The owner code live Conductrics-style devices address (`/{owner}/{agent}/…`).
     static let owner = "aviary"
+
+    /// The devices of `scenario` as live mode runs them, on two clocks. What shapes the offered
+    /// load (sessions, views, conversions, connectivity, flush intervals, the client's backoff)
+    /// is scenario time, sped up `speedup` times. What is measured against the server's real
+    /// behaviour is real time: a request's and a decision's timeout are the scenario's values in
+    /// wall-clock seconds, as a phone's socket timeout is, so a server that answers within them
+    /// is never seen timing out, whatever the speed-up.
+    ///
+    /// The socket gives its verdict (an answer or a timeout) at the timeout; the clients' own
+    /// deadlines, in scenario seconds, are a backstop set ``deadlineSlack`` later, so the verdict
+    /// always reaches the client before its deadline does and no answer arrives for a request the
+    /// client has already given up on.
+    static func onTwoClocks(_ scenario: Scenario, speedup: Double) -> Scenario {
+        var devices = scenario
+        devices.client.requestTimeout = (scenario.client.requestTimeout + deadlineSlack) * speedup
+        devices.client.decisionTimeout = (scenario.client.decisionTimeout + deadlineSlack) * speedup
+        return devices
+    }
+
+    /// Wall-clock seconds between a socket's timeout and its client's own deadline: far more
+    /// than the devices' thread takes to hand an answer over (its loop wakes every millisecond).
+    static let deadlineSlack = 0.25
 
     /// Runs one replicate of `scenario`'s devices over `wire` on their own thread, which owns
     /// them; returns when the run ends.

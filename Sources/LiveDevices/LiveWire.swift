@@ -18,7 +18,8 @@ protocol LiveWire<Style>: Sendable {
     func key(of request: Style.Request) -> UInt64
     /// Events the request carries (offered to the server).
     func events(in request: Style.Request) -> Int
-    /// The client's timeout for `request`, in scenario seconds.
+    /// The socket's timeout for a request, in scenario seconds: the scenario's timeout, which is
+    /// wall-clock seconds in live mode, times the speed-up.
     var timeout: Double { get }
     /// Starts `request` from device `device` on route `route` (a fault proxy's port), with
     /// `timeout` wall-clock seconds left; calls `completion` once, on an event loop.

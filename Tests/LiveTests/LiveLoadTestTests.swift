@@ -175,6 +175,21 @@ struct LiveLoadTestTests {
         return Data(try await response.body.collect(upTo: 1 << 20).readableBytesView)
     }
 
+    /// The request timeout is wall-clock time whatever the speed-up: at 1,000× (three hours of
+    /// scenario time in 10.8 s) a 1 s timeout is still a second, so a server on loopback that
+    /// answers in milliseconds is never seen timing out (were it scenario time, it would be a
+    /// millisecond, and most requests would time out and be retried: congestion the tool made,
+    /// not the server).
+    @Test func atAThousandfoldSpeedupAServerThatAnswersInTimeIsNeverSeenTimingOut() async throws {
+        let scenario = try Self.scenario(horizon: "3h", timeout: "1s")
+        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 1000, connections: 16)).run(stop: StopFlag())
+        let run = try #require(live.first).metrics, m = run.fleet
+        #expect(run.status2xx > 500)
+        #expect(m.timeouts == 0, "\(m.timeouts) timeouts; request p99 \(run.requestLatencyMilliseconds(percentile: 99)) ms")
+        #expect(m.retries == 0)
+        #expect(run.isBalanced)
+    }
+
     @Test func aRefusingOutageIsRealAndNothingIsLost() async throws {
         let scenario = try Self.scenario(outage: "[{start: 5m, end: 10m, mode: fail}]")
         let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16)).run(stop: StopFlag())
@@ -195,7 +210,8 @@ struct LiveLoadTestTests {
     /// a hanging one drops packets; elsewhere the run stops at once with a message saying what
     /// is missing.
     @Test func aNetworkNamespaceAppliesOutagesInTheKernelOrSaysWhyNot() async throws {
-        let scenario = try Self.scenario(outage: "[{start: 5m, end: 8m, mode: fail}, {start: 12m, end: 14m, mode: timeout}]")
+        // A 1 s timeout (real time), so requests hung by the 2 s of dropped packets time out.
+        let scenario = try Self.scenario(outage: "[{start: 5m, end: 8m, mode: fail}, {start: 12m, end: 14m, mode: timeout}]", timeout: "1s")
         let tools = ["/usr/sbin/ip", "/usr/sbin/iptables"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
         let test = LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16, networkNamespace: true))
         guard geteuid() == 0, tools else {
