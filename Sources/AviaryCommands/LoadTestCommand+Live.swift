@@ -22,10 +22,18 @@ struct LiveOptions: ParsableArguments {
     @Flag(name: .long, help: "With --live: apply outages, partitions and loss in the kernel, on a veth link into a network namespace (Linux, root, iproute2, iptables).")
     var netns = false
 
+    @Flag(name: .customLong("find-capacity"), help: "With --live: raise the load step by step (the speed-up, ×1.5 a step from --speedup) until the scenario's objective (request p99, error rate) breaks; report the last step that held.")
+    var findCapacity = false
+
+    @Option(name: .customLong("step-seconds"), help: "With --find-capacity: wall-clock seconds each step runs.")
+    var stepSeconds = 10.0
+
     func validate() throws {
         guard live || (url == nil && !netns) else { throw ValidationError(url != nil ? "--url needs --live" : "--netns needs --live") }
         guard speedup.isFinite, speedup > 0, speedup <= 100_000 else { throw ValidationError("--speedup is \(speedup); it must be above 0 and at most 100000") }
         guard (1...10_000).contains(connections) else { throw ValidationError("--connections is \(connections); it must be between 1 and 10000") }
+        guard live || !findCapacity else { throw ValidationError("--find-capacity needs --live") }
+        guard stepSeconds.isFinite, (1...600).contains(stepSeconds) else { throw ValidationError("--step-seconds is \(stepSeconds); it must be between 1 and 600") }
     }
 }
 
@@ -45,6 +53,10 @@ extension LoadTestCommand {
         defer {
             interrupt.cancel()
             signal(SIGINT, SIG_DFL)
+        }
+        if live.findCapacity {
+            try await findCapacity(try overrides.apply(to: base[0]), folder: folder, stop: stop)
+            return
         }
         var results: [LiveLoadTest.Result] = []
         for scenario in base where !stop.isSet {
@@ -75,6 +87,57 @@ extension LoadTestCommand {
     }
 
     #if Live
+    /// `--find-capacity`: steps of rising load until the objective breaks, a line per step, then
+    /// the knee; writes `capacity.csv` and its chart in `report.html`.
+    func findCapacity(_ scenario: Scenario, folder: URL, stop: StopFlag) async throws {
+        let objective = scenario.objective
+        let target = live.url ?? "an embedded server"
+        FileHandle.standardError.write(Data("aviary loadtest --live --find-capacity: \(scenario.name), \(scenario.population.devices) devices against \(target); steps of \(fixed(live.stepSeconds, 0)) s from \(fixed(live.speedup, 0))×, ×1.5 a step, until request p99 > \(fixed(objective.requestP99 * 1000, 0)) ms or errors > \(fixed(objective.errorRate * 100, 2)) %\n".utf8))
+        let search = CapacitySearch(
+            scenario: scenario, options: .init(url: live.url, embed: EmbeddedAviaryServer.starter, speedup: live.speedup, connections: live.connections, networkNamespace: live.netns),
+            stepSeconds: live.stepSeconds)
+        let quiet = options.quiet
+        let steps: [CapacitySearch.Step]
+        do {
+            steps = try await search.run(stop: stop) { step in
+                guard !quiet else { return }
+                FileHandle.standardError.write(Data("  \(fixed(step.speedup, 0))×: \(fixed(step.acceptedEventsPerSecond, 0)) events/s accepted, request p99 \(fixed(step.requestP99Milliseconds, 1)) ms, errors \(fixed(step.errorRate * 100, 2)) %: \(step.held ? "held" : step.generatorLimited ? "the generator fell behind" : "broke")\n".utf8))
+            }
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        guard !steps.isEmpty else { throw CommandFailure("stopped before any step finished; nothing to report") }
+        var table = TextTable(["step", "speedup", "requests/s", "offered ev/s", "accepted ev/s", "req p99 ms", "errors %", "lag s", "balanced", "objective"])
+        for (index, step) in steps.enumerated() {
+            table.append([
+                "\(index + 1)", fixed(step.speedup, 0), fixed(step.requestsPerSecond, 0), fixed(step.offeredEventsPerSecond, 0), fixed(step.acceptedEventsPerSecond, 0),
+                fixed(step.requestP99Milliseconds, 1), fixed(step.errorRate * 100, 2), fixed(step.generatorLagSeconds, 3), step.balanced ? "yes" : "NO",
+                step.held ? "held" : step.generatorLimited ? "generator behind" : "broke",
+            ])
+        }
+        print("\(scenario.name) capacity against \(target): objective request p99 ≤ \(fixed(objective.requestP99 * 1000, 0)) ms, errors ≤ \(fixed(objective.errorRate * 100, 2)) %\n")
+        print(table.rendered)
+        let last = steps[steps.count - 1]
+        if let knee = CapacitySearch.knee(steps) {
+            let beyond = last.held ? (stop.isSet ? "the search was stopped" : "every step held: raise --speedup to look further")
+                : last.generatorLimited ? "at \(fixed(last.speedup, 0))× the generator fell \(fixed(last.generatorLagSeconds, 1)) s behind its schedule, so the server's limit lies beyond what this machine can offer"
+                : "at \(fixed(last.speedup, 0))× request p99 was \(fixed(last.requestP99Milliseconds, 1)) ms and errors \(fixed(last.errorRate * 100, 2)) %"
+            print("\ncapacity: the objective held up to \(fixed(knee.acceptedEventsPerSecond, 0)) events/s accepted (\(fixed(knee.requestsPerSecond, 0)) requests/s, request p99 \(fixed(knee.requestP99Milliseconds, 1)) ms) at \(fixed(knee.speedup, 0))×; \(beyond)")
+        } else {
+            print("\ncapacity: not even the first step (\(fixed(steps[0].speedup, 0))×) met the objective; lower --speedup")
+        }
+        print("")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let url = folder.appendingPathComponent("capacity.csv")
+            try CapacitySearch.table(steps, scenario: scenario, target: live.url ?? "embedded").write(to: url)
+            print("Wrote \(url.path)")
+            for file in try HTMLReport.write(in: folder) where file.pathExtension == "html" { print("Report: \(file.path)") }
+        } catch {
+            throw CommandFailure("cannot write reports to \(folder.path): \(error)")
+        }
+    }
+
     func renderLive(_ results: [LiveLoadTest.Result]) -> String {
         var table = TextTable(["policy", "rep", "accepted ev/s", "2xx", "429/503", "conn err", "timeouts", "dup", "latency p50/p99/max s", "req p99 ms", "drain s", "balanced"])
         for result in results {

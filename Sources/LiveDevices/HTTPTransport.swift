@@ -40,6 +40,7 @@ public final class HTTPTransport: Transport, Sendable {
     private let base: String
     private let timeout: Double
     private let retryAfterScale: Double
+    private let deviceOffset: UInt64
     private let defaults: ExperimentData
     private let cache = Mutex(Cache())
 
@@ -53,12 +54,16 @@ public final class HTTPTransport: Transport, Sendable {
     ///     created before any data was downloaded.
     ///   - retryAfterScale: Multiplies `Retry-After` into the engine's time scale (the speed-up of
     ///     a sped-up load test against a server that runs in real time; 1 otherwise).
-    public init(baseURL: String, client: HTTPClient, timeout: Double, defaults: ExperimentData, retryAfterScale: Double = 1) {
+    ///   - deviceOffset: Added to each event's device number on the wire (and taken off the
+    ///     acknowledged ids), so that runs of the same devices against one server do not repeat
+    ///     each other's event ids.
+    public init(baseURL: String, client: HTTPClient, timeout: Double, defaults: ExperimentData, retryAfterScale: Double = 1, deviceOffset: UInt64 = 0) {
         self.base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.client = client
         self.timeout = timeout
         self.defaults = defaults
         self.retryAfterScale = retryAfterScale
+        self.deviceOffset = deviceOffset
     }
 
     /// A client configured for many devices sharing a pool: up to `connections` connections to
@@ -112,7 +117,13 @@ public final class HTTPTransport: Transport, Sendable {
             return try HTTPClient.Request(url: base + "/v1/experiments", method: .GET, headers: headers)
         case .sendEvents(let events):
             let data = cache.withLock { $0.data } ?? defaults
-            let body = Wire.eventBatch(events, naming: data, fallback: defaults)
+            let offset = deviceOffset
+            let shifted = offset == 0 ? events : events.map { event in
+                var event = event
+                event.id.device &+= offset
+                return event
+            }
+            let body = Wire.eventBatch(shifted, naming: data, fallback: defaults)
             return try HTTPClient.Request(url: base + "/v1/events", method: .POST, headers: ["Content-Type": "application/json"], body: .byteBuffer(body))
         }
     }
@@ -155,7 +166,8 @@ public final class HTTPTransport: Transport, Sendable {
                 exchange.response = .rejected(status: 502, retryAfter: nil)
                 return exchange
             }
-            exchange.response = .acknowledged(ack.acknowledged.compactMap(Wire.eventID))
+            let offset = deviceOffset
+            exchange.response = .acknowledged(ack.acknowledged.compactMap(Wire.eventID).map { EventID(device: $0.device &- offset, sequence: $0.sequence) })
             exchange.duplicates = ack.duplicates
         default:
             let retryAfter = http.headers.first(name: "Retry-After").flatMap(Double.init).map { $0 * retryAfterScale }

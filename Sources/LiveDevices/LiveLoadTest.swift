@@ -44,6 +44,9 @@ public struct LiveLoadTest: Sendable {
         /// Apply outages, partitions and loss in the kernel, on a veth link into a network
         /// namespace (Linux, root), rather than in the proxy.
         public var networkNamespace: Bool
+        /// Added to every device's number in the event ids on the wire, so that runs of the same
+        /// devices against one server (the steps of a ``CapacitySearch``) send fresh ids.
+        public var deviceOffset: UInt64 = 0
 
         public init(url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, networkNamespace: Bool = false) {
             self.url = url
@@ -180,7 +183,9 @@ public struct LiveLoadTest: Sendable {
             // A real server's Retry-After is real seconds; the embedded one runs on the scenario's clock.
             let retryAfterScale = options.url == nil ? 1 : speedup
             let transports = bases.map {
-                HTTPTransport(baseURL: $0, client: client, timeout: scenario.client.requestTimeout, defaults: profile.defaults, retryAfterScale: retryAfterScale)
+                HTTPTransport(
+                    baseURL: $0, client: client, timeout: scenario.client.requestTimeout, defaults: profile.defaults, retryAfterScale: retryAfterScale,
+                    deviceOffset: options.deviceOffset)
             }
             let wire = MynaWire(transports: transports, timeout: scenario.client.requestTimeout * speedup)
             metrics = await Self.drive(devices, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)

@@ -118,7 +118,7 @@ extension Scenario {
 
     init(node root: Node, file: String?) throws(ScenarioError) {
         let r = ScenarioReader(file: file, node: root)
-        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep", "campaigns"])
+        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep", "campaigns", "objective"])
 
         name = try r.optional("name")?.text ?? "scenario"
         description = try r.optional("description")?.text ?? ""
@@ -155,6 +155,11 @@ extension Scenario {
         network = try Self.network(r.optional("network"))
         server = try Self.server(r.optional("server"))
         campaigns = try Self.campaigns(r.optional("campaigns"), experiments: experiments, horizon: horizon)
+        if let o = r.optional("objective") {
+            try o.requireKeys(allowed: ["request_p99", "error_rate"])
+            if let x = o.optional("request_p99") { objective.requestP99 = try x.duration(atLeast: 0.001) }
+            if let x = o.optional("error_rate") { objective.errorRate = try x.number(in: 0...1, "a share of requests from 0 to 1") }
+        }
         try validateSchedule(file: file)
     }
 

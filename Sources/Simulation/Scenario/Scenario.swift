@@ -32,6 +32,24 @@ public struct Scenario: Sendable {
     public var policies: [Policy]
     /// VWO style: the campaigns' statuses over time and segments (see ``CampaignPlan``).
     public var campaigns: [CampaignPlan] = []
+    /// What a live load test holds the server to (`objective:`): `loadtest --live
+    /// --find-capacity` reports the highest load that meets it.
+    public var objective = ServiceObjective()
+
+    /// A service objective for a live load test, measured by the load generator.
+    public struct ServiceObjective: Sendable, Equatable {
+        /// The highest acceptable 99th percentile of request latency, in wall-clock seconds
+        /// (from the moment the client meant to send).
+        public var requestP99: Double = 1
+        /// The highest acceptable share of requests that fail: timeouts, refused or reset
+        /// connections, 429 and 5xx answers.
+        public var errorRate: Double = 0.01
+
+        public init(requestP99: Double = 1, errorRate: Double = 0.01) {
+            self.requestP99 = requestP99
+            self.errorRate = errorRate
+        }
+    }
 
     /// The virtual devices and how their users behave.
     public struct Population: Sendable {

@@ -84,8 +84,11 @@ public enum HTMLReport {
         if let comparison = try ReportTable.read("bandit-comparison.csv", in: folder) {
             sections += try BanditCharts(comparison: comparison).sections()
         }
+        if let capacity = try ReportTable.read("capacity.csv", in: folder) {
+            sections += try CapacityCharts(capacity: capacity).sections()
+        }
         guard !sections.isEmpty else {
-            throw ReportError("\(folder.path): holds no Aviary results; expected summary.csv (aviary run), loadtest.csv (aviary loadtest) or bandit-comparison.csv (aviary bandit)")
+            throw ReportError("\(folder.path): holds no Aviary results; expected summary.csv (aviary run), loadtest.csv (aviary loadtest), bandit-comparison.csv (aviary bandit) or capacity.csv (aviary loadtest --live --find-capacity)")
         }
         let command = (try? String(contentsOf: folder.appendingPathComponent(commandFile), encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
