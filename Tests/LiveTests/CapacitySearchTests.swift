@@ -30,7 +30,11 @@ struct CapacitySearchTests {
         let behind = CapacitySearch.step(metrics(requests: 1000, failures: 0, latencyMilliseconds: 10, lag: 2), speedup: 60, objective: objective)
         #expect(!behind.held && behind.generatorLimited)
     }
+}
 
+/// The search end to end, in the live suite so that it never shares the machine with the other
+/// live runs, whose timings it would disturb.
+extension LiveLoadTestTests {
     /// Against a real server the search raises the speed-up by its factor while the objective
     /// holds, and stops at the first step that breaks it, which is the last one returned; the
     /// devices offer more at each step, the server accepts it as new, and every step balances.
