@@ -105,7 +105,7 @@ public struct ExperimentHTTPServer: Sendable {
                 let delay = try service.admit(events: max(1, batch.events.count))
                 defer { service.release() }
                 if delay > 0 { try? await Task.sleep(for: .seconds(delay / service.configuration.speedup)) }
-                let acknowledgement = Wire.encode(try service.ingest(batch))
+                let acknowledgement = Wire.encode(try await service.ingest(batch))
                 service.recordIngest(ContinuousClock.now - started)
                 return acknowledgement
             }
@@ -115,7 +115,7 @@ public struct ExperimentHTTPServer: Sendable {
             await Self.respond {
                 let body = try await Self.jsonBody(request, limit: maxBody)
                 let decision = try Wire.decode(Wire.DecisionRequest.self, from: body)
-                let variant = try service.decide(decision.experiment, session: decision.session)
+                let variant = try await service.decide(decision.experiment, session: decision.session)
                 return Wire.encode(Wire.Decision(experiment: decision.experiment, variant: variant, session: decision.session))
             }
         }
@@ -126,7 +126,7 @@ public struct ExperimentHTTPServer: Sendable {
                 let goal = try Wire.decode(Wire.GoalRequest.self, from: body)
                 guard let session = goal.session, !session.isEmpty else { throw APIError.badField("session", expected: "the session whose decision the goal rewards", status: 400) }
                 if let value = goal.value, !value.isFinite { throw APIError.badField("value", expected: "a finite number", status: 400) }
-                let credited = try service.goal(goal.experiment, session: session, value: goal.value ?? 1)
+                let credited = try await service.goal(goal.experiment, session: session, value: goal.value ?? 1)
                 return Wire.encode(Wire.GoalResult(experiment: goal.experiment, credited: credited.first))
             }
         }
@@ -137,7 +137,7 @@ public struct ExperimentHTTPServer: Sendable {
                 let agent = try Self.agent(context)
                 let choices = try Self.choiceList(Self.decoded(context.parameters.get("choices") ?? ""), field: "choices")
                 let session = Self.session(request)
-                let variant = try service.decide(agent, choices: choices, session: session, field: "choices")
+                let variant = try await service.decide(agent, choices: choices, session: session, field: "choices")
                 return Wire.encode(ConductricsDecision(decision: variant, session: session))
             }
         }
@@ -156,7 +156,7 @@ public struct ExperimentHTTPServer: Sendable {
                     let name = String(parts[0])
                     guard decisions[name] == nil else { throw APIError.badField("decisions", expected: "distinct decision names (\(name) is repeated)", status: 400) }
                     let choices = try Self.choiceList(parts[1], field: "decisions.\(name)")
-                    decisions[name] = .init(code: try service.decide("\(agent)/\(name)", choices: choices, session: session, field: "decisions.\(name)"))
+                    decisions[name] = .init(code: try await service.decide("\(agent)/\(name)", choices: choices, session: session, field: "decisions.\(name)"))
                 }
                 return Wire.encode(ConductricsDecisions(decisions: decisions, session: session))
             }
@@ -172,7 +172,7 @@ public struct ExperimentHTTPServer: Sendable {
                     guard let parsed = Double(String(reward)), parsed.isFinite else { throw APIError.badField("reward", expected: "a finite number such as 3.99", status: 400) }
                     value = parsed
                 }
-                let credited = try service.goal(agent, session: session, value: value)
+                let credited = try await service.goal(agent, session: session, value: value)
                 return Wire.encode(ConductricsGoal(status: credited.isEmpty ? "ignored" : "ok", credited: credited))
             }
         }
@@ -184,7 +184,7 @@ public struct ExperimentHTTPServer: Sendable {
                 guard let session = Self.session(request) else {
                     throw APIError.badField("session", expected: "a session query parameter or x-mpath-session header", status: 400)
                 }
-                try service.expire(agent, session: session)
+                try await service.expire(agent, session: session)
                 return Wire.encode(ConductricsGoal(status: "ok", credited: []))
             }
         }

@@ -164,7 +164,7 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes]
+                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes]
                 properties:
                   events_accepted: {type: integer, minimum: 0}
                   duplicates_ignored: {type: integer, minimum: 0}
@@ -175,6 +175,7 @@ paths:
                   goals_ignored: {type: integer, minimum: 0}
                   data_version: {type: integer, minimum: 0}
                   log_bytes: {type: integer, minimum: 0}
+                  log_flushes: {type: integer, minimum: 0, description: "Flushes of the log to disk with --fsync, each covering every record written before it."}
   /{owner}/{agent}/decision/{choices}:
     get:
       operationId: conductricsDecision
