@@ -177,10 +177,12 @@ public final class ExperimentService: Sendable {
     /// Ingests a batch: all of it or, if any event is invalid or the log cannot be written,
     /// none of it.
     ///
-    /// - Throws: ``APIError`` 422 naming the first invalid event's field, or 503 if the log
-    ///   cannot be written or flushed.
+    /// - Throws: ``APIError`` 422 naming the first invalid or out-of-range event's field (or
+    ///   `events` for a batch over ``Bounds/events``), or 503 if the log cannot be written or
+    ///   flushed.
     public func ingest(_ batch: Wire.EventBatch) async throws(APIError) -> Wire.Acknowledgement {
-        try Self.validate(batch, experiments: configuration.experiments)
+        try Bounds.check(count: batch.events.count, limit: Bounds.events, field: "events", what: "events in a batch")
+        try Self.validate(batch, experiments: configuration.experiments, bounded: true)
         let now = clock()
         return try await committing { state throws(APIError) -> Wire.Acknowledgement in
             state.server.tick(at: now)
@@ -202,7 +204,10 @@ public final class ExperimentService: Sendable {
         }
     }
 
-    private static func validate(_ batch: Wire.EventBatch, experiments: [ExperimentDefinition]) throws(APIError) {
+    /// Checks every event against the served experiments and, when `bounded`, its numbers
+    /// against ``Bounds``: replay is not bounded, so that a log written before the bounds still
+    /// opens.
+    private static func validate(_ batch: Wire.EventBatch, experiments: [ExperimentDefinition], bounded: Bool) throws(APIError) {
         let names = EventKind.allCases.map(Wire.name).joined(separator: ", ")
         for (index, event) in batch.events.enumerated() {
             let path = "events[\(index)]"
@@ -218,11 +223,13 @@ public final class ExperimentService: Sendable {
             guard experiment.variantIndex(of: event.variant) != nil else {
                 throw .badField("\(path).variant", expected: "one of \(experiment.id)'s variants: \(experiment.variants.map(\.id).joined(separator: ", "))")
             }
-            if let value = event.value, !value.isFinite {
-                throw .badField("\(path).value", expected: "a finite number")
+            // Replayed numbers were in range when written, or written before there were ranges.
+            guard bounded else { continue }
+            if let value = event.value {
+                try Bounds.check(value, in: Bounds.value, field: "\(path).value", what: "a number")
             }
-            if let created = event.createdAt, !created.isFinite {
-                throw .badField("\(path).created_at", expected: "seconds since 1970")
+            if let created = event.createdAt {
+                try Bounds.check(created, in: Bounds.createdAt, field: "\(path).created_at", what: "seconds since 1970")
             }
         }
     }
@@ -405,7 +412,7 @@ public final class ExperimentService: Sendable {
         switch record.kind {
         case .events:
             let batch = Wire.EventBatch(events: record.events ?? [])
-            try validate(batch, experiments: experiments)
+            try validate(batch, experiments: experiments, bounded: false)
             let result = state.server.ingest(batch.events.map { event($0, experiments: experiments) }, at: record.time)
             state.stats.eventsAccepted += result.accepted
             state.stats.batches += 1
