@@ -31,7 +31,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("data-dir"), help: ArgumentHelp("Folder of the durable log; without it nothing survives a restart.", valueName: "dir"))
     var dataDirectory: String?
 
-    @Flag(help: "Flush every log append to disk (fdatasync) before acknowledging: survives power loss, not only a killed process.")
+    @Flag(help: "Flush log appends to disk (fdatasync) before acknowledging them, concurrent requests sharing a flush: survives power loss, not only a killed process.")
     var fsync = false
 
     @Option(name: .customLong("allocator"), help: ArgumentHelp("Replaces the scenario's allocator, e.g. 'thompson(floor=0.01)'.", valueName: "spec"))

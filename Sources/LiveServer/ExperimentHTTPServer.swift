@@ -105,7 +105,7 @@ public struct ExperimentHTTPServer: Sendable {
                 let delay = try service.admit(events: max(1, batch.events.count))
                 defer { service.release() }
                 if delay > 0 { try? await Task.sleep(for: .seconds(delay / service.configuration.speedup)) }
-                let acknowledgement = Wire.encode(try service.ingest(batch))
+                let acknowledgement = Wire.encode(try await service.ingest(batch))
                 service.recordIngest(ContinuousClock.now - started)
                 return acknowledgement
             }
@@ -115,7 +115,9 @@ public struct ExperimentHTTPServer: Sendable {
             await Self.respond {
                 let body = try await Self.jsonBody(request, limit: maxBody)
                 let decision = try Wire.decode(Wire.DecisionRequest.self, from: body)
-                let variant = try service.decide(decision.experiment, session: decision.session)
+                try Bounds.check(decision.experiment, length: Bounds.nameLength, field: "experiment")
+                if let session = decision.session { try Bounds.check(session, length: Bounds.nameLength, field: "session") }
+                let variant = try await service.decide(decision.experiment, session: decision.session)
                 return Wire.encode(Wire.Decision(experiment: decision.experiment, variant: variant, session: decision.session))
             }
         }
@@ -124,9 +126,11 @@ public struct ExperimentHTTPServer: Sendable {
             await Self.respond {
                 let body = try await Self.jsonBody(request, limit: maxBody)
                 let goal = try Wire.decode(Wire.GoalRequest.self, from: body)
+                try Bounds.check(goal.experiment, length: Bounds.nameLength, field: "experiment")
                 guard let session = goal.session, !session.isEmpty else { throw APIError.badField("session", expected: "the session whose decision the goal rewards", status: 400) }
-                if let value = goal.value, !value.isFinite { throw APIError.badField("value", expected: "a finite number", status: 400) }
-                let credited = try service.goal(goal.experiment, session: session, value: goal.value ?? 1)
+                try Bounds.check(session, length: Bounds.nameLength, field: "session")
+                if let value = goal.value { try Bounds.check(value, in: Bounds.value, field: "value", what: "a goal's value") }
+                let credited = try await service.goal(goal.experiment, session: session, value: goal.value ?? 1)
                 return Wire.encode(Wire.GoalResult(experiment: goal.experiment, credited: credited.first))
             }
         }
@@ -136,27 +140,35 @@ public struct ExperimentHTTPServer: Sendable {
             await Self.respond {
                 let agent = try Self.agent(context)
                 let choices = try Self.choiceList(Self.decoded(context.parameters.get("choices") ?? ""), field: "choices")
-                let session = Self.session(request)
-                let variant = try service.decide(agent, choices: choices, session: session, field: "choices")
+                let session = try Self.session(request)
+                let variant = try await service.decide(agent, choices: choices, session: session, field: "choices")
                 return Wire.encode(ConductricsDecision(decision: variant, session: session))
             }
         }
         router.get("/:owner/:agent/decisions/**") { request, context in
             await Self.respond {
                 let agent = try Self.agent(context)
-                let session = Self.session(request)
+                let session = try Self.session(request)
                 let specs = context.parameters.getCatchAll().map { Self.decoded($0) }
                 guard !specs.isEmpty else { throw APIError.badField("decisions", expected: "name:choice,choice/name:choice,choice", status: 400) }
-                var decisions: [String: ConductricsDecisions.Code] = [:]
+                try Bounds.check(count: specs.count, limit: Bounds.decisions, field: "decisions", what: "decisions in one request")
+                // Every spec is read and checked before any decision is made.
+                var requested: [(name: String, choices: [String])] = []
                 for spec in specs {
                     let parts = spec.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
                     guard parts.count == 2, Self.isCode(parts[0]) else {
                         throw APIError.badField("decisions", expected: "name:choice,choice/name:choice,choice (\"\(spec)\" has no name)", status: 400)
                     }
                     let name = String(parts[0])
-                    guard decisions[name] == nil else { throw APIError.badField("decisions", expected: "distinct decision names (\(name) is repeated)", status: 400) }
-                    let choices = try Self.choiceList(parts[1], field: "decisions.\(name)")
-                    decisions[name] = .init(code: try service.decide("\(agent)/\(name)", choices: choices, session: session, field: "decisions.\(name)"))
+                    try Bounds.check(name, length: Bounds.codeLength, field: "decisions")
+                    guard !requested.contains(where: { $0.name == name }) else {
+                        throw APIError.badField("decisions", expected: "distinct decision names (\(name) is repeated)", status: 400)
+                    }
+                    requested.append((name, try Self.choiceList(parts[1], field: "decisions.\(name)")))
+                }
+                var decisions: [String: ConductricsDecisions.Code] = [:]
+                for (name, choices) in requested {
+                    decisions[name] = .init(code: try await service.decide("\(agent)/\(name)", choices: choices, session: session, field: "decisions.\(name)"))
                 }
                 return Wire.encode(ConductricsDecisions(decisions: decisions, session: session))
             }
@@ -164,15 +176,20 @@ public struct ExperimentHTTPServer: Sendable {
         let goal: @Sendable (Request, BasicRequestContext) async -> Response = { request, context in
             await Self.respond {
                 let agent = try Self.agent(context)
-                guard let session = Self.session(request) else {
+                if let name = context.parameters.get("goal") { try Bounds.check(Self.decoded(name), length: Bounds.nameLength, field: "goal") }
+                guard let session = try Self.session(request) else {
                     throw APIError.badField("session", expected: "a session query parameter or x-mpath-session header naming the session that saw the decision", status: 400)
                 }
                 var value = 1.0
                 if let reward = request.uri.queryParameters["reward"] {
-                    guard let parsed = Double(String(reward)), parsed.isFinite else { throw APIError.badField("reward", expected: "a finite number such as 3.99", status: 400) }
+                    // Decimal only: Double(_:) would also read "inf", "nan" and hexadecimal.
+                    guard reward.allSatisfy({ "0123456789+-.eE".contains($0) }), let parsed = Double(String(reward)) else {
+                        throw APIError.badField("reward", expected: "a decimal number such as 3.99", status: 400)
+                    }
+                    try Bounds.check(parsed, in: Bounds.value, field: "reward", what: "a reward")
                     value = parsed
                 }
-                let credited = try service.goal(agent, session: session, value: value)
+                let credited = try await service.goal(agent, session: session, value: value)
                 return Wire.encode(ConductricsGoal(status: credited.isEmpty ? "ignored" : "ok", credited: credited))
             }
         }
@@ -181,10 +198,10 @@ public struct ExperimentHTTPServer: Sendable {
         router.post("/:owner/:agent/expire") { request, context in
             await Self.respond {
                 let agent = try Self.agent(context)
-                guard let session = Self.session(request) else {
+                guard let session = try Self.session(request) else {
                     throw APIError.badField("session", expected: "a session query parameter or x-mpath-session header", status: 400)
                 }
-                try service.expire(agent, session: session)
+                try await service.expire(agent, session: session)
                 return Wire.encode(ConductricsGoal(status: "ok", credited: []))
             }
         }
@@ -273,9 +290,13 @@ public struct ExperimentHTTPServer: Sendable {
         !text.isEmpty && text.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-") }
     }
 
+    /// The agent code of a Conductrics route, its owner's length checked too (the owner is not
+    /// kept, but every route carries one).
     private static func agent(_ context: BasicRequestContext) throws(APIError) -> String {
+        try Bounds.check(decoded(context.parameters.get("owner") ?? ""), length: Bounds.nameLength, field: "owner")
         let agent = decoded(context.parameters.get("agent") ?? "")
         guard isCode(agent) else { throw APIError.badField("agent", expected: "an agent code of letters, digits, underscores and dashes", status: 400) }
+        try Bounds.check(agent, length: Bounds.nameLength, field: "agent")
         return agent
     }
 
@@ -290,12 +311,21 @@ public struct ExperimentHTTPServer: Sendable {
         guard !choices.isEmpty, choices.allSatisfy({ isCode($0) }), Set(choices).count == choices.count else {
             throw APIError.badField(field, expected: "distinct choice codes separated by commas, such as a,b", status: 400)
         }
+        try Bounds.check(count: choices.count, limit: Bounds.choices, field: field, what: "choices")
+        for choice in choices { try Bounds.check(choice, length: Bounds.codeLength, field: field) }
         return choices
     }
 
-    private static func session(_ request: Request) -> String? {
-        if let session = request.uri.queryParameters["session"], !session.isEmpty { return String(session) }
-        if let session = request.headers[Self.sessionHeader], !session.isEmpty { return session }
-        return nil
+    /// The session of a Conductrics request: the `session` query parameter, or else the
+    /// `x-mpath-session` header.
+    private static func session(_ request: Request) throws(APIError) -> String? {
+        var session: String?
+        if let query = request.uri.queryParameters["session"], !query.isEmpty {
+            session = String(query)
+        } else if let header = request.headers[Self.sessionHeader], !header.isEmpty {
+            session = header
+        }
+        if let session { try Bounds.check(session, length: Bounds.nameLength, field: "session") }
+        return session
     }
 }

@@ -12,7 +12,12 @@ import WireFormat
 /// the capacity model. Every change is validated whole, written to the log, then applied, so a
 /// request is applied entirely or not at all.
 ///
-/// `Sendable`: all mutable state is behind `state`'s lock.
+/// An answer waits until everything the log held when its request left the lock is as durable
+/// as the log promises: its own record, and any earlier one it depends on (the first copy of an
+/// event it reports as a duplicate, the decision a sticky session repeats). With `--fsync` that
+/// is a flush, shared by every request that waits for it (``GroupCommit``).
+///
+/// `Sendable`: all mutable state is behind `state`'s lock, or `commits`' own.
 public final class ExperimentService: Sendable {
     /// Counters for `GET /v1/stats` and the load test's report.
     ///
@@ -27,11 +32,13 @@ public final class ExperimentService: Sendable {
         public var goalsIgnored = 0
         public var dataVersion = 0
         public var logBytes = 0
+        /// Flushes of the log to disk (with `--fsync`); far fewer than requests under load.
+        public var logFlushes = 0
 
         enum CodingKeys: String, CodingKey {
             case eventsAccepted = "events_accepted", duplicatesIgnored = "duplicates_ignored", batches
             case rejectedOverCapacity = "rejected_over_capacity", decisions, goals
-            case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes"
+            case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes"
         }
     }
 
@@ -64,6 +71,8 @@ public final class ExperimentService: Sendable {
     public let configuration: ServerConfiguration
     private let clock: @Sendable () -> Double
     private let state: Mutex<State>
+    /// The log's flushes, awaited outside `state`'s lock; `nil` without `--fsync`.
+    private let commits: GroupCommit?
     /// Wall-clock microseconds from an event batch's arrival to its acknowledgement.
     private let ingestLatency = Mutex(Histogram<UInt64>(numberOfSignificantValueDigits: .three))
 
@@ -71,7 +80,13 @@ public final class ExperimentService: Sendable {
     ///
     /// - Parameter clock: Seconds since 1970; tests pass their own.
     /// - Throws: ``ServeError`` if the allocator cannot be made or the log cannot be opened or read.
-    public init(_ configuration: ServerConfiguration, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(ServeError) {
+    public convenience init(_ configuration: ServerConfiguration, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(ServeError) {
+        try self.init(configuration, clock: clock, beforeFlush: { nil })
+    }
+
+    /// - Parameter beforeFlush: Called before each flush of the log; returns `nil` to go on, or
+    ///   why the flush fails instead (tests hold flushes back, or fail them).
+    init(_ configuration: ServerConfiguration, clock: @escaping @Sendable () -> Double, beforeFlush: @escaping @Sendable () -> String?) throws(ServeError) {
         self.configuration = configuration
         self.clock = clock
         let seed = StreamSeed(configuration.seed).derive("live")
@@ -88,7 +103,9 @@ public final class ExperimentService: Sendable {
         var initial = State(server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: cadence, at: now))
         if let directory = configuration.dataDirectory {
             do {
-                let log = try EventLog(directory: directory, sync: configuration.syncWrites)
+                let log = try EventLog(
+                    directory: directory, sync: configuration.syncWrites, flushWindow: .seconds(configuration.flushWindow), beforeFlush: beforeFlush
+                )
                 for record in try log.replay() {
                     // Replayed records were valid when written, against this configuration.
                     do {
@@ -105,6 +122,7 @@ public final class ExperimentService: Sendable {
                 throw ServeError("\(error)")
             }
         }
+        commits = initial.log?.commits
         state = Mutex(initial)
     }
 
@@ -159,12 +177,14 @@ public final class ExperimentService: Sendable {
     /// Ingests a batch: all of it or, if any event is invalid or the log cannot be written,
     /// none of it.
     ///
-    /// - Throws: ``APIError`` 422 naming the first invalid event's field, or 503 if the log
-    ///   cannot be written.
-    public func ingest(_ batch: Wire.EventBatch) throws(APIError) -> Wire.Acknowledgement {
-        try Self.validate(batch, experiments: configuration.experiments)
+    /// - Throws: ``APIError`` 422 naming the first invalid or out-of-range event's field (or
+    ///   `events` for a batch over ``Bounds/events``), or 503 if the log cannot be written or
+    ///   flushed.
+    public func ingest(_ batch: Wire.EventBatch) async throws(APIError) -> Wire.Acknowledgement {
+        try Bounds.check(count: batch.events.count, limit: Bounds.events, field: "events", what: "events in a batch")
+        try Self.validate(batch, experiments: configuration.experiments, bounded: true)
         let now = clock()
-        return try state.withLock { state throws(APIError) -> Wire.Acknowledgement in
+        return try await committing { state throws(APIError) -> Wire.Acknowledgement in
             state.server.tick(at: now)
             var fresh: [Wire.Event] = []
             var seenHere = Set<EventID>()
@@ -184,7 +204,10 @@ public final class ExperimentService: Sendable {
         }
     }
 
-    private static func validate(_ batch: Wire.EventBatch, experiments: [ExperimentDefinition]) throws(APIError) {
+    /// Checks every event against the served experiments and, when `bounded`, its numbers
+    /// against ``Bounds``: replay is not bounded, so that a log written before the bounds still
+    /// opens.
+    private static func validate(_ batch: Wire.EventBatch, experiments: [ExperimentDefinition], bounded: Bool) throws(APIError) {
         let names = EventKind.allCases.map(Wire.name).joined(separator: ", ")
         for (index, event) in batch.events.enumerated() {
             let path = "events[\(index)]"
@@ -200,11 +223,13 @@ public final class ExperimentService: Sendable {
             guard experiment.variantIndex(of: event.variant) != nil else {
                 throw .badField("\(path).variant", expected: "one of \(experiment.id)'s variants: \(experiment.variants.map(\.id).joined(separator: ", "))")
             }
-            if let value = event.value, !value.isFinite {
-                throw .badField("\(path).value", expected: "a finite number")
+            // Replayed numbers were in range when written, or written before there were ranges.
+            guard bounded else { continue }
+            if let value = event.value {
+                try Bounds.check(value, in: Bounds.value, field: "\(path).value", what: "a number")
             }
-            if let created = event.createdAt, !created.isFinite {
-                throw .badField("\(path).created_at", expected: "seconds since 1970")
+            if let created = event.createdAt {
+                try Bounds.check(created, in: Bounds.createdAt, field: "\(path).created_at", what: "seconds since 1970")
             }
         }
     }
@@ -229,9 +254,9 @@ public final class ExperimentService: Sendable {
     ///   experiment's variants, or they create an agent with them on the fly; `nil` requires a
     ///   served experiment or an agent created before.
     /// - Throws: ``APIError`` 404 for an unknown experiment, 409 for choices that contradict it.
-    public func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") throws(APIError) -> String {
+    public func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") async throws(APIError) -> String {
         let now = clock()
-        return try state.withLock { state throws(APIError) -> String in
+        return try await committing { state throws(APIError) -> String in
             state.server.tick(at: now)
             let choiceList = try Self.choices(of: experiment, proposed: choices, in: state, experiments: configuration.experiments, field: field)
             if let session, let sticky = state.sessions[experiment]?[session] {
@@ -254,9 +279,9 @@ public final class ExperimentService: Sendable {
     ///
     /// - Returns: the variants credited; empty when the session had no decision (ignored, as
     ///   Conductrics does).
-    public func goal(_ experiment: String, session: String, value: Double) throws(APIError) -> [String] {
+    public func goal(_ experiment: String, session: String, value: Double) async throws(APIError) -> [String] {
         let now = clock()
-        return try state.withLock { state throws(APIError) -> [String] in
+        return try await committing { state throws(APIError) -> [String] in
             state.server.tick(at: now)
             let keys = state.sessions.keys.filter { $0 == experiment || $0.hasPrefix(experiment + "/") }.sorted()
             var credited: [String] = []
@@ -281,9 +306,9 @@ public final class ExperimentService: Sendable {
     }
 
     /// Ends `session` in `experiment` (and its multi-decision keys): its next decision is new.
-    public func expire(_ experiment: String, session: String) throws(APIError) {
+    public func expire(_ experiment: String, session: String) async throws(APIError) {
         let now = clock()
-        try state.withLock { state throws(APIError) in
+        try await committing { state throws(APIError) in
             guard state.sessions.keys.contains(where: { $0 == experiment || $0.hasPrefix(experiment + "/") }) else { return }
             let record = EventLog.Record(kind: .expire, time: now, experiment: experiment, session: session)
             try Self.write(record, to: &state)
@@ -316,10 +341,29 @@ public final class ExperimentService: Sendable {
 
     /// The counters now.
     public func stats() -> Stats {
-        state.withLock { $0.stats }
+        var stats = state.withLock { $0.stats }
+        stats.logFlushes = commits?.flushes ?? 0
+        return stats
     }
 
     // MARK: - Applying records
+
+    /// Makes `change` under the lock, then waits, outside it, until everything the log held when
+    /// the lock was released is as durable as the log promises: the change's own records, and
+    /// every earlier one its answer may depend on.
+    private func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
+        let (result, end) = try state.withLock { state throws(APIError) -> (Result, Int) in
+            (try change(&state), state.log?.size ?? 0)
+        }
+        if let commits {
+            do {
+                try await commits.durable(upTo: end)
+            } catch {
+                throw Self.unavailable(error)
+            }
+        }
+        return result
+    }
 
     private static func write(_ record: EventLog.Record, to state: inout State) throws(APIError) {
         guard let log = state.log else { return }
@@ -327,8 +371,12 @@ public final class ExperimentService: Sendable {
             try log.append(record)
             state.stats.logBytes = log.size
         } catch {
-            throw APIError(status: 503, "storage unavailable: \(error.description)", retryAfter: 5)
+            throw unavailable(error)
         }
+    }
+
+    private static func unavailable(_ failure: EventLog.Failure) -> APIError {
+        APIError(status: 503, "storage unavailable: \(failure.description)", retryAfter: 5)
     }
 
     private static func choices(of key: String, proposed: [String]?, in state: borrowing State, experiments: [ExperimentDefinition], field: String) throws(APIError) -> [String] {
@@ -364,7 +412,7 @@ public final class ExperimentService: Sendable {
         switch record.kind {
         case .events:
             let batch = Wire.EventBatch(events: record.events ?? [])
-            try validate(batch, experiments: experiments)
+            try validate(batch, experiments: experiments, bounded: false)
             let result = state.server.ingest(batch.events.map { event($0, experiments: experiments) }, at: record.time)
             state.stats.eventsAccepted += result.accepted
             state.stats.batches += 1

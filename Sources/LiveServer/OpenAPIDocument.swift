@@ -32,6 +32,10 @@ info:
     policy weights they sample locally) and post batches of events; or ask the server for each
     decision (Conductrics style). Events are idempotent by id: a batch sent twice is
     acknowledged twice and counted once. Every error is JSON naming the field at fault.
+
+    Every number and string has a stated range: values within ±1e9, times from 1970 to 2100,
+    names of at most \#(Bounds.nameLength) characters, choice codes of at most \#(Bounds.codeLength). Malformed input gets 400;
+    a well-formed value out of its range gets 422.
 servers:
   - url: /
 paths:
@@ -105,8 +109,8 @@ paths:
               type: object
               required: [experiment]
               properties:
-                experiment: {type: string, example: __EXPERIMENT__, description: "A served experiment, or an agent created by a Conductrics decision"}
-                session: {type: string, nullable: true, example: s1, description: "Decisions are sticky within a session; null or absent: a decision of its own"}
+                experiment: {type: string, maxLength: \#(Bounds.nameLength), example: __EXPERIMENT__, description: "A served experiment, or an agent created by a Conductrics decision"}
+                session: {type: string, maxLength: \#(Bounds.nameLength), nullable: true, example: s1, description: "Decisions are sticky within a session; null or absent: a decision of its own"}
       responses:
         "200":
           description: The decision.
@@ -123,6 +127,7 @@ paths:
         "404": {$ref: "#/components/responses/Error"}
         "413": {$ref: "#/components/responses/Error"}
         "415": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
   /v1/goals:
     post:
       operationId: postGoal
@@ -135,9 +140,9 @@ paths:
               type: object
               required: [experiment, session]
               properties:
-                experiment: {type: string, example: __EXPERIMENT__}
-                session: {type: string, minLength: 1, example: s1}
-                value: {type: number, nullable: true, example: 3.99, description: "The goal's value; 1 when null or absent"}
+                experiment: {type: string, maxLength: \#(Bounds.nameLength), example: __EXPERIMENT__}
+                session: {type: string, minLength: 1, maxLength: \#(Bounds.nameLength), example: s1}
+                value: {type: number, minimum: \#(Bounds.describe(Bounds.value.lowerBound)), maximum: \#(Bounds.describe(Bounds.value.upperBound)), nullable: true, example: 3.99, description: "The goal's value; 1 when null or absent"}
       responses:
         "200":
           description: What the goal credited (null when the session had no decision).
@@ -153,6 +158,7 @@ paths:
         "404": {$ref: "#/components/responses/Error"}
         "413": {$ref: "#/components/responses/Error"}
         "415": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
   /v1/stats:
     get:
       operationId: getStats
@@ -164,7 +170,7 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes]
+                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes]
                 properties:
                   events_accepted: {type: integer, minimum: 0}
                   duplicates_ignored: {type: integer, minimum: 0}
@@ -175,6 +181,7 @@ paths:
                   goals_ignored: {type: integer, minimum: 0}
                   data_version: {type: integer, minimum: 0}
                   log_bytes: {type: integer, minimum: 0}
+                  log_flushes: {type: integer, minimum: 0, description: "Flushes of the log to disk with --fsync, each covering every record written before it."}
   /{owner}/{agent}/decision/{choices}:
     get:
       operationId: conductricsDecision
@@ -185,8 +192,8 @@ paths:
         - name: choices
           in: path
           required: true
-          description: Distinct choice codes separated by commas.
-          schema: {type: string, pattern: "^[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$"}
+          description: Distinct choice codes separated by commas, at most \#(Bounds.choices), each of at most \#(Bounds.codeLength) characters.
+          schema: {type: string, pattern: "^[A-Za-z0-9_-]{1,\#(Bounds.codeLength)}(,[A-Za-z0-9_-]{1,\#(Bounds.codeLength)}){0,\#(Bounds.choices - 1)}$"}
           example: a,b
         - {$ref: "#/components/parameters/Session"}
       responses:
@@ -203,6 +210,7 @@ paths:
         "400": {$ref: "#/components/responses/Error"}
         "404": {$ref: "#/components/responses/Error"}
         "409": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
   /{owner}/{agent}/decisions/{decisions}:
     get:
       operationId: conductricsDecisions
@@ -213,8 +221,8 @@ paths:
         - name: decisions
           in: path
           required: true
-          description: "NAME:CHOICE,CHOICE; more decisions follow as further path segments (…/decisions/color:red,blue/size:sm,lg)."
-          schema: {type: string, pattern: "^[A-Za-z0-9_-]+:[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$"}
+          description: "NAME:CHOICE,CHOICE; more decisions follow as further path segments (…/decisions/color:red,blue/size:sm,lg), at most \#(Bounds.decisions) in all; names and choices are codes of at most \#(Bounds.codeLength) characters, at most \#(Bounds.choices) choices each."
+          schema: {type: string, pattern: "^[A-Za-z0-9_-]{1,\#(Bounds.codeLength)}:[A-Za-z0-9_-]{1,\#(Bounds.codeLength)}(,[A-Za-z0-9_-]{1,\#(Bounds.codeLength)}){0,\#(Bounds.choices - 1)}$"}
           example: "color:red,blue"
         - {$ref: "#/components/parameters/Session"}
       responses:
@@ -237,6 +245,7 @@ paths:
         "400": {$ref: "#/components/responses/Error"}
         "404": {$ref: "#/components/responses/Error"}
         "409": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
   /{owner}/{agent}/goal:
     post:
       operationId: conductricsGoal
@@ -250,6 +259,7 @@ paths:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
         "404": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
   /{owner}/{agent}/goal/{goal}:
     post:
       operationId: conductricsNamedGoal
@@ -260,7 +270,7 @@ paths:
         - name: goal
           in: path
           required: true
-          schema: {type: string}
+          schema: {type: string, maxLength: \#(Bounds.nameLength)}
           example: purchase
         - {$ref: "#/components/parameters/RequiredSession"}
         - {$ref: "#/components/parameters/Reward"}
@@ -268,6 +278,7 @@ paths:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
         "404": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
   /{owner}/{agent}/expire:
     post:
       operationId: conductricsExpire
@@ -280,6 +291,7 @@ paths:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
         "404": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
 components:
   parameters:
     Owner:
@@ -287,35 +299,35 @@ components:
       in: path
       required: true
       description: The account; any name.
-      schema: {type: string}
+      schema: {type: string, maxLength: \#(Bounds.nameLength)}
       example: acme
     Agent:
       name: agent
       in: path
       required: true
       description: The agent code (letters, digits, underscores and dashes); a served experiment's id is its agent.
-      schema: {type: string, pattern: "^[A-Za-z0-9_-]+$"}
+      schema: {type: string, maxLength: \#(Bounds.nameLength), pattern: "^[A-Za-z0-9_-]+$"}
       example: home
     Session:
       name: session
       in: query
       required: false
       description: The session (or the x-mpath-session header).
-      schema: {type: string}
+      schema: {type: string, maxLength: \#(Bounds.nameLength)}
       example: s1
     RequiredSession:
       name: session
       in: query
       required: true
       description: The session whose decisions the goal rewards or expire ends (or the x-mpath-session header instead).
-      schema: {type: string, minLength: 1}
+      schema: {type: string, minLength: 1, maxLength: \#(Bounds.nameLength)}
       example: s1
     Reward:
       name: reward
       in: query
       required: false
       description: The goal's value, 1 when absent.
-      schema: {type: number}
+      schema: {type: number, minimum: \#(Bounds.describe(Bounds.value.lowerBound)), maximum: \#(Bounds.describe(Bounds.value.upperBound))}
       example: 3.99
   responses:
     Error:
@@ -378,6 +390,7 @@ components:
       properties:
         events:
           type: array
+          maxItems: \#(Bounds.events)
           items: {$ref: "#/components/schemas/Event"}
       example:
         events:
@@ -395,8 +408,8 @@ components:
         kind: {type: string, enum: [view, conversion, goal, participation]}
         experiment: {type: string, enum: __EXPERIMENTS__, description: "A served experiment"}
         variant: {type: string, enum: __VARIANTS__, description: "One of the experiment's variants (another experiment's gets 422)"}
-        value: {type: number, nullable: true, description: "The conversion's value; null or absent: 1 for conversions and goals, 0 otherwise"}
-        created_at: {type: number, nullable: true, description: seconds since 1970}
+        value: {type: number, minimum: \#(Bounds.describe(Bounds.value.lowerBound)), maximum: \#(Bounds.describe(Bounds.value.upperBound)), nullable: true, description: "The conversion's value; null or absent: 1 for conversions and goals, 0 otherwise"}
+        created_at: {type: number, minimum: \#(Bounds.describe(Bounds.createdAt.lowerBound)), maximum: \#(Bounds.describe(Bounds.createdAt.upperBound)), nullable: true, description: "seconds since 1970, up to the start of 2100"}
     Acknowledgement:
       type: object
       required: [acknowledged, accepted, duplicates]

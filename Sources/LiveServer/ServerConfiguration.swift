@@ -24,7 +24,12 @@ public struct ServerConfiguration: Sendable {
     public var dataDirectory: String?
     /// Whether each log append is flushed to disk (`fdatasync`) before the response. Without it
     /// an acknowledged event survives the process being killed, not the machine losing power.
+    /// Concurrent requests share flushes (group commit).
     public var syncWrites: Bool
+    /// With `syncWrites`, the least seconds between the starts of two flushes: requests that
+    /// arrive meanwhile share the next one, which saves the disk and the kernel work under load
+    /// at the cost of up to this much latency.
+    public var flushWindow: Double = 0.001
     /// How many times faster than the wall clock the service's clock runs (an embedded server
     /// in a sped-up load test): the capacity model's waits are that much shorter in real time.
     public var speedup: Double = 1

@@ -29,11 +29,11 @@ struct ExperimentServiceTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("aviary-live-\(UUID().uuidString)").path
     }
 
-    @Test func duplicatesAreAcknowledgedAndCountedOnce() throws {
+    @Test func duplicatesAreAcknowledgedAndCountedOnce() async throws {
         let service = try Self.service()
-        let first = try service.ingest(Wire.EventBatch(events: [Self.event("1#1"), Self.event("1#2", "conversion")]))
+        let first = try await service.ingest(Wire.EventBatch(events: [Self.event("1#1"), Self.event("1#2", "conversion")]))
         #expect(first == Wire.Acknowledgement(acknowledged: ["1#1", "1#2"], accepted: 2, duplicates: 0))
-        let again = try service.ingest(Wire.EventBatch(events: [Self.event("1#2", "conversion"), Self.event("1#3"), Self.event("1#3")]))
+        let again = try await service.ingest(Wire.EventBatch(events: [Self.event("1#2", "conversion"), Self.event("1#3"), Self.event("1#3")]))
         #expect(again == Wire.Acknowledgement(acknowledged: ["1#2", "1#3", "1#3"], accepted: 1, duplicates: 2))
         #expect(service.stats().eventsAccepted == 3)
         #expect(service.stats().duplicatesIgnored == 2)
@@ -51,37 +51,37 @@ struct ExperimentServiceTests {
         ("events[1].id", Wire.event2(id: "18446744073709551616#1")),
         ("events[1].id", Wire.event2(id: "7#4294967296")),
     ])
-    func anInvalidEventRefusesTheWholeBatchNamingItsField(field: String, bad: Wire.Event) throws {
+    func anInvalidEventRefusesTheWholeBatchNamingItsField(field: String, bad: Wire.Event) async throws {
         let service = try Self.service()
-        #expect {
-            _ = try service.ingest(Wire.EventBatch(events: [Self.event("2#1"), bad]))
+        await #expect {
+            _ = try await service.ingest(Wire.EventBatch(events: [Self.event("2#1"), bad]))
         } throws: { error in
             (error as? APIError)?.status == 422 && (error as? APIError)?.body.field == field
         }
         // Nothing of the batch was applied: its valid first event is still new.
-        #expect(try service.ingest(Wire.EventBatch(events: [Self.event("2#1")])).accepted == 1)
+        #expect(try await service.ingest(Wire.EventBatch(events: [Self.event("2#1")])).accepted == 1)
     }
 
-    @Test func decisionsAreStickyWithinASessionUntilItExpires() throws {
+    @Test func decisionsAreStickyWithinASessionUntilItExpires() async throws {
         let service = try Self.service()
-        let first = try service.decide("checkout", session: "s1")
-        for _ in 0..<20 { #expect(try service.decide("checkout", session: "s1") == first) }
-        #expect(try service.goal("checkout", session: "s1", value: 3.99) == [first])
-        #expect(try service.goal("checkout", session: "nobody", value: 1) == [])
-        try service.expire("checkout", session: "s1")
+        let first = try await service.decide("checkout", session: "s1")
+        for _ in 0..<20 { #expect(try await service.decide("checkout", session: "s1") == first) }
+        #expect(try await service.goal("checkout", session: "s1", value: 3.99) == [first])
+        #expect(try await service.goal("checkout", session: "nobody", value: 1) == [])
+        try await service.expire("checkout", session: "s1")
         // After expiry each decision is new: over 40 fresh sessions both variants appear.
         var seen = Set<String>()
-        for index in 0..<40 { seen.insert(try service.decide("checkout", session: "fresh\(index)")) }
+        for index in 0..<40 { seen.insert(try await service.decide("checkout", session: "fresh\(index)")) }
         #expect(seen == ["control", "green"])
     }
 
-    @Test func conductricsChoicesCreateAnAgentOrMustMatchTheExperiment() throws {
+    @Test func conductricsChoicesCreateAnAgentOrMustMatchTheExperiment() async throws {
         let service = try Self.service()
-        #expect(["a", "b"].contains(try service.decide("home", choices: ["a", "b"], session: "s")))
-        #expect(throws: APIError.self) { try service.decide("home", choices: ["a", "c"], session: "s") }
-        #expect(throws: APIError.self) { try service.decide("checkout", choices: ["x", "y"], session: "s") }
-        #expect(try service.decide("checkout", choices: ["green", "control"], session: "t") != "")
-        #expect(throws: APIError.self) { try service.decide("unknown", session: "s") }
+        #expect(["a", "b"].contains(try await service.decide("home", choices: ["a", "b"], session: "s")))
+        await #expect(throws: APIError.self) { try await service.decide("home", choices: ["a", "c"], session: "s") }
+        await #expect(throws: APIError.self) { try await service.decide("checkout", choices: ["x", "y"], session: "s") }
+        #expect(try await service.decide("checkout", choices: ["green", "control"], session: "t") != "")
+        await #expect(throws: APIError.self) { try await service.decide("unknown", session: "s") }
     }
 
     @Test func overCapacityIsRefusedWithRetryAfter() throws {
@@ -125,27 +125,27 @@ struct ExperimentServiceTests {
         #expect(!ExperimentHTTPServer.isCode(""))
     }
 
-    @Test func aRestartReplaysTheLog() throws {
+    @Test func aRestartReplaysTheLog() async throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var decided: String
         do {
             let service = try Self.service(directory: directory)
-            _ = try service.ingest(Wire.EventBatch(events: (1...50).map { Self.event("3#\($0)", $0 % 5 == 0 ? "conversion" : "view") }))
-            decided = try service.decide("home", choices: ["a", "b"], session: "s9")
-            _ = try service.goal("home", session: "s9", value: 2)
+            _ = try await service.ingest(Wire.EventBatch(events: (1...50).map { Self.event("3#\($0)", $0 % 5 == 0 ? "conversion" : "view") }))
+            decided = try await service.decide("home", choices: ["a", "b"], session: "s9")
+            _ = try await service.goal("home", session: "s9", value: 2)
         }
         let restarted = try Self.service(directory: directory)
         #expect(restarted.stats().eventsAccepted == 50)
         #expect(restarted.stats().decisions == 1)
-        #expect(try restarted.ingest(Wire.EventBatch(events: [Self.event("3#7")])).duplicates == 1)
-        #expect(try restarted.decide("home", session: "s9") == decided)
+        #expect(try await restarted.ingest(Wire.EventBatch(events: [Self.event("3#7")])).duplicates == 1)
+        #expect(try await restarted.decide("home", session: "s9") == decided)
     }
 
-    @Test func aTornLastRecordIsCutOffAndTheRestKept() throws {
+    @Test func aTornLastRecordIsCutOffAndTheRestKept() async throws {
         let directory = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try Self.service(directory: directory).ingest(Wire.EventBatch(events: [Self.event("4#1"), Self.event("4#2")]))
+        _ = try await Self.service(directory: directory).ingest(Wire.EventBatch(events: [Self.event("4#1"), Self.event("4#2")]))
         let path = directory + "/events.log"
         let handle = try #require(FileHandle(forWritingAtPath: path))
         handle.seekToEndOfFile()
@@ -153,7 +153,7 @@ struct ExperimentServiceTests {
         handle.closeFile()
         let restarted = try Self.service(directory: directory)
         #expect(restarted.stats().eventsAccepted == 2)
-        #expect(try restarted.ingest(Wire.EventBatch(events: [Self.event("4#3")])).accepted == 1)
+        #expect(try await restarted.ingest(Wire.EventBatch(events: [Self.event("4#3")])).accepted == 1)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.hasSuffix("\n"))
         #expect(text.split(separator: "\n").count == 2)

@@ -1,0 +1,160 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Testing
+import WireFormat
+@testable import LiveServer
+
+/// Every number and string the API takes has a range (``Bounds``): one step outside it gets 422
+/// naming the field, and the boundary itself is accepted. Over real HTTP, since most routes check
+/// their parameters there.
+struct BoundsTests {
+    /// One request: its method, path (with query), JSON body and extra headers.
+    struct Call: Sendable, CustomTestStringConvertible {
+        var get = false
+        var path: String
+        var body: String?
+        var headers: [String: String] = [:]
+
+        var testDescription: String { "\(get ? "GET" : "POST") \(path.prefix(80))" }
+    }
+
+    static let name = String(repeating: "n", count: Bounds.nameLength)
+    static let longName = name + "n"
+    static let code = String(repeating: "c", count: Bounds.codeLength)
+    static let longCode = code + "c"
+
+    static func events(_ count: Int = 1, value: String = "1", createdAt: String = "990") -> String {
+        let events = (0..<count).map { #"{"id":"1#\#($0)","kind":"conversion","experiment":"checkout","variant":"green","value":\#(value),"created_at":\#(createdAt)}"# }
+        return #"{"events":[\#(events.joined(separator: ","))]}"#
+    }
+
+    /// `count` views as short as events get, so that a full batch fits in the default body limit.
+    static func views(_ count: Int) -> String {
+        #"{"events":[\#((0..<count).map { #"{"id":"1#\#($0)","kind":"view","experiment":"feed","variant":"a"}"# }.joined(separator: ","))]}"#
+    }
+
+    static func choices(_ count: Int, code: String = "c") -> String {
+        (0..<count).map { "\(code)\($0)" }.joined(separator: ",")
+    }
+
+    static func decisions(_ count: Int) -> String {
+        (0..<count).map { "d\($0):a,b" }.joined(separator: "/")
+    }
+
+    /// Sends `call` and returns the status and the body.
+    static func send(_ call: Call, port: Int, client: HTTPClient) async throws -> (status: Int, body: Data) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(call.path)")
+        request.method = call.get ? .GET : .POST
+        if let body = call.body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        for (name, value) in call.headers { request.headers.add(name: name, value: value) }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), Data(body.readableBytesView))
+    }
+
+    static let outOfRange: [(field: String, call: Call)] = [
+        ("events[0].value", Call(path: "/v1/events", body: events(value: "1000000000.5"))),
+        ("events[0].value", Call(path: "/v1/events", body: events(value: "-1e308"))),
+        ("events[0].created_at", Call(path: "/v1/events", body: events(createdAt: "1e308"))),
+        ("events[0].created_at", Call(path: "/v1/events", body: events(createdAt: "-1"))),
+        ("events[0].created_at", Call(path: "/v1/events", body: events(createdAt: "4102444800.5"))),
+        ("events", Call(path: "/v1/events", body: views(Bounds.events + 1))),
+        ("experiment", Call(path: "/v1/decisions", body: #"{"experiment":"\#(longName)"}"#)),
+        ("session", Call(path: "/v1/decisions", body: #"{"experiment":"checkout","session":"\#(longName)"}"#)),
+        ("experiment", Call(path: "/v1/goals", body: #"{"experiment":"\#(longName)","session":"s"}"#)),
+        ("session", Call(path: "/v1/goals", body: #"{"experiment":"checkout","session":"\#(longName)"}"#)),
+        ("value", Call(path: "/v1/goals", body: #"{"experiment":"checkout","session":"s","value":-1000000001}"#)),
+        ("owner", Call(get: true, path: "/\(longName)/home/decision/a,b")),
+        ("agent", Call(get: true, path: "/acme/\(longName)/decision/a,b")),
+        ("choices", Call(get: true, path: "/acme/home/decision/\(longCode),b")),
+        ("choices", Call(get: true, path: "/acme/home/decision/\(choices(Bounds.choices + 1))")),
+        ("session", Call(get: true, path: "/acme/home/decision/a,b?session=\(longName)")),
+        ("session", Call(get: true, path: "/acme/home/decision/a,b", headers: ["x-mpath-session": longName])),
+        ("decisions", Call(get: true, path: "/acme/home/decisions/\(decisions(Bounds.decisions + 1))")),
+        ("decisions", Call(get: true, path: "/acme/home/decisions/\(longCode):a,b")),
+        ("decisions.color", Call(get: true, path: "/acme/home/decisions/color:\(longCode),b")),
+        ("reward", Call(path: "/acme/home/goal?session=s&reward=1000000001")),
+        ("reward", Call(path: "/acme/home/goal?session=s&reward=-1e10")),
+        ("goal", Call(path: "/acme/home/goal/\(longName)?session=s")),
+        ("session", Call(path: "/acme/home/expire?session=\(longName)")),
+    ]
+
+    @Test(arguments: outOfRange)
+    func aValueOutOfRangeGets422NamingItsField(field: String, call: Call) async throws {
+        try await HTTPTransportTests.withServer { service, port, client in
+            let (status, body) = try await Self.send(call, port: port, client: client)
+            #expect(status == 422)
+            let error = try JSONDecoder().decode(Wire.ErrorBody.self, from: body)
+            #expect(error.field == field)
+            #expect(error.expected?.isEmpty == false)
+            // Refused whole: nothing reached the state.
+            #expect(service.stats().batches == 0)
+            #expect(service.stats().decisions == 0)
+        }
+    }
+
+    /// Not out of range but not a number as the document means one: 400.
+    @Test(arguments: ["nan", "-inf", "infinity", "0x10", "1_0", "", "3.99%20"])
+    func aRewardThatIsNotADecimalNumberGets400(reward: String) async throws {
+        try await HTTPTransportTests.withServer { _, port, client in
+            let (status, body) = try await Self.send(Call(path: "/acme/home/goal?session=s&reward=\(reward)"), port: port, client: client)
+            #expect(status == 400)
+            #expect(try JSONDecoder().decode(Wire.ErrorBody.self, from: body).field == "reward")
+        }
+    }
+
+    static let atTheBoundary: [Call] = [
+        Call(path: "/v1/events", body: events(value: "1000000000")),
+        Call(path: "/v1/events", body: events(value: "-1000000000")),
+        Call(path: "/v1/events", body: events(createdAt: "0")),
+        Call(path: "/v1/events", body: events(createdAt: "4102444800")),
+        Call(path: "/v1/events", body: views(Bounds.events)),
+        Call(path: "/v1/decisions", body: #"{"experiment":"checkout","session":"\#(name)"}"#),
+        Call(path: "/v1/goals", body: #"{"experiment":"checkout","session":"\#(name)","value":1000000000}"#),
+        Call(get: true, path: "/\(name)/\(String(repeating: "a", count: Bounds.nameLength))/decision/a,b"),
+        Call(get: true, path: "/acme/home/decision/\(code),b?session=\(name)"),
+        Call(get: true, path: "/acme/home/decision/\(choices(Bounds.choices))", headers: ["x-mpath-session": name]),
+        Call(get: true, path: "/acme/home/decisions/\(decisions(Bounds.decisions))"),
+        Call(get: true, path: "/acme/home/decisions/\(code):\(code),b"),
+        Call(path: "/acme/checkout/goal?session=s&reward=-1000000000"),
+        Call(path: "/acme/checkout/goal/\(name)?session=s&reward=1000000000"),
+        Call(path: "/acme/checkout/expire?session=\(name)"),
+    ]
+
+    @Test(arguments: atTheBoundary)
+    func aValueAtTheBoundaryIsAccepted(call: Call) async throws {
+        try await HTTPTransportTests.withServer { _, port, client in
+            let (status, body) = try await Self.send(call, port: port, client: client)
+            #expect(status == 200, "\(String(decoding: body, as: UTF8.self))")
+        }
+    }
+
+    /// The ranges guard what comes in; a log written before them, holding a value outside them,
+    /// still replays.
+    @Test func aLogWrittenBeforeTheBoundsStillReplays() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let record = #"{"events":[{"created_at":5e12,"experiment":"checkout","id":"5#1","kind":"conversion","value":1e12,"variant":"green"}],"kind":"events","time":1000}"#
+        try Data((record + "\n").utf8).write(to: URL(fileURLWithPath: directory + "/events.log"))
+        let service = try ExperimentServiceTests.service(directory: directory)
+        #expect(service.stats().eventsAccepted == 1)
+        #expect(try await service.ingest(Wire.EventBatch(events: [ExperimentServiceTests.event("5#1")])).duplicates == 1)
+    }
+
+    @Test func theOpenAPIDocumentStatesEveryBound() {
+        let yaml = OpenAPIDocument.yaml(experiments: ExperimentServiceTests.experiments)
+        #expect(yaml.contains("value: {type: number, minimum: -1000000000, maximum: 1000000000, nullable: true"))
+        #expect(yaml.contains("created_at: {type: number, minimum: 0, maximum: 4102444800, nullable: true"))
+        #expect(yaml.contains("maxItems: 10000"))
+        #expect(yaml.contains("schema: {type: number, minimum: -1000000000, maximum: 1000000000}"))
+        #expect(yaml.contains(#"pattern: "^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64}){0,63}$""#))
+        // The names: experiment and session of decisions and goals, the goal's name, the owner,
+        // the agent, and the two forms of the session parameter.
+        #expect(yaml.components(separatedBy: "maxLength: 256").count - 1 == 9)
+    }
+}
