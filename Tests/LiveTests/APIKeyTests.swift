@@ -1,8 +1,10 @@
 @testable import AviaryCommands
 import AsyncHTTPClient
 import Foundation
+import Simulation
 import Testing
 import WireFormat
+@testable import LiveDevices
 @testable import LiveServer
 
 /// `aviary serve` with keys, over real HTTP: every route but `/health` and `/openapi.yaml` asks
@@ -214,5 +216,53 @@ struct APIKeyTests {
         #expect(error?.description.contains("secret") == false)
         #expect(throws: CommandFailure.self) { try ServeCommand.parse(["--api-key", "a,b"]).loadKeys(environment: [:]) }
         #expect(throws: CommandFailure.self) { try ServeCommand.parse(["--admin-key", ""]).loadKeys(environment: [:]) }
+    }
+}
+
+extension LiveLoadTestTests {
+    /// A live run against a keyed server started on its own clock, with `key` in the
+    /// environment's place: what the devices saw and what the server accepted.
+    static func keyedRun(_ scenario: Scenario, key: String) async throws -> (run: LiveMetrics, accepted: Int, decisions: Int) {
+        let clock = ScenarioClock(speedup: 1)
+        clock.begin()
+        var configuration = ServerConfiguration(scenario: scenario)
+        configuration.keys = APIKeys(clientKeys: ["live-key"])
+        let service = try ExperimentService(configuration) { clock.now }
+        let server = try await ExperimentHTTPServer(service: service).start()
+        var options = LiveLoadTest.Options(url: "http://127.0.0.1:\(server.port)", speedup: 60, connections: 16)
+        options.apiKey = key
+        let live = try await LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag())
+        await server.stop()
+        let stats = service.stats()
+        return (try #require(live.first).metrics, stats.eventsAccepted, stats.decisions)
+    }
+
+    /// Five minutes of scenario time at 60×: 5 s.
+    @Test func devicesWithTheRightKeyBalanceAndAWrongKeyGets401s() async throws {
+        let scenario = try Self.scenario(horizon: "5m")
+        let right = try await Self.keyedRun(scenario, key: "live-key")
+        #expect(right.run.fleet.eventsCreated > 100)
+        #expect(right.run.isBalanced)
+        #expect(right.run.statusOther == 0)
+        #expect(right.run.fleet.eventsAcked == right.accepted)
+        let wrong = try await Self.keyedRun(scenario, key: "live-kez")
+        #expect(wrong.run.status2xx == 0)
+        #expect(wrong.run.statusOther > 0)
+        #expect(wrong.run.fleet.eventsAcked == 0)
+        #expect(wrong.accepted == 0)
+    }
+
+    /// The Conductrics devices carry the key in `x-mpath-apikey`.
+    @Test func conductricsDevicesSendTheirKeyInTheirHeader() async throws {
+        var scenario = try LiveStylesTests.conductrics()
+        scenario.horizon = 300
+        let right = try await Self.keyedRun(scenario, key: "live-key")
+        #expect(right.run.status2xx > 0)
+        #expect(right.run.statusOther == 0)
+        #expect(right.decisions > 0)
+        let wrong = try await Self.keyedRun(scenario, key: "wrong")
+        #expect(wrong.run.status2xx == 0)
+        #expect(wrong.run.statusOther > 0)
+        #expect(wrong.decisions == 0)
     }
 }
