@@ -26,8 +26,11 @@ class ServerExited(Exception):
 class Server:
     """One `aviary serve` process. Its stderr goes to `log_path`."""
 
-    def __init__(self, aviary, data_dir, extra=(), log_path=None, scenario=None):
+    def __init__(self, aviary, data_dir, extra=(), log_path=None, scenario=None, keys=None):
         self.aviary = aviary
+        # Client keys, passed in the environment (AVIARY_API_KEYS) so that they are not on
+        # the command line; none: the server asks for none.
+        self.keys = list(keys or [])
         self.data_dir = data_dir
         self.extra = list(extra)
         self.scenario = scenario
@@ -56,7 +59,12 @@ class Server:
             command += ["--data-dir", self.data_dir]
         command += self.extra
         log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        # Only the keys given here: an operator's AVIARY_API_KEYS would turn every request
+        # of these checks into a 401.
+        env = {name: value for name, value in os.environ.items() if name not in ("AVIARY_API_KEYS", "AVIARY_ADMIN_KEY")}
+        if self.keys:
+            env["AVIARY_API_KEYS"] = ",".join(self.keys)
+        self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
         log.close()
         deadline = time.monotonic() + patience
         while True:

@@ -37,6 +37,17 @@ struct LiveOptions: ParsableArguments {
     }
 }
 
+#if Live
+extension LiveOptions {
+    /// The options of a live run; the key comes from `AVIARY_API_KEY`, so that it is never on
+    /// the command line or in a scenario file.
+    func testOptions() -> LiveLoadTest.Options {
+        let key = ProcessInfo.processInfo.environment["AVIARY_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        return .init(url: url, embed: EmbeddedAviaryServer.starter, speedup: speedup, connections: connections, networkNamespace: netns, apiKey: key)
+    }
+}
+#endif
+
 extension LoadTestCommand {
     func runLive() async throws {
         #if Live
@@ -65,7 +76,7 @@ extension LoadTestCommand {
             let wall = Double(runs) * scenario.horizon / live.speedup
             FileHandle.standardError.write(Data("aviary loadtest --live: \(scenario.name), \(scenario.population.devices) devices, \(runs) run(s) of \(formatDuration(scenario.horizon)) at \(fixed(live.speedup, 0))× ≈ \(formatDuration(wall)) of wall-clock time, against \(live.url ?? "an embedded server")\n".utf8))
             let progress = LiveProgress(enabled: !options.quiet, horizon: scenario.horizon)
-            let test = LiveLoadTest(scenario: scenario, options: .init(url: live.url, embed: EmbeddedAviaryServer.starter, speedup: live.speedup, connections: live.connections, networkNamespace: live.netns))
+            let test = LiveLoadTest(scenario: scenario, options: live.testOptions())
             do {
                 results += try await test.run(stop: stop) { policy, time, sessions in progress.update(policy: policy, time: time, sessions: sessions) }
             } catch {
@@ -94,7 +105,7 @@ extension LoadTestCommand {
         let target = live.url ?? "an embedded server"
         FileHandle.standardError.write(Data("aviary loadtest --live --find-capacity: \(scenario.name), \(scenario.population.devices) devices against \(target); steps of \(fixed(live.stepSeconds, 0)) s from \(fixed(live.speedup, 0))×, ×1.5 a step, until request p99 > \(fixed(objective.requestP99 * 1000, 0)) ms or errors > \(fixed(objective.errorRate * 100, 2)) %\n".utf8))
         let search = CapacitySearch(
-            scenario: scenario, options: .init(url: live.url, embed: EmbeddedAviaryServer.starter, speedup: live.speedup, connections: live.connections, networkNamespace: live.netns),
+            scenario: scenario, options: live.testOptions(),
             stepSeconds: live.stepSeconds)
         let quiet = options.quiet
         let steps: [CapacitySearch.Step]

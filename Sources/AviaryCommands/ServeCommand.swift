@@ -16,6 +16,11 @@ struct ServeCommand: AsyncParsableCommand {
             (server.capacity) and the data TTL (client.data_ttl). The API is described at /openapi.yaml. \
             With --data-dir, accepted events and decisions are written to an append-only log before they are \
             acknowledged and replayed on start, so a restart loses nothing acknowledged. Stops on SIGINT or SIGTERM.
+
+            Keys: with client keys (--api-key, --api-key-file, or AVIARY_API_KEYS, comma-separated, which keeps \
+            them off the command line) every route but /health and /openapi.yaml answers 401 without one; with an \
+            admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats asks for it instead. Without client keys the \
+            server listens on loopback only.
             """
     )
 
@@ -43,6 +48,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("port-file"), help: ArgumentHelp("Write the bound port to this file once listening (for scripts using --port 0).", valueName: "path"))
     var portFile: String?
 
+    @Option(
+        name: .customLong("api-key"),
+        help: ArgumentHelp("A key clients must present (Authorization: Bearer KEY; x-mpath-apikey on the Conductrics routes); repeatable.", valueName: "key"))
+    var apiKeys: [String] = []
+
+    @Option(name: .customLong("api-key-file"), help: ArgumentHelp("Client keys, one a line; blank lines and lines starting with # are skipped.", valueName: "path"))
+    var apiKeyFile: String?
+
+    @Option(name: .customLong("admin-key"), help: ArgumentHelp("The key /v1/stats asks for instead of a client key.", valueName: "key"))
+    var adminKey: String?
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port is \(port); it must be between 0 and 65535") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body is \(maxBody); it must be at least 1024 bytes") }
@@ -50,8 +66,16 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         #if Live
+        let keys = try loadKeys(environment: ProcessInfo.processInfo.environment)
+        // Before the log is replayed: a refusal should not wait for it.
+        do {
+            try keys.checkExposure(host: host)
+        } catch {
+            throw CommandFailure(error.description)
+        }
         let scenario = try loadScenarios(scenario)[0]
-        let configuration = try serverConfiguration(scenario)
+        var configuration = try serverConfiguration(scenario)
+        configuration.keys = keys
         let service: ExperimentService
         do {
             service = try ExperimentService(configuration)
@@ -70,6 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let directory = configuration.dataDirectory {
             line += ", log \(directory)/events.log: \(stats.eventsAccepted) events and \(stats.decisions) decisions replayed"
         }
+        line += keys.requiresKeys ? "; \(keys)" : "; no API keys: open to this machine only"
         FileHandle.standardError.write(Data((line + "\n").utf8))
         await running.wait()
         #else
@@ -91,6 +116,34 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.dataDirectory = dataDirectory
         configuration.syncWrites = fsync
         return configuration
+    }
+
+    /// The keys of the flags, the key file and `environment` (`AVIARY_API_KEYS`, comma-separated;
+    /// `AVIARY_ADMIN_KEY`, which `--admin-key` overrides), client keys from all three together.
+    func loadKeys(environment: [String: String]) throws -> APIKeys {
+        var clients: [(key: String, source: String)] = apiKeys.map { ($0, "--api-key") }
+        if let apiKeyFile {
+            let text: String
+            do {
+                text = try String(contentsOfFile: apiKeyFile, encoding: .utf8)
+            } catch {
+                throw CommandFailure("--api-key-file \(apiKeyFile): cannot read it: \(error.localizedDescription)")
+            }
+            for (number, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+                let key = line.trimmingCharacters(in: .whitespacesAndNewlines)
+                if !key.isEmpty, !key.hasPrefix("#") { clients.append((key, "--api-key-file \(apiKeyFile) line \(number + 1)")) }
+            }
+        }
+        if let list = environment["AVIARY_API_KEYS"] {
+            clients += list.split(separator: ",", omittingEmptySubsequences: true).map { ($0.trimmingCharacters(in: .whitespaces), "AVIARY_API_KEYS") }.filter { !$0.0.isEmpty }
+        }
+        let admin = adminKey ?? environment["AVIARY_ADMIN_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        // The message names where the key came from, never the key.
+        let every = clients + (admin.map { [(key: $0, source: adminKey == nil ? "AVIARY_ADMIN_KEY" : "--admin-key")] } ?? [])
+        for (key, source) in every {
+            if let problem = APIKeys.problem(with: key) { throw CommandFailure("\(source): \(problem)") }
+        }
+        return APIKeys(clientKeys: clients.map(\.key), adminKey: admin)
     }
     #endif
 }

@@ -42,6 +42,7 @@ public final class HTTPTransport: Transport, Sendable {
     private let retryAfterScale: Double
     private let deviceOffset: UInt64
     private let defaults: ExperimentData
+    private let authorization: String?
     private let cache = Mutex(Cache())
 
     /// Creates a transport.
@@ -57,7 +58,12 @@ public final class HTTPTransport: Transport, Sendable {
     ///   - deviceOffset: Added to each event's device number on the wire (and taken off the
     ///     acknowledged ids), so that runs of the same devices against one server do not repeat
     ///     each other's event ids.
-    public init(baseURL: String, client: HTTPClient, timeout: Double, defaults: ExperimentData, retryAfterScale: Double = 1, deviceOffset: UInt64 = 0) {
+    ///   - apiKey: Sent as `Authorization: Bearer KEY` on every request, as the server's JSON
+    ///     API asks for it.
+    public init(
+        baseURL: String, client: HTTPClient, timeout: Double, defaults: ExperimentData, retryAfterScale: Double = 1, deviceOffset: UInt64 = 0, apiKey: String? = nil
+    ) {
+        self.authorization = apiKey.map { "Bearer \($0)" }
         self.base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.client = client
         self.timeout = timeout
@@ -112,7 +118,7 @@ public final class HTTPTransport: Transport, Sendable {
     private func httpRequest(for request: Request) throws -> HTTPClient.Request {
         switch request.kind {
         case .fetchExperiments:
-            var headers = HTTPHeaders()
+            var headers = self.headers
             if let etag = cache.withLock({ $0.etag }) { headers.add(name: "If-None-Match", value: etag) }
             return try HTTPClient.Request(url: base + "/v1/experiments", method: .GET, headers: headers)
         case .sendEvents(let events):
@@ -124,8 +130,17 @@ public final class HTTPTransport: Transport, Sendable {
                 return event
             }
             let body = Wire.eventBatch(shifted, naming: data, fallback: defaults)
-            return try HTTPClient.Request(url: base + "/v1/events", method: .POST, headers: ["Content-Type": "application/json"], body: .byteBuffer(body))
+            var headers = self.headers
+            headers.add(name: "Content-Type", value: "application/json")
+            return try HTTPClient.Request(url: base + "/v1/events", method: .POST, headers: headers, body: .byteBuffer(body))
         }
+    }
+
+    /// The headers every request carries: the key, if there is one.
+    private var headers: HTTPHeaders {
+        var headers = HTTPHeaders()
+        if let authorization { headers.add(name: "Authorization", value: authorization) }
+        return headers
     }
 
     private func exchange(_ http: HTTPClient.Response, for request: Request) -> Exchange {

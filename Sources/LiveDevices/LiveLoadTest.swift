@@ -47,13 +47,19 @@ public struct LiveLoadTest: Sendable {
         /// Added to every device's number in the event ids on the wire, so that runs of the same
         /// devices against one server (the steps of a ``CapacitySearch``) send fresh ids.
         public var deviceOffset: UInt64 = 0
+        /// The key the devices present, in the form each route asks for (`Authorization:
+        /// Bearer` on the JSON API, `x-mpath-apikey` on the Conductrics routes); `nil` for none.
+        public var apiKey: String?
 
-        public init(url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, networkNamespace: Bool = false) {
+        public init(
+            url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, networkNamespace: Bool = false, apiKey: String? = nil
+        ) {
             self.url = url
             self.embed = embed
             self.speedup = speedup
             self.connections = connections
             self.networkNamespace = networkNamespace
+            self.apiKey = apiKey
         }
     }
 
@@ -185,12 +191,12 @@ public struct LiveLoadTest: Sendable {
             let transports = bases.map {
                 HTTPTransport(
                     baseURL: $0, client: client, timeout: scenario.client.requestTimeout, defaults: profile.defaults, retryAfterScale: retryAfterScale,
-                    deviceOffset: options.deviceOffset)
+                    deviceOffset: options.deviceOffset, apiKey: options.apiKey)
             }
             let wire = MynaWire(transports: transports, timeout: scenario.client.requestTimeout * speedup)
             metrics = await Self.drive(devices, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
         case .conductrics:
-            let wire = ConductricsWire(owners: bases.map { $0 + "/" + Self.owner }, client: client, timeout: scenario.client.decisionTimeout * speedup)
+            let wire = ConductricsWire(owners: bases.map { $0 + "/" + Self.owner }, client: client, timeout: scenario.client.decisionTimeout * speedup, apiKey: options.apiKey)
             metrics = await Self.drive(devices, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
         case .vwo, .remoteConfig:
             try? await client.shutdown()

@@ -77,7 +77,8 @@ struct MynaWire: LiveWire {
 
 /// The Conductrics wrapper's API, as the seed documents it and `aviary serve` speaks it:
 /// `GET /{owner}/{agent}/decision/{choices}`, `POST /{owner}/{agent}/goal?reward=…`,
-/// `POST /{owner}/{agent}/expire`, each with the device's `session`.
+/// `POST /{owner}/{agent}/expire`, each with the device's `session`, and the key in the
+/// `x-mpath-apikey` header.
 struct ConductricsWire: LiveWire {
     typealias Style = ConductricsStyle
 
@@ -85,15 +86,18 @@ struct ConductricsWire: LiveWire {
     let owners: [String]
     let client: HTTPClient
     let timeout: Double
+    var apiKey: String?
 
     func key(of request: DecisionRequest) -> UInt64 { UInt64(UInt(bitPattern: request.id)) }
 
     func events(in request: DecisionRequest) -> Int { 0 }
 
     func start(_ request: DecisionRequest, device: Int, route: Int, timeout: Double, completion: @escaping @Sendable (LiveExchange<ConductricsStyle.Reply>) -> Void) {
+        var headers = HTTPHeaders()
+        if let apiKey { headers.add(name: "x-mpath-apikey", value: apiKey) }
         let http: HTTPClient.Request
         do {
-            http = try HTTPClient.Request(url: owners[route] + request.path, method: request.method == "GET" ? .GET : .POST)
+            http = try HTTPClient.Request(url: owners[route] + request.path, method: request.method == "GET" ? .GET : .POST, headers: headers)
         } catch {
             completion(LiveExchange(reply: .init(request: request.id, response: .failure("bad request URL: \(error)")), status: nil))
             return

@@ -10,6 +10,8 @@ import WireFormat
 /// and the API's OpenAPI document at `/openapi.yaml`.
 ///
 /// Every refusal is a 4xx or 503 with a JSON ``Wire/ErrorBody``; no input makes it answer 500.
+/// With keys (``ServerConfiguration/keys``), every route but `/health` and `/openapi.yaml`
+/// answers 401 to a request without one, before it reads the body.
 ///
 /// `Sendable`: it holds only the service, which is `Sendable`.
 public struct ExperimentHTTPServer: Sendable {
@@ -51,8 +53,10 @@ public struct ExperimentHTTPServer: Sendable {
     /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens.
     ///
     /// - Parameter stopOnSignals: Stop gracefully on SIGINT and SIGTERM (a command's server).
-    /// - Throws: ``ServeError`` if it cannot listen.
+    /// - Throws: ``ServeError`` if it cannot listen, or if `host` is not loopback and the
+    ///   service has no client keys (``APIKeys/checkExposure(host:)``).
     public func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
+        try service.configuration.keys.checkExposure(host: host)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router(),
@@ -80,14 +84,19 @@ public struct ExperimentHTTPServer: Sendable {
         let service = self.service
         let maxBody = service.configuration.maxBodyBytes
 
+        let keys = service.configuration.keys
+
         router.get("/health") { _, _ in Self.json(200, Data(#"{"status":"ok"}"#.utf8)) }
-        let document = ByteBuffer(string: OpenAPIDocument.yaml(experiments: service.configuration.experiments))
+        let document = ByteBuffer(string: OpenAPIDocument.yaml(experiments: service.configuration.experiments, keys: keys))
         router.get("/openapi.yaml") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: document))
         }
-        router.get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
+        router.group().add(middleware: KeyMiddleware(keys: keys, scope: .admin, form: .bearer))
+            .get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
 
-        router.get("/v1/experiments") { request, _ in
+        // The experiment data is the client's to fetch, as Myna's configure takes its apiKey.
+        let api = router.group().add(middleware: KeyMiddleware(keys: keys, scope: .client, form: .bearer))
+        api.get("/v1/experiments") { request, _ in
             let published = service.published()
             var headers: HTTPFields = [.eTag: published.etag, .cacheControl: "max-age=\(Int(service.configuration.dataTTL.rounded()))"]
             if let tags = request.headers[.ifNoneMatch], Self.matches(tags, published.etag) {
@@ -97,7 +106,7 @@ public struct ExperimentHTTPServer: Sendable {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: published.body)))
         }
 
-        router.post("/v1/events") { request, _ in
+        api.post("/v1/events") { request, _ in
             await Self.respond {
                 let started = ContinuousClock.now
                 let body = try await Self.jsonBody(request, limit: maxBody)
@@ -111,7 +120,7 @@ public struct ExperimentHTTPServer: Sendable {
             }
         }
 
-        router.post("/v1/decisions") { request, _ in
+        api.post("/v1/decisions") { request, _ in
             await Self.respond {
                 let body = try await Self.jsonBody(request, limit: maxBody)
                 let decision = try Wire.decode(Wire.DecisionRequest.self, from: body)
@@ -122,7 +131,7 @@ public struct ExperimentHTTPServer: Sendable {
             }
         }
 
-        router.post("/v1/goals") { request, _ in
+        api.post("/v1/goals") { request, _ in
             await Self.respond {
                 let body = try await Self.jsonBody(request, limit: maxBody)
                 let goal = try Wire.decode(Wire.GoalRequest.self, from: body)
@@ -136,7 +145,8 @@ public struct ExperimentHTTPServer: Sendable {
         }
 
         // The Conductrics wrapper's wire format, as its README documents it.
-        router.get("/:owner/:agent/decision/:choices") { request, context in
+        let conductrics = router.group().add(middleware: KeyMiddleware(keys: keys, scope: .client, form: .conductrics))
+        conductrics.get("/:owner/:agent/decision/:choices") { request, context in
             await Self.respond {
                 let agent = try Self.agent(context)
                 let choices = try Self.choiceList(Self.decoded(context.parameters.get("choices") ?? ""), field: "choices")
@@ -145,7 +155,7 @@ public struct ExperimentHTTPServer: Sendable {
                 return Wire.encode(ConductricsDecision(decision: variant, session: session))
             }
         }
-        router.get("/:owner/:agent/decisions/**") { request, context in
+        conductrics.get("/:owner/:agent/decisions/**") { request, context in
             await Self.respond {
                 let agent = try Self.agent(context)
                 let session = try Self.session(request)
@@ -193,9 +203,9 @@ public struct ExperimentHTTPServer: Sendable {
                 return Wire.encode(ConductricsGoal(status: credited.isEmpty ? "ignored" : "ok", credited: credited))
             }
         }
-        router.post("/:owner/:agent/goal", use: goal)
-        router.post("/:owner/:agent/goal/:goal", use: goal)
-        router.post("/:owner/:agent/expire") { request, context in
+        conductrics.post("/:owner/:agent/goal", use: goal)
+        conductrics.post("/:owner/:agent/goal/:goal", use: goal)
+        conductrics.post("/:owner/:agent/expire") { request, context in
             await Self.respond {
                 let agent = try Self.agent(context)
                 guard let session = try Self.session(request) else {

@@ -7,8 +7,9 @@ import WireFormat
 /// written down.
 enum OpenAPIDocument {
     /// The document for a server serving `experiments`: event batches name one of them and one of
-    /// their variants, so the document lists those ids.
-    static func yaml(experiments: [ExperimentDefinition]) -> String {
+    /// their variants, so the document lists those ids. Each route's `security` is what `keys`
+    /// make it ask for (`[]` where it asks for none); the schemes and 401s are always stated.
+    static func yaml(experiments: [ExperimentDefinition], keys: APIKeys = APIKeys()) -> String {
         // JSON strings and arrays of strings are YAML flow scalars and sequences.
         func flow(_ value: some Encodable) -> String { String(decoding: Wire.encode(value), as: UTF8.self) }
         var variants: [String] = []
@@ -20,6 +21,9 @@ enum OpenAPIDocument {
             .replacingOccurrences(of: "__VARIANTS__", with: flow(variants))
             .replacingOccurrences(of: "__EXPERIMENT__", with: flow(experiments.first?.id ?? "checkout-button"))
             .replacingOccurrences(of: "__VARIANT__", with: flow(variants.first ?? "control"))
+            .replacingOccurrences(of: "__CLIENT_SECURITY__", with: keys.requiresKeys ? "[{clientKey: []}]" : "[]")
+            .replacingOccurrences(of: "__CONDUCTRICS_SECURITY__", with: keys.requiresKeys ? "[{conductricsKey: []}, {clientKey: []}]" : "[]")
+            .replacingOccurrences(of: "__ADMIN_SECURITY__", with: keys.hasAdminKey ? "[{adminKey: []}]" : keys.requiresKeys ? "[{clientKey: []}]" : "[]")
     }
 
     private static let template = #"""
@@ -36,6 +40,13 @@ info:
     Every number and string has a stated range: values within ±1e9, times from 1970 to 2100,
     names of at most \#(Bounds.nameLength) characters, choice codes of at most \#(Bounds.codeLength). Malformed input gets 400;
     a well-formed value out of its range gets 422.
+
+    Keys: a server started with client keys (`--api-key`, `--api-key-file`, `AVIARY_API_KEYS`)
+    asks for one on every route but /health and /openapi.yaml: `Authorization: Bearer KEY` on
+    the JSON API, `x-mpath-apikey: KEY` (or the bearer form) on the Conductrics routes. An admin
+    key (`--admin-key`, `AVIARY_ADMIN_KEY`) guards /v1/stats instead of the client keys. A
+    missing or wrong key gets 401 with `WWW-Authenticate: Bearer`. Each operation's `security`
+    says what this server asks for; `[]` means it was started without keys (loopback only).
 servers:
   - url: /
 paths:
@@ -57,6 +68,7 @@ paths:
     get:
       operationId: getExperiments
       summary: The experiment data devices cache (variants, metadata, policy weights, version).
+      security: __CLIENT_SECURITY__
       parameters:
         - name: If-None-Match
           in: header
@@ -75,10 +87,12 @@ paths:
           description: The device's copy (its If-None-Match) is current.
           headers:
             ETag: {schema: {type: string}, required: true}
+        "401": {$ref: "#/components/responses/Unauthorized"}
   /v1/events:
     post:
       operationId: postEvents
       summary: Ingest a batch of events, all or nothing, idempotently by event id.
+      security: __CLIENT_SECURITY__
       requestBody:
         required: true
         content:
@@ -91,6 +105,7 @@ paths:
             application/json:
               schema: {$ref: "#/components/schemas/Acknowledgement"}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "413": {$ref: "#/components/responses/Error"}
         "415": {$ref: "#/components/responses/Error"}
@@ -101,6 +116,7 @@ paths:
     post:
       operationId: postDecision
       summary: The server chooses a variant (sticky within a session).
+      security: __CLIENT_SECURITY__
       requestBody:
         required: true
         content:
@@ -124,6 +140,7 @@ paths:
                   variant: {type: string}
                   session: {type: string}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "413": {$ref: "#/components/responses/Error"}
         "415": {$ref: "#/components/responses/Error"}
@@ -132,6 +149,7 @@ paths:
     post:
       operationId: postGoal
       summary: Reward the session's decision in an experiment.
+      security: __CLIENT_SECURITY__
       requestBody:
         required: true
         content:
@@ -155,6 +173,7 @@ paths:
                   experiment: {type: string}
                   credited: {type: string, nullable: true}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "413": {$ref: "#/components/responses/Error"}
         "415": {$ref: "#/components/responses/Error"}
@@ -163,6 +182,7 @@ paths:
     get:
       operationId: getStats
       summary: Counters since the log began.
+      security: __ADMIN_SECURITY__
       responses:
         "200":
           description: The counters.
@@ -182,10 +202,12 @@ paths:
                   data_version: {type: integer, minimum: 0}
                   log_bytes: {type: integer, minimum: 0}
                   log_flushes: {type: integer, minimum: 0, description: "Flushes of the log to disk with --fsync, each covering every record written before it."}
+        "401": {$ref: "#/components/responses/Unauthorized"}
   /{owner}/{agent}/decision/{choices}:
     get:
       operationId: conductricsDecision
       summary: "Conductrics: a decision among comma-separated choices (GET …/decision/a,b); an unknown agent is created on the fly."
+      security: __CONDUCTRICS_SECURITY__
       parameters:
         - {$ref: "#/components/parameters/Owner"}
         - {$ref: "#/components/parameters/Agent"}
@@ -208,6 +230,7 @@ paths:
                   decision: {type: string}
                   session: {type: string}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "409": {$ref: "#/components/responses/Error"}
         "422": {$ref: "#/components/responses/Error"}
@@ -215,6 +238,7 @@ paths:
     get:
       operationId: conductricsDecisions
       summary: "Conductrics: several decisions at once (GET …/decisions/color:red,blue/size:sm,lg)."
+      security: __CONDUCTRICS_SECURITY__
       parameters:
         - {$ref: "#/components/parameters/Owner"}
         - {$ref: "#/components/parameters/Agent"}
@@ -243,6 +267,7 @@ paths:
                         code: {type: string}
                   session: {type: string}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "409": {$ref: "#/components/responses/Error"}
         "422": {$ref: "#/components/responses/Error"}
@@ -250,6 +275,7 @@ paths:
     post:
       operationId: conductricsGoal
       summary: "Conductrics: reward the session's decisions (POST …/goal?reward=3.99); ignored without a prior decision."
+      security: __CONDUCTRICS_SECURITY__
       parameters:
         - {$ref: "#/components/parameters/Owner"}
         - {$ref: "#/components/parameters/Agent"}
@@ -258,12 +284,14 @@ paths:
       responses:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "422": {$ref: "#/components/responses/Error"}
   /{owner}/{agent}/goal/{goal}:
     post:
       operationId: conductricsNamedGoal
       summary: "Conductrics: a named goal (POST …/goal/purchase?reward=3.99); the name is not kept."
+      security: __CONDUCTRICS_SECURITY__
       parameters:
         - {$ref: "#/components/parameters/Owner"}
         - {$ref: "#/components/parameters/Agent"}
@@ -277,12 +305,14 @@ paths:
       responses:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "422": {$ref: "#/components/responses/Error"}
   /{owner}/{agent}/expire:
     post:
       operationId: conductricsExpire
       summary: "Conductrics: end the session; its next decision is new."
+      security: __CONDUCTRICS_SECURITY__
       parameters:
         - {$ref: "#/components/parameters/Owner"}
         - {$ref: "#/components/parameters/Agent"}
@@ -290,6 +320,7 @@ paths:
       responses:
         "200": {$ref: "#/components/responses/GoalResult"}
         "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {$ref: "#/components/responses/Error"}
         "422": {$ref: "#/components/responses/Error"}
 components:
@@ -335,6 +366,13 @@ components:
       content:
         application/json:
           schema: {$ref: "#/components/schemas/Error"}
+    Unauthorized:
+      description: The route's key is missing or wrong (a server started with keys).
+      headers:
+        WWW-Authenticate: {schema: {type: string}, required: true}
+      content:
+        application/json:
+          schema: {$ref: "#/components/schemas/Error"}
     OverCapacity:
       description: Over capacity (or storage unavailable); retry after Retry-After seconds.
       headers:
@@ -352,6 +390,20 @@ components:
             properties:
               status: {type: string, enum: [ok, ignored]}
               credited: {type: array, items: {type: string}}
+  securitySchemes:
+    clientKey:
+      type: http
+      scheme: bearer
+      description: "A client key (--api-key, --api-key-file, AVIARY_API_KEYS) as Authorization: Bearer KEY."
+    conductricsKey:
+      type: apiKey
+      in: header
+      name: x-mpath-apikey
+      description: A client key in the Conductrics wrapper's header; the bearer form is accepted too.
+    adminKey:
+      type: http
+      scheme: bearer
+      description: "The admin key (--admin-key, AVIARY_ADMIN_KEY) as Authorization: Bearer KEY, on /v1/stats."
   schemas:
     Error:
       type: object

@@ -33,6 +33,9 @@ public struct ServerConfiguration: Sendable {
     /// How many times faster than the wall clock the service's clock runs (an embedded server
     /// in a sped-up load test): the capacity model's waits are that much shorter in real time.
     public var speedup: Double = 1
+    /// The keys clients and the operator must present; none leaves every route open, which
+    /// ``ExperimentHTTPServer`` allows on loopback only.
+    public var keys = APIKeys()
 
     /// Creates a configuration; the defaults suit a development server.
     public init(

@@ -14,11 +14,11 @@ struct ExperimentServiceTests {
         ExperimentDefinition(id: "feed", variants: [VariantDefinition(id: "a"), VariantDefinition(id: "b"), VariantDefinition(id: "c")], sticky: false),
     ]
 
-    static func service(directory: String? = nil, capacity: Capacity? = nil, clock: @escaping @Sendable () -> Double = { 1000 }) throws -> ExperimentService {
-        try ExperimentService(
-            ServerConfiguration(experiments: experiments, allocator: try AllocatorSpec(parsing: "thompson"), seed: 7, cadence: .everyEvents(1), capacity: capacity, dataDirectory: directory),
-            clock: clock
-        )
+    static func service(directory: String? = nil, capacity: Capacity? = nil, keys: APIKeys = APIKeys(), clock: @escaping @Sendable () -> Double = { 1000 }) throws -> ExperimentService {
+        var configuration = ServerConfiguration(
+            experiments: experiments, allocator: try AllocatorSpec(parsing: "thompson"), seed: 7, cadence: .everyEvents(1), capacity: capacity, dataDirectory: directory)
+        configuration.keys = keys
+        return try ExperimentService(configuration, clock: clock)
     }
 
     static func event(_ id: String, _ kind: String = "view", experiment: String = "checkout", variant: String = "green") -> Wire.Event {

@@ -17,9 +17,10 @@ struct HTTPTransportTests {
     /// Runs `body` with a started server and a client, and stops both.
     static func withServer<T>(
         capacity: Capacity? = nil,
+        keys: APIKeys = APIKeys(),
         _ body: (ExperimentService, Int, HTTPClient) async throws -> T
     ) async throws -> T {
-        let service = try ExperimentServiceTests.service(capacity: capacity, clock: { Date().timeIntervalSince1970 })
+        let service = try ExperimentServiceTests.service(capacity: capacity, keys: keys, clock: { Date().timeIntervalSince1970 })
         let server = try await ExperimentHTTPServer(service: service).start()
         let client = HTTPTransport.makeClient(connections: 4)
         do {
