@@ -209,10 +209,10 @@ struct EventQueue<Payload: EventQueuePayload> {
     /// Puts an event in the bucket its time names relative to `last`.
     @inline(__always)
     private mutating func file(_ entry: Entry) {
-        let b = bucket(entry.time)
         if entry.time.bitPattern <= last {
             ties.push(entry)
         } else {
+            let b = bucket(entry.time)
             buckets[b].append(entry)
             occupied |= 1 << UInt128(b)
         }

@@ -40,10 +40,10 @@ public struct Scenario: Sendable {
     public struct ServiceObjective: Sendable, Equatable {
         /// The highest acceptable 99th percentile of request latency, in wall-clock seconds
         /// (from the moment the client meant to send).
-        public var requestP99: Double = 1
+        public var requestP99: Double
         /// The highest acceptable share of requests that fail: timeouts, refused or reset
         /// connections, 429 and 5xx answers.
-        public var errorRate: Double = 0.01
+        public var errorRate: Double
 
         public init(requestP99: Double = 1, errorRate: Double = 0.01) {
             self.requestP99 = requestP99
