@@ -16,8 +16,14 @@ struct LiveOptions: ParsableArguments {
     @Option(name: .long, help: "With --live: scenario seconds per wall-clock second (60: an hour a minute).")
     var speedup = 60.0
 
-    @Option(name: .long, help: "With --live: HTTP connections the devices share.")
+    @Option(name: .long, help: "With --live: HTTP connections the devices share (with client.connections: pooled).")
     var connections = 64
+
+    @Option(name: .long, help: ArgumentHelp("With --live: event loops the devices are sharded over (default: every core).", valueName: "n"))
+    var threads: Int?
+
+    @Option(name: .long, help: ArgumentHelp("With --live and an https:// --url: a PEM file of certificates to trust besides the system's.", valueName: "file"))
+    var cacert: String?
 
     @Flag(name: .long, help: "With --live: apply outages, partitions and loss in the kernel, on a veth link into a network namespace (Linux, root, iproute2, iptables).")
     var netns = false
@@ -32,6 +38,11 @@ struct LiveOptions: ParsableArguments {
         guard live || (url == nil && !netns) else { throw ValidationError(url != nil ? "--url needs --live" : "--netns needs --live") }
         guard speedup.isFinite, speedup > 0, speedup <= 100_000 else { throw ValidationError("--speedup is \(speedup); it must be above 0 and at most 100000") }
         guard (1...10_000).contains(connections) else { throw ValidationError("--connections is \(connections); it must be between 1 and 10000") }
+        if let threads { guard (1...1024).contains(threads) else { throw ValidationError("--threads is \(threads); it must be between 1 and 1024") } }
+        if let cacert {
+            guard live, url?.hasPrefix("https://") == true else { throw ValidationError("--cacert needs --live and an https:// --url") }
+            guard FileManager.default.isReadableFile(atPath: cacert) else { throw ValidationError("--cacert \(cacert): no such readable file") }
+        }
         guard live || !findCapacity else { throw ValidationError("--find-capacity needs --live") }
         guard stepSeconds.isFinite, (1...600).contains(stepSeconds) else { throw ValidationError("--step-seconds is \(stepSeconds); it must be between 1 and 600") }
     }
@@ -43,7 +54,9 @@ extension LiveOptions {
     /// the command line or in a scenario file.
     func testOptions() -> LiveLoadTest.Options {
         let key = ProcessInfo.processInfo.environment["AVIARY_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        return .init(url: url, embed: EmbeddedAviaryServer.starter, speedup: speedup, connections: connections, networkNamespace: netns, apiKey: key)
+        return .init(
+            url: url, embed: EmbeddedAviaryServer.starter, speedup: speedup, connections: connections, threads: threads ?? ProcessInfo.processInfo.activeProcessorCount,
+            networkNamespace: netns, apiKey: key, caFile: cacert)
     }
 }
 #endif

@@ -2,7 +2,9 @@ import AsyncHTTPClient
 import ClientEngine
 import ExperimentModel
 import Foundation
+import NIOCore
 import NIOPosix
+import NIOSSL
 import Randomness
 import Simulation
 import Synchronization
@@ -39,8 +41,12 @@ public struct LiveLoadTest: Sendable {
         public var embed: EmbeddedServerStarter?
         /// Scenario seconds per wall-clock second.
         public var speedup: Double
-        /// HTTP connections the devices share.
+        /// HTTP connections the devices share, with `client.connections: pooled`.
         public var connections: Int
+        /// Event loops (threads) the devices are sharded over.
+        public var threads: Int
+        /// A PEM file of certificates to trust for an `https://` URL, besides the system's.
+        public var caFile: String?
         /// Apply outages, partitions and loss in the kernel, on a veth link into a network
         /// namespace (Linux, root), rather than in the proxy.
         public var networkNamespace: Bool
@@ -52,9 +58,12 @@ public struct LiveLoadTest: Sendable {
         public var apiKey: String?
 
         public init(
-            url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, networkNamespace: Bool = false, apiKey: String? = nil
+            url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, threads: Int = System.coreCount, networkNamespace: Bool = false,
+            apiKey: String? = nil, caFile: String? = nil
         ) {
             self.url = url
+            self.threads = threads
+            self.caFile = caFile
             self.embed = embed
             self.speedup = speedup
             self.connections = connections
@@ -114,11 +123,13 @@ public struct LiveLoadTest: Sendable {
         // The server: embedded on the scenario's clock, or the one at the URL.
         var service: (any EmbeddedServer)?
         let upstream: (host: String, port: Int)
+        var tls: (context: NIOSSLContext, serverName: String?)?
         if let url = options.url {
-            guard let components = URLComponents(string: url), components.scheme == "http", let host = components.host else {
-                throw Failure(description: "--url \(url): expected http://HOST:PORT")
+            guard let components = URLComponents(string: url), let scheme = components.scheme, ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty else {
+                throw Failure(description: "--url \(url): expected http://HOST:PORT or https://HOST:PORT")
             }
-            upstream = (host, components.port ?? 80)
+            upstream = (host, components.port ?? (scheme == "https" ? 443 : 80))
+            if scheme == "https" { tls = try Self.clientTLS(serverName: host, caFile: options.caFile) }
         } else {
             guard let embed = options.embed else { throw Failure(description: "no --url and no embedded server to start") }
             do {
@@ -169,8 +180,6 @@ public struct LiveLoadTest: Sendable {
         }
         defer { faults?.cancel() }
 
-        let client = HTTPTransport.makeClient(connections: options.connections, eventLoopGroup: group)
-        let bases = ports.map { "http://\(host):\($0)" }
         let partitionSalt = StreamSeed(scenario.seed).derive(replicate).derive("partition").value
         let partitions = network.partitions
         let route: @Sendable (Int) -> Int = { device in
@@ -180,26 +189,37 @@ public struct LiveLoadTest: Sendable {
             }
             return 0
         }
+        let endpoints: [Endpoint]
+        do {
+            endpoints = try ports.map { port in
+                Endpoint(address: try SocketAddress.makeAddressResolvingHost(host, port: port), host: "\(upstream.host):\(port)", tls: tls)
+            }
+        } catch {
+            await proxy.stop()
+            await service?.stop()
+            throw Failure(description: "cannot resolve \(host): \(error)")
+        }
+        let threads = max(1, min(options.threads, scenario.population.devices))
+        let shardNetwork = ShardNetwork(
+            endpoints: endpoints, connections: scenario.client.connections, poolSize: max(1, options.connections / threads),
+            spreadsSources: scenario.client.connections == .perDevice && (host.hasPrefix("127.") || host == "localhost"), route: route)
         let embedded = service
         let devices = Self.onTwoClocks(scenario, speedup: speedup)
+        let run = ShardedRun(scenario: devices, replicate: replicate, threads: threads, network: shardNetwork, server: embedded, clock: clock, stop: stop, progress: progress)
         var metrics: LiveMetrics
         switch scenario.client.style {
         case .myna:
             let profile = FleetSimulation(scenario: devices).profile
             // A real server's Retry-After is real seconds; the embedded one runs on the scenario's clock.
             let retryAfterScale = options.url == nil ? 1 : speedup
-            let transports = bases.map {
-                HTTPTransport(
-                    baseURL: $0, client: client, timeout: scenario.client.requestTimeout, defaults: profile.defaults, retryAfterScale: retryAfterScale,
-                    deviceOffset: options.deviceOffset, apiKey: options.apiKey)
+            let (timeout, offset, key) = (scenario.client.requestTimeout * speedup, options.deviceOffset, options.apiKey)
+            metrics = await run.drive { _ in
+                MynaWire(codec: MynaCodec(defaults: profile.defaults, retryAfterScale: retryAfterScale, deviceOffset: offset, apiKey: key), timeout: timeout)
             }
-            let wire = MynaWire(transports: transports, timeout: scenario.client.requestTimeout * speedup)
-            metrics = await Self.drive(devices, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
         case .conductrics:
-            let wire = ConductricsWire(owners: bases.map { $0 + "/" + Self.owner }, client: client, timeout: scenario.client.decisionTimeout * speedup, apiKey: options.apiKey)
-            metrics = await Self.drive(devices, replicate: replicate, wire: wire, clock: clock, connections: options.connections, route: route, server: embedded, stop: stop, progress: progress)
+            let wire = ConductricsWire(owner: "/" + Self.owner, timeout: scenario.client.decisionTimeout * speedup, apiKey: options.apiKey)
+            metrics = await run.drive { _ in wire }
         case .vwo, .remoteConfig:
-            try? await client.shutdown()
             await proxy.stop()
             await service?.stop()
             throw Failure(description: "client.style \(scenario.client.style.rawValue): live mode runs myna and conductrics devices; the server routes vwo and remote_config devices need are not built yet")
@@ -210,7 +230,6 @@ public struct LiveLoadTest: Sendable {
         }
         if let embedded { metrics.serverIngestP99Milliseconds = embedded.ingestLatencyMilliseconds(percentile: 99) }
         // Stop from the devices' end inward, so no connection is being opened as the server stops.
-        try? await client.shutdown()
         await proxy.stop()
         await service?.stop()
         return metrics
@@ -241,20 +260,23 @@ public struct LiveLoadTest: Sendable {
     /// than the devices' thread takes to hand an answer over (its loop wakes every millisecond).
     static let deadlineSlack = 0.25
 
-    /// Runs one replicate of `scenario`'s devices over `wire` on their own thread, which owns
-    /// them; returns when the run ends.
-    private static func drive<Wire: LiveWire>(
-        _ scenario: Scenario, replicate: Int, wire: Wire, clock: ScenarioClock, connections: Int, route: @escaping @Sendable (Int) -> Int,
-        server: (any EmbeddedServer)?, stop: StopFlag, progress: @escaping @Sendable (Double, Int) -> Void
-    ) async -> LiveMetrics {
-        await withCheckedContinuation { (continuation: CheckedContinuation<LiveMetrics, Never>) in
-            let thread = Thread {
-                let fleet = LiveFleet(scenario: scenario, replicate: replicate, clock: clock, wire: wire, connections: connections, route: route, server: server, progress: progress)
-                clock.begin()
-                continuation.resume(returning: fleet.run(until: stop))
+    /// TLS for `https://`: the system's trust roots, and `caFile`'s certificates if given.
+    private static func clientTLS(serverName: String, caFile: String?) throws(Failure) -> (context: NIOSSLContext, serverName: String?) {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let caFile {
+            do {
+                configuration.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
+            } catch {
+                throw Failure(description: "--cacert \(caFile): cannot read a PEM certificate: \(error)")
             }
-            thread.name = "aviary-live-devices"
-            thread.start()
+        }
+        do {
+            let context = try NIOSSLContext(configuration: configuration)
+            // An IP address is checked against the certificate's addresses, and sent as no name.
+            let isAddress = (try? SocketAddress(ipAddress: serverName, port: 0)) != nil
+            return (context, isAddress ? nil : serverName)
+        } catch {
+            throw Failure(description: "cannot set up TLS: \(error)")
         }
     }
 

@@ -21,6 +21,8 @@ public struct LiveMetrics: Sendable {
     public var statusOther = 0
     /// Requests that got no response: refused, reset or closed connections.
     public var connectionErrors = 0
+    /// Connections opened: each a TCP (and, over `https://`, TLS) handshake.
+    public var connectionsOpened = 0
 
     /// Request latency in microseconds of wall-clock time, from when the client meant to send
     /// to the response: a stall delays the send and counts in full (no coordinated omission).
@@ -44,6 +46,24 @@ public struct LiveMetrics: Sendable {
     /// Request latency percentile in wall-clock milliseconds.
     public func requestLatencyMilliseconds(percentile: Double) -> Double {
         requestLatency.totalCount == 0 ? .nan : Double(requestLatency.valueAtPercentile(percentile)) / 1000
+    }
+
+    /// The metrics of a run in shards, from each shard's (run on `devices[k]` devices): counts
+    /// add, histograms merge exactly, the worst lag is the largest.
+    static func merging(_ parts: [LiveMetrics], devices: [Int], scenario: Scenario) -> LiveMetrics {
+        var result = LiveMetrics(fleet: FleetMetrics.merging(parts.map(\.fleet), devices: devices, scenario: scenario))
+        for part in parts {
+            result.status2xx += part.status2xx
+            result.status304 += part.status304
+            result.status429 += part.status429
+            result.status503 += part.status503
+            result.statusOther += part.statusOther
+            result.connectionErrors += part.connectionErrors
+            result.connectionsOpened += part.connectionsOpened
+            result.requestLatency.add(part.requestLatency)
+            result.maxLagSeconds = max(result.maxLagSeconds, part.maxLagSeconds)
+        }
+        return result
     }
 
     /// Whether every event created is acknowledged, still on a device, or dropped by policy.

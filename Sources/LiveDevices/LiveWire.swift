@@ -1,6 +1,6 @@
-import AsyncHTTPClient
 import ClientEngine
 import ClientFeatures
+import ExperimentModel
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -8,9 +8,9 @@ import Simulation
 
 /// How one device style's requests travel over HTTP: the request out, the answer back as the
 /// style's reply. The device itself (its user, its client, its timers) is the fleet's own; a
-/// wire only carries.
+/// wire only translates, and the shard's connections carry.
 ///
-/// `Sendable`: started from the fleet's thread, completed on the HTTP client's event loops.
+/// `Sendable`: the shards of a run may share one.
 protocol LiveWire<Style>: Sendable {
     associatedtype Style: DeviceStyle where Style.Request: Sendable, Style.Reply: Sendable
 
@@ -21,9 +21,12 @@ protocol LiveWire<Style>: Sendable {
     /// The socket's timeout for a request, in scenario seconds: the scenario's timeout, which is
     /// wall-clock seconds in live mode, times the speed-up.
     var timeout: Double { get }
-    /// Starts `request` from device `device` on route `route` (a fault proxy's port), with
-    /// `timeout` wall-clock seconds left; calls `completion` once, on an event loop.
-    func start(_ request: Style.Request, device: Int, route: Int, timeout: Double, completion: @escaping @Sendable (LiveExchange<Style.Reply>) -> Void)
+    /// The HTTP request for `request`.
+    func ask(for request: Style.Request) -> HTTPAsk
+    /// What `answer` means to the device that sent `request`.
+    func exchange(_ answer: HTTPAnswer, for request: Style.Request) -> LiveExchange<Style.Reply>
+    /// What no answer means to it: a timeout, or a connection refused or lost.
+    func exchange(failure: TransportFailure, for request: Style.Request) -> LiveExchange<Style.Reply>
 }
 
 /// What one request did: the reply for the device, and what the load test counts.
@@ -41,11 +44,11 @@ struct LiveExchange<Reply: Sendable>: Sendable {
     var duplicates = 0
 }
 
-/// Myna's API (`GET /v1/experiments`, `POST /v1/events`), through ``HTTPTransport``.
+/// Myna's API (`GET /v1/experiments`, `POST /v1/events`), through ``MynaCodec``.
 struct MynaWire: LiveWire {
     typealias Style = MynaStyle
 
-    let transports: [HTTPTransport]
+    let codec: MynaCodec
     let timeout: Double
 
     func key(of request: EngineRequest) -> UInt64 { request.id.rawValue }
@@ -55,23 +58,30 @@ struct MynaWire: LiveWire {
         return 0
     }
 
-    func start(_ request: EngineRequest, device: Int, route: Int, timeout: Double, completion: @escaping @Sendable (LiveExchange<MynaStyle.Reply>) -> Void) {
-        transports[route].start(request, timeout: timeout) { exchange in
-            var live = LiveExchange(reply: MynaStyle.Reply(id: request.id, response: exchange.response), status: exchange.status)
-            switch exchange.response {
-            case .failed(.timeout):
-                live.timedOut = true
-            case .acknowledged(let ids):
-                if case .sendEvents(let events) = request.kind {
-                    let acknowledged = Set(ids)
-                    live.acknowledgedCreatedAt = events.filter { acknowledged.contains($0.id) }.map(\.createdAt)
-                }
-                live.duplicates = exchange.duplicates
-            default:
-                break
-            }
-            completion(live)
+    func ask(for request: EngineRequest) -> HTTPAsk {
+        codec.ask(for: request)
+    }
+
+    func exchange(_ answer: HTTPAnswer, for request: EngineRequest) -> LiveExchange<MynaStyle.Reply> {
+        let (response, duplicates) = codec.read(answer, for: request)
+        var live = LiveExchange(reply: MynaStyle.Reply(id: request.id, response: response), status: answer.status)
+        if case .acknowledged(let ids) = response, case .sendEvents(let events) = request.kind {
+            live.acknowledgedCreatedAt = Self.createdAt(of: ids, in: events)
+            live.duplicates = duplicates
         }
+        return live
+    }
+
+    func exchange(failure: TransportFailure, for request: EngineRequest) -> LiveExchange<MynaStyle.Reply> {
+        LiveExchange(reply: MynaStyle.Reply(id: request.id, response: .failed(failure)), status: nil, timedOut: failure == .timeout)
+    }
+
+    /// When the acknowledged events of a batch were created. A server acknowledges a whole
+    /// batch, in order, almost always: that case costs no set.
+    private static func createdAt(of ids: [EventID], in events: [ExperimentModel.Event]) -> [Double] {
+        if ids.count == events.count, zip(ids, events).allSatisfy({ $0 == $1.id }) { return events.map(\.createdAt) }
+        let acknowledged = Set(ids)
+        return events.filter { acknowledged.contains($0.id) }.map(\.createdAt)
     }
 }
 
@@ -82,9 +92,8 @@ struct MynaWire: LiveWire {
 struct ConductricsWire: LiveWire {
     typealias Style = ConductricsStyle
 
-    /// The owner's base URL on each route, e.g. `http://127.0.0.1:8080/aviary`.
-    let owners: [String]
-    let client: HTTPClient
+    /// The owner's path, e.g. `/aviary`.
+    let owner: String
     let timeout: Double
     var apiKey: String?
 
@@ -92,29 +101,18 @@ struct ConductricsWire: LiveWire {
 
     func events(in request: DecisionRequest) -> Int { 0 }
 
-    func start(_ request: DecisionRequest, device: Int, route: Int, timeout: Double, completion: @escaping @Sendable (LiveExchange<ConductricsStyle.Reply>) -> Void) {
+    func ask(for request: DecisionRequest) -> HTTPAsk {
         var headers = HTTPHeaders()
         if let apiKey { headers.add(name: "x-mpath-apikey", value: apiKey) }
-        let http: HTTPClient.Request
-        do {
-            http = try HTTPClient.Request(url: owners[route] + request.path, method: request.method == "GET" ? .GET : .POST, headers: headers)
-        } catch {
-            completion(LiveExchange(reply: .init(request: request.id, response: .failure("bad request URL: \(error)")), status: nil))
-            return
-        }
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(max(0, timeout) * 1e9))
-        client.execute(request: http, deadline: deadline).whenComplete { result in
-            switch result {
-            case .success(let response):
-                let body = response.body.map { String(buffer: $0) } ?? ""
-                let status = Int(response.status.code)
-                completion(LiveExchange(reply: .init(request: request.id, response: DecisionResponse(status: status, body: body)), status: status))
-            case .failure(let error):
-                let failure = HTTPTransport.failure(error)
-                var exchange = LiveExchange(reply: ConductricsStyle.Reply(request: request.id, response: .failure("\(failure)")), status: nil)
-                exchange.timedOut = failure == .timeout
-                completion(exchange)
-            }
-        }
+        return HTTPAsk(method: request.method == "GET" ? .GET : .POST, path: owner + request.path, headers: headers, body: nil)
+    }
+
+    func exchange(_ answer: HTTPAnswer, for request: DecisionRequest) -> LiveExchange<ConductricsStyle.Reply> {
+        let response = DecisionResponse(status: answer.status, body: String(buffer: answer.body))
+        return LiveExchange(reply: .init(request: request.id, response: response), status: answer.status)
+    }
+
+    func exchange(failure: TransportFailure, for request: DecisionRequest) -> LiveExchange<ConductricsStyle.Reply> {
+        LiveExchange(reply: .init(request: request.id, response: .failure("\(failure)")), status: nil, timedOut: failure == .timeout)
     }
 }

@@ -3,7 +3,7 @@ import ClientEngine
 
 /// The same replicate on the wall clock: live mode runs the fleet's own devices (users, clients,
 /// sessions, wakes, links) through this kernel, and swaps only the simulated network and server
-/// for real sockets to a real server. The driver (`LiveFleet`) reads the clock, runs what is
+/// for real sockets to a real server. The driver (`LiveShard`) reads the clock, runs what is
 /// due, and hands answers back as they arrive.
 extension FleetReplicate {
     /// Makes the devices and schedules their first sessions; each request a client sends then
@@ -59,4 +59,51 @@ extension FleetReplicate {
 
     /// The devices' index range in the fleet.
     package var liveDevices: Range<Int> { deviceRange }
+}
+
+extension FleetReplicate {
+    /// A replicate of the devices in `range` only, with a server of its own: one shard of a
+    /// live run. Every device's streams derive from its index in the whole fleet, so what a
+    /// device does is the same in whichever shard it runs.
+    package init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile, devices range: Range<Int>) {
+        var server = Self.makeServer(scenario, allocators: allocators, profile: profile)
+        server.expectDevices(UInt64(range.lowerBound) ..< UInt64(range.upperBound))
+        self.init(scenario: scenario, replicate: replicate, server: server, profile: profile, devices: range)
+    }
+
+    /// Until when (scenario seconds) device `d`'s app is in the foreground.
+    package func foregroundUntil(_ d: Int) -> Double {
+        devices[d].foregroundUntil
+    }
+}
+
+extension FleetMetrics {
+    /// The metrics of a fleet run in shards, from each shard's: counts add, histograms merge
+    /// exactly, and the shards' samples, taken at the same times, add up into the fleet's
+    /// (the online fraction weighted by each shard's devices, the server's backlog the
+    /// largest any shard saw).
+    package static func merging(_ parts: [FleetMetrics], devices: [Int], scenario: Scenario) -> FleetMetrics {
+        var result = FleetMetrics(scenario: scenario)
+        for part in parts { result.add(part) }
+        let total = Double(max(1, devices.reduce(0, +)))
+        let count = parts.map(\.samples.count).min() ?? 0
+        result.samples = (0..<count).map { index in
+            var sample = parts[0].samples[index]
+            sample.onlineFraction *= Double(devices[0]) / total
+            for (part, n) in zip(parts.dropFirst(), devices.dropFirst()) {
+                let other = part.samples[index]
+                sample.views = zip(sample.views, other.views).map { zip($0, $1).map(+) }
+                sample.conversions = zip(sample.conversions, other.conversions).map { zip($0, $1).map(+) }
+                sample.regret = zip(sample.regret, other.regret).map { zip($0, $1).map(+) }
+                sample.queueDepth += other.queueDepth
+                sample.onlineFraction += other.onlineFraction * Double(n) / total
+                sample.offeredEvents += other.offeredEvents
+                sample.acceptedEvents += other.acceptedEvents
+                sample.rejectedRequests += other.rejectedRequests
+                sample.serverBacklog = max(sample.serverBacklog, other.serverBacklog)
+            }
+            return sample
+        }
+        return result
+    }
 }

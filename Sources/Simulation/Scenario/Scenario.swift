@@ -158,6 +158,19 @@ public struct Scenario: Sendable {
         public var eventDelivery = EventDelivery.fireAndForget
         /// Remote-configuration style: what the server gets wrong and what devices override.
         public var remoteConfig = RemoteConfig()
+        /// Live mode: how the devices reach the server.
+        public var connections = Connections.pooled
+    }
+
+    /// How live devices reach the server (the simulated network has no connections).
+    public enum Connections: String, Sendable {
+        /// The devices share a pool of keep-alive connections (`--connections` of them), as a
+        /// server-side load tool's virtual users do.
+        case pooled
+        /// As phones do: a device opens its own connection when it syncs, keeps it while the app
+        /// is in the foreground and closes it when the app goes to the background, so every sync
+        /// after a pause pays a fresh TCP (and TLS) handshake.
+        case perDevice = "per_device"
     }
 
     /// What a session is to a Conductrics-style decision service.

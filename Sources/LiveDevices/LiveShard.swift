@@ -1,0 +1,446 @@
+import Allocators
+import ClientEngine
+import DataStructures
+import ExperimentModel
+import Foundation
+import NIOCore
+import Randomness
+import Simulation
+import Synchronization
+
+/// How a shard's devices reach the server.
+///
+/// `Sendable`: plain values.
+struct ShardNetwork: Sendable {
+    /// The server on each route (route 0 the fleet's, one more for each partition).
+    var endpoints: [Endpoint]
+    var connections: Scenario.Connections
+    /// Pooled: the shard's connections to each route.
+    var poolSize: Int
+    /// Per device: give each device its own source address on 127.0.0.0/8, so that a million
+    /// devices reconnecting do not run out of one address's ephemeral ports.
+    var spreadsSources: Bool
+    /// Picks a device's route from its number in the fleet.
+    var route: @Sendable (Int) -> Int
+}
+
+/// What the shards of a run share: the clock, the stop flag, and the sessions each has run, for
+/// the progress line.
+///
+/// `Sendable`: its mutable state is behind a lock.
+final class ShardBoard: Sendable {
+    let clock: ScenarioClock
+    let stop: StopFlag
+    private let sessions: Mutex<[Int]>
+    private let progress: (@Sendable (Double, Int) -> Void)?
+
+    init(shards: Int, clock: ScenarioClock, stop: StopFlag, progress: (@Sendable (Double, Int) -> Void)?) {
+        self.clock = clock
+        self.stop = stop
+        self.sessions = Mutex([Int](repeating: 0, count: shards))
+        self.progress = progress
+    }
+
+    /// Shard `shard` has run `count` sessions by scenario time `time`; the first shard speaks
+    /// for them all.
+    func report(shard: Int, sessions count: Int, at time: Double) {
+        let total = sessions.withLock { sessions in
+            sessions[shard] = count
+            return sessions.reduce(0, +)
+        }
+        if shard == 0 { progress?(time, total) }
+    }
+}
+
+/// One shard of a live run: a slice of the fleet's devices (``FleetReplicate``, the same users,
+/// clients and sessions as a simulated run of them) on one event loop, which owns their
+/// engines, their timers and their connections. A device's request goes from its engine to its
+/// connection's socket, and the answer from the socket to the engine, on that one thread: no
+/// hand-off, no lock, no future per request.
+///
+/// The model is open, as k6's arrival-rate executors and wrk2 are: sessions, views and
+/// conversions happen when the scenario says (scenario time runs `speedup` times faster than
+/// the wall clock), whether or not the server keeps up. Every millisecond the shard runs what
+/// is due; answers are handed to their devices as they arrive.
+///
+/// Not `Sendable`: it lives on its event loop.
+final class LiveShard<Wire: LiveWire>: ConnectionOwner {
+    typealias Style = Wire.Style
+
+    /// A request on its way: whose, and when its client meant to send it (scenario seconds).
+    private struct Job {
+        var device: Int
+        var request: Style.Request
+        var intended: Double
+    }
+
+    /// A connection's timer (scenario seconds): a request's timeout, or when a device's kept
+    /// connection is to close. `serial` tells a stale one from the current.
+    private struct Timer: HeapOrdered {
+        var time: Double
+        var connection: Int
+        var serial: UInt64
+
+        func precedes(_ other: Timer) -> Bool { time < other.time }
+    }
+
+    /// An answer (or, `nil`, a failure) that came while the fleet was busy (a connection can
+    /// fail while its request is being sent): handled when the fleet returns.
+    private struct Deferred {
+        var connection: Int
+        var answer: HTTPAnswer?
+    }
+
+    private enum Phase {
+        case running
+        /// Past the horizon: requests on the wire may still finish until `until` (wall seconds).
+        case draining(until: Double, end: Double)
+        case finished
+    }
+
+    private let index: Int
+    private let loop: any EventLoop
+    private let scenario: Scenario
+    private let board: ShardBoard
+    private let clock: ScenarioClock
+    private let speedup: Double
+    private let wire: Wire
+    private let network: ShardNetwork
+    private let server: (any EmbeddedServer)?
+    private var fleet: FleetReplicate<UniformSplit, Style>
+    private let firstDevice: Int
+    private var live: LiveMetrics
+    private let promise: EventLoopPromise<LiveMetrics>
+    private var phase = Phase.running
+    private var nextSample: Double
+
+    private var connections: [LiveConnection] = []
+    private var jobs: [Job?] = []
+    /// The device whose request each connection carried last.
+    private var users: [Int] = []
+    private var serials: [UInt64] = []
+    private var serial: UInt64 = 0
+    private var deadlines = MinHeap<Timer>()
+    private var onTheWire = 0
+    /// Pooled: free connections and requests waiting for one, by route.
+    private var idle: [[Int]] = []
+    private var waiting: [[Job]] = []
+    private var waitingHead: [Int] = []
+    /// Per device: the connection a device keeps while its app is in the foreground, when it
+    /// closes, and connections closed for reuse.
+    private var kept: [Int: Int] = [:]
+    private var lingering = MinHeap<Timer>()
+    private var spare: [Int] = []
+
+    /// Whether the fleet is running: answers that come meanwhile wait in `deferred`.
+    private var busy = false
+    private var deferred: [Deferred] = []
+    /// Counted while the fleet is busy, added to its metrics when it returns.
+    private var offered = 0
+    private var queuedTimeouts = 0
+
+    /// Builds shard `index`: replicate `replicate` of `scenario`'s devices in `devices`, and
+    /// schedules their first sessions. Call on `loop`.
+    init(
+        index: Int, devices: Range<Int>, scenario: Scenario, replicate: Int, wire: Wire, network: ShardNetwork, server: (any EmbeddedServer)?, board: ShardBoard,
+        loop: any EventLoop
+    ) {
+        self.index = index
+        self.loop = loop
+        self.scenario = scenario
+        self.board = board
+        self.clock = board.clock
+        self.speedup = board.clock.speedup
+        self.wire = wire
+        self.network = network
+        self.server = server
+        self.firstDevice = devices.lowerBound
+        self.nextSample = min(scenario.timestep, scenario.horizon)
+        self.promise = loop.makePromise(of: LiveMetrics.self)
+        let profile = FleetSimulation(scenario: scenario).profile
+        // The replicate's own server answers nothing live (the real one does); it only has to
+        // exist, so the cheapest allocator stands in.
+        let stand = scenario.experiments.map { try! UniformSplit(variantCount: $0.rates.count, seed: StreamSeed(0)) }
+        self.fleet = FleetReplicate(scenario: scenario, replicate: replicate, allocators: stand, profile: profile, devices: devices)
+        self.live = LiveMetrics(fleet: FleetMetrics(scenario: scenario))
+        if network.connections == .pooled {
+            let routes = network.endpoints.count
+            idle = (0..<routes).map { route in Array(route * network.poolSize ..< (route + 1) * network.poolSize).reversed() }
+            waiting = Array(repeating: [], count: routes)
+            waitingHead = Array(repeating: 0, count: routes)
+            for _ in 0 ..< routes * network.poolSize { addConnection() }
+        }
+        fleet.startLive { [unowned self] device, request, now in self.send(request, from: device, at: now) }
+    }
+
+    /// Runs from scenario time 0 (the clock must have begun) to the horizon or the stop, then
+    /// lets requests on the wire finish; the metrics arrive when it is done. Call on its loop.
+    func run() -> EventLoopFuture<LiveMetrics> {
+        tick()
+        return promise.futureResult
+    }
+
+    // MARK: - The clock
+
+    private func tick() {
+        let now = clock.now
+        if case .running = phase {
+            if board.stop.isSet || now >= scenario.horizon {
+                // Let requests in flight finish without starting new ones, so their events are
+                // counted where they ended up.
+                phase = .draining(until: clock.wallSeconds + min(5, wire.timeout / speedup + 0.5), end: min(now, scenario.horizon))
+            } else {
+                busy = true
+                let lag = fleet.advance(until: now)
+                busy = false
+                live.maxLagSeconds = max(live.maxLagSeconds, lag / speedup)
+                settle()
+                while nextSample <= now, nextSample <= scenario.horizon {
+                    sample(at: nextSample)
+                    nextSample += scenario.timestep
+                }
+            }
+        }
+        expire(at: now)
+        if network.connections == .perDevice { closeBackgrounded(at: now) }
+        if case .draining(let until, let end) = phase, onTheWire == 0 || clock.wallSeconds >= until {
+            finish(at: end)
+            return
+        }
+        loop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .milliseconds(1)) { [self] in tick() }
+    }
+
+    /// After the fleet ran: what it sent is counted, and answers that came meanwhile are handled.
+    private func settle() {
+        fleet.metrics.offeredEvents += offered
+        fleet.metrics.timeouts += queuedTimeouts
+        offered = 0
+        queuedTimeouts = 0
+        while !deferred.isEmpty {
+            let batch = deferred
+            deferred.removeAll(keepingCapacity: true)
+            for item in batch { conclude(item.connection, answer: item.answer) }
+        }
+    }
+
+    // MARK: - Requests
+
+    /// A request the device's client sends (the fleet is busy): it goes on a connection.
+    private func send(_ request: Style.Request, from d: Int, at now: Double) {
+        // Past the horizon nothing new goes out: the request stays its client's, unanswered.
+        guard case .running = phase else { return }
+        offered += wire.events(in: request)
+        let job = Job(device: d, request: request, intended: now)
+        let route = network.endpoints.count == 1 ? 0 : network.route(firstDevice + d)
+        switch network.connections {
+        case .pooled:
+            waiting[route].append(job)
+            dispatch(route: route, at: now)
+        case .perDevice:
+            let id = kept.removeValue(forKey: d) ?? (spare.popLast() ?? addConnection())
+            start(job, on: id, route: route, at: now)
+        }
+    }
+
+    @discardableResult
+    private func addConnection() -> Int {
+        let id = connections.count
+        connections.append(LiveConnection(id: id, owner: self, loop: loop))
+        jobs.append(nil)
+        users.append(0)
+        serials.append(0)
+        return id
+    }
+
+    /// Puts waiting requests on free connections. A request that waited past its timeout is
+    /// not sent: its client has timed it out already.
+    private func dispatch(route: Int, at now: Double) {
+        let timeout = wire.timeout
+        while !idle[route].isEmpty, waitingHead[route] < waiting[route].count {
+            let job = waiting[route][waitingHead[route]]
+            waitingHead[route] += 1
+            guard job.intended + timeout > now else {
+                queuedTimeouts += 1
+                continue
+            }
+            start(job, on: idle[route].removeLast(), route: route, at: now)
+        }
+        if waitingHead[route] > 4096, waitingHead[route] * 2 > waiting[route].count {
+            waiting[route].removeFirst(waitingHead[route])
+            waitingHead[route] = 0
+        }
+    }
+
+    private func start(_ job: Job, on id: Int, route: Int, at now: Double) {
+        let deadline = job.intended + wire.timeout
+        serial &+= 1
+        serials[id] = serial
+        jobs[id] = job
+        users[id] = job.device
+        onTheWire += 1
+        deadlines.push(Timer(time: deadline, connection: id, serial: serial))
+        let left = max(0.001, (deadline - now) / speedup)
+        let source = network.spreadsSources ? Self.sourceAddress(device: firstDevice + job.device) : nil
+        connections[id].send(wire.ask(for: job.request), to: network.endpoints[route], from: source, connectTimeout: .nanoseconds(Int64(left * 1e9)))
+    }
+
+    /// Device `g`'s own address on loopback: 127.1.0.1 to 127.254.255.254, 16.5 million of them.
+    private static func sourceAddress(device g: Int) -> SocketAddress? {
+        let host = 1 + g % 254, middle = (g / 254) % 256, high = 1 + (g / (254 * 256)) % 254
+        return try? SocketAddress(ipAddress: "127.\(high).\(middle).\(host)", port: 0)
+    }
+
+    // MARK: - Answers
+
+    func connection(_ connection: LiveConnection, answered answer: HTTPAnswer) {
+        if busy { deferred.append(Deferred(connection: connection.id, answer: answer)) } else { conclude(connection.id, answer: answer) }
+    }
+
+    func connectionFailed(_ connection: LiveConnection) {
+        if busy { deferred.append(Deferred(connection: connection.id, answer: nil)) } else { conclude(connection.id, answer: nil) }
+    }
+
+    /// The request on connection `id` ended: with `answer`, or without one (refused, reset).
+    private func conclude(_ id: Int, answer: HTTPAnswer?) {
+        guard let job = jobs[id] else { return }
+        let exchange = answer.map { wire.exchange($0, for: job.request) } ?? wire.exchange(failure: .unreachable, for: job.request)
+        release(id, of: job)
+        deliver(exchange, to: job)
+    }
+
+    /// Requests past their timeout fail as timeouts; their connections close, as a client's
+    /// do when it gives up on a request.
+    private func expire(at now: Double) {
+        while let first = deadlines.first, first.time <= now {
+            _ = deadlines.pop()
+            let id = first.connection
+            guard serials[id] == first.serial, let job = jobs[id] else { continue }
+            connections[id].close()
+            release(id, of: job)
+            deliver(wire.exchange(failure: .timeout, for: job.request), to: job)
+        }
+    }
+
+    /// Connection `id` is done with `job`: back to the pool, kept by its device while the app
+    /// is in the foreground, or closed.
+    private func release(_ id: Int, of job: Job) {
+        jobs[id] = nil
+        onTheWire -= 1
+        switch network.connections {
+        case .pooled:
+            let route = network.endpoints.count == 1 ? 0 : network.route(firstDevice + job.device)
+            idle[route].append(id)
+            dispatch(route: route, at: clock.now)
+        case .perDevice:
+            let until = fleet.foregroundUntil(job.device)
+            if until > clock.now, kept[job.device] == nil, connections[id].isOpen {
+                kept[job.device] = id
+                lingering.push(Timer(time: until, connection: id, serial: serials[id]))
+            } else {
+                connections[id].close()
+                spare.append(id)
+            }
+        }
+    }
+
+    /// Closes the connections of devices whose apps went to the background.
+    private func closeBackgrounded(at now: Double) {
+        while let first = lingering.first, first.time <= now {
+            _ = lingering.pop()
+            let id = first.connection
+            let d = users[id]
+            guard serials[id] == first.serial, jobs[id] == nil, kept[d] == id else { continue }
+            let until = fleet.foregroundUntil(d)
+            if until > now {
+                lingering.push(Timer(time: until, connection: id, serial: first.serial))
+            } else {
+                kept[d] = nil
+                connections[id].close()
+                spare.append(id)
+            }
+        }
+    }
+
+    /// Hands the exchange to its device, and counts it.
+    private func deliver(_ exchange: LiveExchange<Style.Reply>, to job: Job) {
+        let now = clock.now
+        _ = live.requestLatency.record(UInt64(max(0, (now - job.intended) / speedup * 1e6)))
+        count(exchange)
+        for createdAt in exchange.acknowledgedCreatedAt {
+            _ = fleet.metrics.queueLatency.record(UInt64(max(0, (now - createdAt) * 1000).rounded()))
+        }
+        fleet.metrics.acceptedEvents += max(0, exchange.acknowledgedCreatedAt.count - exchange.duplicates)
+        fleet.metrics.duplicatesIgnored += exchange.duplicates
+        busy = true
+        fleet.deliverLive(exchange.reply, to: job.device, received: now)
+        busy = false
+        settle()
+    }
+
+    private func count(_ exchange: LiveExchange<Style.Reply>) {
+        switch exchange.status {
+        case nil:
+            if exchange.timedOut { fleet.metrics.timeouts += 1 } else { live.connectionErrors += 1 }
+        case 304?: live.status304 += 1
+        case (200..<300)?: live.status2xx += 1
+        case 429?: live.status429 += 1; fleet.metrics.rejectedRequests += 1
+        case 503?: live.status503 += 1; fleet.metrics.rejectedRequests += 1
+        default: live.statusOther += 1
+        }
+    }
+
+    // MARK: - Measuring
+
+    private func sample(at time: Double) {
+        let backlog = server.map { $0.backlogEvents() } ?? .nan
+        if backlog.isFinite { fleet.metrics.peakServerBacklog = max(fleet.metrics.peakServerBacklog, backlog) }
+        fleet.sampleLive(at: time, serverBacklog: backlog)
+        board.report(shard: index, sessions: fleet.metrics.sessions, at: time)
+    }
+
+    /// The shard's totals, with the server at hand or without (see ``ServerRecord``).
+    private func finish(at end: Double) {
+        phase = .finished
+        while nextSample <= end {
+            sample(at: nextSample)
+            nextSample += scenario.timestep
+        }
+        if fleet.metrics.samples.last.map({ $0.time < end }) ?? true { sample(at: end) }
+        for connection in connections { connection.close() }
+        live.connectionsOpened = connections.reduce(0) { $0 + $1.opened }
+        live.fleet = fleet.finishLive(server: ServerRecord(service: server, acknowledged: fleet.metrics, holdsTotals: index == 0))
+        promise.succeed(live)
+    }
+}
+
+/// What a live run knows of what reached the server: the embedded server's own record, or,
+/// against a server elsewhere, the acknowledgements the devices received.
+///
+/// Against a server elsewhere an event acknowledged as a duplicate counts as acknowledged: its
+/// first copy reached the server but that answer was lost (the server was killed before it
+/// answered, or the socket timed out), so this acknowledgement is the first its device saw,
+/// and the event leaves its queue now. Each event is acknowledged to its device once: a client
+/// sends nothing it has seen acknowledged, and its deadline falls after its socket's, so no
+/// answer arrives for a request it has given up on.
+///
+/// The embedded server's totals are the whole fleet's, so one shard's record holds them and
+/// the others' hold none: the shards' metrics then add up to the fleet's.
+struct ServerRecord: IngestionRecord {
+    let service: (any EmbeddedServer)?
+    let acknowledged: FleetMetrics
+    let holdsTotals: Bool
+
+    func hasIngested(_ id: EventID) -> Bool {
+        service.map { $0.ingestedCount([id]) == 1 } ?? false
+    }
+
+    var eventsAccepted: Int {
+        guard let service else { return acknowledged.acceptedEvents + acknowledged.duplicatesIgnored }
+        return holdsTotals ? service.ingestionCounts().accepted : 0
+    }
+
+    var duplicatesIgnored: Int {
+        guard let service else { return acknowledged.duplicatesIgnored }
+        return holdsTotals ? service.ingestionCounts().duplicates : 0
+    }
+}
