@@ -25,6 +25,9 @@ struct LiveOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("With --live and an https:// --url: a PEM file of certificates to trust besides the system's.", valueName: "file"))
     var cacert: String?
 
+    @Option(name: .long, help: ArgumentHelp("With --live and --url: run only the K-th of N equal slices of the devices, and write live-shard.json for aviary merge; auto/N takes K from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.", valueName: "K/N"))
+    var shard: String?
+
     @Flag(name: .long, help: "With --live: apply outages, partitions and loss in the kernel, on a veth link into a network namespace (Linux, root, iproute2, iptables).")
     var netns = false
 
@@ -43,6 +46,10 @@ struct LiveOptions: ParsableArguments {
             guard live, url?.hasPrefix("https://") == true else { throw ValidationError("--cacert needs --live and an https:// --url") }
             guard FileManager.default.isReadableFile(atPath: cacert) else { throw ValidationError("--cacert \(cacert): no such readable file") }
         }
+        if shard != nil {
+            guard live, url != nil else { throw ValidationError("--shard needs --live and --url: the shards of a run load one server") }
+            guard !findCapacity else { throw ValidationError("--shard and --find-capacity cannot be combined: a capacity search runs on one machine") }
+        }
         guard live || !findCapacity else { throw ValidationError("--find-capacity needs --live") }
         guard stepSeconds.isFinite, (1...600).contains(stepSeconds) else { throw ValidationError("--step-seconds is \(stepSeconds); it must be between 1 and 600") }
     }
@@ -52,11 +59,22 @@ struct LiveOptions: ParsableArguments {
 extension LiveOptions {
     /// The options of a live run; the key comes from `AVIARY_API_KEY`, so that it is never on
     /// the command line or in a scenario file.
-    func testOptions() -> LiveLoadTest.Options {
+    func testOptions(slice: Shard? = nil) -> LiveLoadTest.Options {
         let key = ProcessInfo.processInfo.environment["AVIARY_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        return .init(
+        var options = LiveLoadTest.Options(
             url: url, embed: EmbeddedAviaryServer.starter, speedup: speedup, connections: connections, threads: threads ?? ProcessInfo.processInfo.activeProcessorCount,
             networkNamespace: netns, apiKey: key, caFile: cacert)
+        options.slice = slice
+        return options
+    }
+
+    /// The shard asked for, or `nil` for a whole run.
+    func resolvedShard() throws -> Shard? {
+        do {
+            return try shard.map { text throws(ShardError) in try Shard(parsing: text, environment: ProcessInfo.processInfo.environment) }
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 }
 #endif
@@ -65,7 +83,10 @@ extension LoadTestCommand {
     func runLive() async throws {
         #if Live
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
-        let folder = options.folder(default: (base[0].sweepParent ?? base[0].name) + "-live")
+        let slice = try live.resolvedShard()
+        if slice != nil, base.count > 1 { throw CommandFailure("--shard runs one scenario; \(scenario ?? "the scenario") is a sweep of \(base.count)") }
+        let name = (base[0].sweepParent ?? base[0].name) + "-live"
+        let folder = options.folder(default: slice.map { "\(name)/shard-\($0.index)-of-\($0.count)" } ?? name)
         let stop = StopFlag()
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         signal(SIGINT, SIG_IGN)
@@ -89,7 +110,7 @@ extension LoadTestCommand {
             let wall = Double(runs) * scenario.horizon / live.speedup
             FileHandle.standardError.write(Data("aviary loadtest --live: \(scenario.name), \(scenario.population.devices) devices, \(runs) run(s) of \(formatDuration(scenario.horizon)) at \(fixed(live.speedup, 0))× ≈ \(formatDuration(wall)) of wall-clock time, against \(live.url ?? "an embedded server")\n".utf8))
             let progress = LiveProgress(enabled: !options.quiet, horizon: scenario.horizon)
-            let test = LiveLoadTest(scenario: scenario, options: live.testOptions())
+            let test = LiveLoadTest(scenario: scenario, options: live.testOptions(slice: slice))
             do {
                 results += try await test.run(stop: stop) { policy, time, sessions in progress.update(policy: policy, time: time, sessions: sessions) }
             } catch {
@@ -98,10 +119,17 @@ extension LoadTestCommand {
             progress.finish()
         }
         guard !results.isEmpty else { throw CommandFailure("stopped before any run finished; nothing to report") }
-        print(renderLive(results))
+        print(Self.renderLive(results))
         print("")
         do {
             for file in try LiveLoadTestReport.write(results, to: folder) { print("Wrote \(file.path)") }
+            if let slice {
+                let record = LiveShardRecord(
+                    shard: slice, build: BuildIdentity.current, arguments: singleRunArguments(Array(CommandLine.arguments.dropFirst())),
+                    scenarioText: scenario.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }, results: results)
+                print("Wrote \(try record.write(to: folder).path)")
+                print("Merge all \(slice.count) shards with: aviary merge \(folder.deletingLastPathComponent().path)/shard-*-of-\(slice.count)")
+            }
         } catch {
             throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
         }
@@ -162,7 +190,7 @@ extension LoadTestCommand {
         }
     }
 
-    func renderLive(_ results: [LiveLoadTest.Result]) -> String {
+    static func renderLive(_ results: [LiveLoadTest.Result]) -> String {
         var table = TextTable(["policy", "rep", "accepted ev/s", "2xx", "429/503", "conn err", "timeouts", "dup", "latency p50/p99/max s", "req p99 ms", "drain s", "balanced"])
         for result in results {
             let m = result.metrics.fleet, live = result.metrics, scenario = result.scenario
@@ -179,10 +207,11 @@ extension LoadTestCommand {
         let cpu = results.map(\.metrics.clientCPUSeconds).reduce(0, +), wall = results.map(\.metrics.wallSeconds).reduce(0, +)
         let events = results.map(\.metrics.fleet.offeredEvents).reduce(0, +)
         let requests = results.map(\.metrics.fleet.requests).reduce(0, +)
+        let handshakes = results.map(\.metrics.connectionsOpened).reduce(0, +)
         let ingest = results.map(\.metrics.serverIngestP99Milliseconds).filter(\.isFinite).max()
         return "\(first.scenario.name) live against \(first.target) at \(fixed(first.speedup, 0))×: \(first.scenario.population.devices) devices, \(results.count) run(s)\n\n"
             + table.rendered
-            + "\n\(requests) requests carrying \(events) events in \(fixed(wall, 1)) s of wall-clock time (\(fixed(Double(requests) / max(wall, 0.001), 0)) requests/s, \(fixed(Double(events) / max(wall, 0.001), 0)) events/s), \(fixed(cpu, 1)) CPU seconds in this process"
+            + "\n\(requests) requests carrying \(events) events in \(fixed(wall, 1)) s of wall-clock time (\(fixed(Double(requests) / max(wall, 0.001), 0)) requests/s, \(fixed(Double(events) / max(wall, 0.001), 0)) events/s) over \(handshakes) connections opened, \(fixed(cpu, 1)) CPU seconds in this process"
             + (ingest.map { "; embedded server ingest p99 \(fixed($0, 2)) ms" } ?? "")
     }
     #endif

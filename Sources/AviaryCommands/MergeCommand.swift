@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import Simulation
+#if Live
+import LiveDevices
+#endif
 
 /// `aviary merge DIR…`: the reports of one run from the folders of its shards.
 struct MergeCommand: ParsableCommand {
@@ -12,6 +15,10 @@ struct MergeCommand: ParsableCommand {
         build of aviary), then writes summary.csv, timeseries.csv, comparison.csv, latency.csv and \
         faults.csv, byte-identical to a single-process run apart from the wall-clock columns \
         assignments_per_second and wall_seconds, and draws report.html from them.
+
+        The shards of a live run (aviary loadtest --live --shard K/N, each with its live-shard.json) \
+        merge into the loadtest.csv and loadtest-timeseries.csv of the whole run: counts added, \
+        latency histograms merged exactly, the shards' samples summed.
         """
     )
 
@@ -22,6 +29,9 @@ struct MergeCommand: ParsableCommand {
     var output: String?
 
     func run() throws {
+        #if Live
+        if try mergeLive() { return }
+        #endif
         let shards: ShardSet
         let files: [URL]
         let manifest: ShardManifest
@@ -72,3 +82,55 @@ func singleRunArguments(_ arguments: [String]) -> [String] {
     }
     return kept
 }
+
+#if Live
+extension MergeCommand {
+    /// Merges the folders as the shards of a live run, if they are; `false` when none holds a
+    /// live shard record.
+    func mergeLive() throws -> Bool {
+        let folders = directories.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let records: [LiveShardRecord?]
+        do {
+            records = try folders.map { folder throws(LiveShardRecord.Failure) in try LiveShardRecord.read(from: folder) }
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        guard records.contains(where: { $0 != nil }) else { return false }
+        if let missing = records.firstIndex(where: { $0 == nil }) {
+            throw CommandFailure("\(folders[missing].path) has no \(LiveShardRecord.fileName): it is not a finished shard of a live run (or not of the same run as the others)")
+        }
+        let shards = records.compactMap { $0 }
+        let first = shards[0]
+        var base: Scenario
+        do {
+            base = try first.scenarioText.map { try Scenario(yaml: $0, file: LiveShardRecord.fileName) } ?? Scenario.builtInLoadTest
+        } catch {
+            throw CommandFailure("the shards' scenario: \(error)")
+        }
+        if first.arguments.first == "loadtest" {
+            let command = try LoadTestCommand.parse(Array(first.arguments.dropFirst()))
+            base = try command.overrides.apply(to: base)
+        }
+        let policies = LoadTest(scenario: base).policyScenarios
+        let results: [LiveLoadTest.Result]
+        do {
+            results = try LiveShardRecord.merge(shards) { label in
+                guard let policy = policies.first(where: { $0.label == label }) else { throw CommandFailure("the shards ran policy \(label), which their scenario does not have") }
+                return policy.scenario
+            }
+        } catch let failure as LiveShardRecord.Failure {
+            throw CommandFailure(failure.description)
+        }
+        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base.sweepParent ?? base.name)-live", isDirectory: true)
+        print("\(base.name): merged \(first.shards) live shard(s) of `aviary \(first.arguments.joined(separator: " "))`\n")
+        print(LoadTestCommand.renderLive(results))
+        print("")
+        do {
+            for file in try LiveLoadTestReport.write(results, to: folder) { print("Wrote \(file.path)") }
+        } catch {
+            throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
+        }
+        return true
+    }
+}
+#endif

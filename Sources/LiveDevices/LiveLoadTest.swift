@@ -53,6 +53,9 @@ public struct LiveLoadTest: Sendable {
         /// Added to every device's number in the event ids on the wire, so that runs of the same
         /// devices against one server (the steps of a ``CapacitySearch``) send fresh ids.
         public var deviceOffset: UInt64 = 0
+        /// The slice of the devices this process runs, for a run shared by several machines
+        /// (`--shard K/N`): shard K of N runs the K-th of N equal ranges of device numbers.
+        public var slice: Shard?
         /// The key the devices present, in the form each route asks for (`Authorization:
         /// Bearer` on the JSON API, `x-mpath-apikey` on the Conductrics routes); `nil` for none.
         public var apiKey: String?
@@ -83,6 +86,15 @@ public struct LiveLoadTest: Sendable {
         public var target: String
         public var speedup: Double
         public var metrics: LiveMetrics
+
+        public init(policy: String, replicate: Int, scenario: Scenario, target: String, speedup: Double, metrics: LiveMetrics) {
+            self.policy = policy
+            self.replicate = replicate
+            self.scenario = scenario
+            self.target = target
+            self.speedup = speedup
+            self.metrics = metrics
+        }
     }
 
     /// A failure to set the run up (the server would not start, a bad URL).
@@ -199,13 +211,15 @@ public struct LiveLoadTest: Sendable {
             await service?.stop()
             throw Failure(description: "cannot resolve \(host): \(error)")
         }
-        let threads = max(1, min(options.threads, scenario.population.devices))
+        let all = scenario.population.devices
+        let slice = options.slice.map { all * ($0.index - 1) / $0.count ..< all * $0.index / $0.count } ?? 0..<all
+        let threads = max(1, min(options.threads, slice.count))
         let shardNetwork = ShardNetwork(
             endpoints: endpoints, connections: scenario.client.connections, poolSize: max(1, options.connections / threads),
             spreadsSources: scenario.client.connections == .perDevice && (host.hasPrefix("127.") || host == "localhost"), route: route)
         let embedded = service
         let devices = Self.onTwoClocks(scenario, speedup: speedup)
-        let run = ShardedRun(scenario: devices, replicate: replicate, threads: threads, network: shardNetwork, server: embedded, clock: clock, stop: stop, progress: progress)
+        let run = ShardedRun(scenario: devices, replicate: replicate, devices: slice, threads: threads, network: shardNetwork, server: embedded, clock: clock, stop: stop, progress: progress)
         var metrics: LiveMetrics
         switch scenario.client.style {
         case .myna:

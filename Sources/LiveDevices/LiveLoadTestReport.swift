@@ -7,7 +7,7 @@ import Simulation
 public enum LiveLoadTestReport {
     /// The columns after ``Simulation/LoadTestReport/columns``.
     public static let liveColumns = [
-        "target", "speedup", "http_2xx", "http_304", "http_429", "http_503", "http_other", "connection_errors",
+        "target", "speedup", "http_2xx", "http_304", "http_429", "http_503", "http_other", "connection_errors", "connections_opened",
         "request_latency_p50_ms", "request_latency_p99_ms", "request_latency_max_ms", "server_ingest_p99_ms",
         "client_cpu_seconds", "generator_max_lag_s",
     ]
@@ -34,7 +34,7 @@ public enum LiveLoadTestReport {
                 .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .text(live.isBalanced ? "true" : "false"),
                 .decimal(live.wallSeconds, places: 3),
                 .text(result.target), .decimal(result.speedup, places: 3),
-                .integer(live.status2xx), .integer(live.status304), .integer(live.status429), .integer(live.status503), .integer(live.statusOther), .integer(live.connectionErrors),
+                .integer(live.status2xx), .integer(live.status304), .integer(live.status429), .integer(live.status503), .integer(live.statusOther), .integer(live.connectionErrors), .integer(live.connectionsOpened),
                 .decimal(live.requestLatencyMilliseconds(percentile: 50), places: 3), .decimal(live.requestLatencyMilliseconds(percentile: 99), places: 3),
                 .decimal(live.requestLatencyMilliseconds(percentile: 100), places: 3), .decimal(live.serverIngestP99Milliseconds, places: 3),
                 .decimal(live.clientCPUSeconds, places: 3), .decimal(live.maxLagSeconds, places: 3),

@@ -6,8 +6,9 @@ import Simulation
 /// only a real network has: HTTP statuses, connection errors, request latency in wall-clock
 /// time, the generator's CPU time and lag.
 ///
-/// `Sendable`: a plain value.
-public struct LiveMetrics: Sendable {
+/// `Sendable`: a plain value. `Codable`: a shard of a run on several machines writes its
+/// metrics whole, histograms included, for `aviary merge`.
+public struct LiveMetrics: Sendable, Codable {
     /// The fleet's metrics, as a simulated run of the same devices keeps them; samples in
     /// scenario seconds.
     public var fleet: FleetMetrics
@@ -50,7 +51,7 @@ public struct LiveMetrics: Sendable {
 
     /// The metrics of a run in shards, from each shard's (run on `devices[k]` devices): counts
     /// add, histograms merge exactly, the worst lag is the largest.
-    static func merging(_ parts: [LiveMetrics], devices: [Int], scenario: Scenario) -> LiveMetrics {
+    package static func merging(_ parts: [LiveMetrics], devices: [Int], scenario: Scenario) -> LiveMetrics {
         var result = LiveMetrics(fleet: FleetMetrics.merging(parts.map(\.fleet), devices: devices, scenario: scenario))
         for part in parts {
             result.status2xx += part.status2xx
@@ -62,6 +63,10 @@ public struct LiveMetrics: Sendable {
             result.connectionsOpened += part.connectionsOpened
             result.requestLatency.add(part.requestLatency)
             result.maxLagSeconds = max(result.maxLagSeconds, part.maxLagSeconds)
+            result.clientCPUSeconds += part.clientCPUSeconds
+            result.wallSeconds = max(result.wallSeconds, part.wallSeconds)
+            result.faultsNotApplied += part.faultsNotApplied
+            result.serverIngestP99Milliseconds = [result.serverIngestP99Milliseconds, part.serverIngestP99Milliseconds].filter(\.isFinite).max() ?? .nan
         }
         return result
     }

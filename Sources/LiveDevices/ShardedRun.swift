@@ -3,15 +3,18 @@ import NIOCore
 import NIOPosix
 import Simulation
 
-/// One replicate of a live run, its devices split into `threads` shards (``LiveShard``), each
-/// on an event loop of its own: shard `k` runs devices `n·k/threads ..< n·(k+1)/threads`, and
-/// what each device does is a function of the seed alone, whatever `threads` is. The shards'
-/// metrics merge exactly when all are done.
+/// One replicate of a live run (or, on one of several machines, a slice of its devices), the
+/// devices split into `threads` shards (``LiveShard``), each on an event loop of its own, in
+/// equal ranges of device numbers. What each device does is a function of the seed alone,
+/// whatever `threads` is and whichever machine runs it. The shards' metrics merge exactly when
+/// all are done.
 ///
 /// `Sendable`: plain values and `Sendable` references.
 struct ShardedRun: Sendable {
     let scenario: Scenario
     let replicate: Int
+    /// The devices this process runs: all of them, or its slice.
+    let devices: Range<Int>
     let threads: Int
     let network: ShardNetwork
     let server: (any EmbeddedServer)?
@@ -25,8 +28,8 @@ struct ShardedRun: Sendable {
         let cpuBefore = Self.cpuSeconds()
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         defer { group.shutdownGracefully { _ in } }
-        let devices = scenario.population.devices
-        let ranges = (0..<threads).map { k in devices * k / threads ..< devices * (k + 1) / threads }
+        let (first, count) = (devices.lowerBound, devices.count)
+        let ranges = (0..<threads).map { k in first + count * k / threads ..< first + count * (k + 1) / threads }
         let board = ShardBoard(shards: threads, clock: clock, stop: stop, progress: progress)
         let (scenario, replicate, network, server) = (self.scenario, self.replicate, self.network, self.server)
         let loops = Array(group.makeIterator())

@@ -5,7 +5,7 @@ import Histogram
 /// What one replicate measured: outcomes for the analyst, and the queue's health.
 ///
 /// `Sendable`: plain values, handed from a worker thread to the report writer.
-public struct FleetMetrics: Sendable {
+public struct FleetMetrics: Sendable, Codable {
     /// Views per experiment and variant.
     public var views: [[Int]] { nested(viewCounts) }
     /// Views that converted, per experiment and variant (the users' behaviour, whether or not the
@@ -75,7 +75,7 @@ public struct FleetMetrics: Sendable {
     public package(set) var samples: [Sample] = []
 
     /// The fleet at one sample time.
-    public struct Sample: Sendable {
+    public struct Sample: Sendable, Codable {
         public var time: Double
         public var views: [[Int]]
         public var conversions: [[Int]]
