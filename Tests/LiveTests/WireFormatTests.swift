@@ -1,10 +1,33 @@
 import ExperimentModel
 import Foundation
+import NIOCore
 import Testing
 import WireFormat
 
-/// The event batch the load generator writes by hand is the one the server decodes.
+/// The event batch the load generator writes by hand is the one the server decodes, and the
+/// acknowledgement it reads by hand is the one the server encodes.
 struct WireFormatTests {
+    @Test func anAcknowledgementTheServerEncodesReadsAsJSONDecoderReadsIt() throws {
+        let ids = [EventID(device: 0, sequence: 0), EventID(device: 18_446_744_073_709_551_615, sequence: 4_294_967_295), EventID(device: 42, sequence: 7)]
+        let ack = Wire.Acknowledgement(acknowledged: ids.map(Wire.id), accepted: 2, duplicates: 1)
+        let encoded = Wire.encode(ack)
+        let read = try #require(Wire.acknowledgement(in: NIOCore.ByteBuffer(bytes: encoded)))
+        #expect(read.ids == ids)
+        #expect(read.duplicates == 1)
+        // Any member order, white space and members it does not know.
+        let spaced = #"  { "note" : {"a": [1, "x\"]"]}, "duplicates" : 3 ,"acknowledged" : [ "1#2" , "3#4" ], "accepted": 2 } "#
+        let other = try #require(Wire.acknowledgement(in: NIOCore.ByteBuffer(string: spaced)))
+        #expect(other.ids == [EventID(device: 1, sequence: 2), EventID(device: 3, sequence: 4)])
+        #expect(other.duplicates == 3)
+        // What a device cannot read acknowledges nothing.
+        for bad in [
+            "", "[]", "{}", #"{"acknowledged": ["01#2"]}"#, #"{"acknowledged": ["1#4294967296"]}"#, #"{"acknowledged": ["1#2"]"#,
+            #"{"acknowledged": ["1#2"]} x"#, #"{"acknowledged": ["1# 2"]}"#, #"{"acknowledged": "1#2"}"#, #"{"duplicates": 1}"#,
+        ] {
+            #expect(Wire.acknowledgement(in: NIOCore.ByteBuffer(string: bad)) == nil, "read \(bad)")
+        }
+    }
+
     @Test func anEventBatchWrittenByTheGeneratorDecodesAsTheServerReadsIt() throws {
         let data = try ExperimentData(payload: [
             "version": 1,

@@ -5,10 +5,17 @@ import ClientEngine
 /// sessions, wakes, links) through this kernel, and swaps only the simulated network and server
 /// for real sockets to a real server. The driver (`LiveShard`) reads the clock, runs what is
 /// due, and hands answers back as they arrive.
+///
+/// The driver is in another module, where a call into this generic kernel would run its
+/// unspecialised form (metadata lookups, copies through value witnesses): the entry points
+/// the driver calls in its loop are specialised here for live mode's stand-in allocator and the
+/// styles it runs.
 extension FleetReplicate {
     /// Makes the devices and schedules their first sessions; each request a client sends then
     /// goes to `carrier` (the device, the request, the scenario time) unless the device has no
     /// network, which the OS reports at once, as in simulation.
+    @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
     package mutating func startLive(carrier: @escaping (_ device: Int, _ request: Style.Request, _ now: Double) -> Void) {
         liveCarrier = carrier
         // Answers come in as they arrive, so the queue runs in plain time order.
@@ -18,6 +25,8 @@ extension FleetReplicate {
 
     /// Runs every occurrence due by `now` (scenario seconds), each at its own time. Returns
     /// how far behind `now` the earliest of them was: the generator's lag.
+    @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
     package mutating func advance(until now: Double) -> Double {
         var lag = 0.0
         var prefetched = UInt32.max
@@ -38,6 +47,8 @@ extension FleetReplicate {
     /// An answer from the real server reaches device `d`, received at scenario time
     /// `received`. It is handled no earlier than what has already run, so the device's time
     /// never runs backwards.
+    @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
     package mutating func deliverLive(_ reply: Style.Reply, to d: Int, received: Double) {
         let time = max(liveTime, received)
         liveTime = time
@@ -45,6 +56,8 @@ extension FleetReplicate {
     }
 
     /// Records a sample of the fleet at `time`, with the server's backlog if it is known.
+    @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
     package mutating func sampleLive(at time: Double, serverBacklog: Double) {
         metrics.sample(at: time, onlineFraction: onlineFraction(at: time), serverBacklog: serverBacklog)
     }
@@ -72,6 +85,8 @@ extension FleetReplicate {
     }
 
     /// Until when (scenario seconds) device `d`'s app is in the foreground.
+    @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
     package func foregroundUntil(_ d: Int) -> Double {
         devices[d].foregroundUntil
     }

@@ -1,0 +1,95 @@
+@testable import AviaryCommands
+import Foundation
+import Simulation
+import Testing
+@testable import LiveDevices
+
+/// The live generator's shards and connections: devices split over event loops, over machines,
+/// and connections pooled or a phone's own.
+@Suite(.serialized)
+struct LiveShardTests {
+    /// 300 devices, a session every 5 minutes each, for 10 minutes of scenario time at 60×.
+    static func scenario(connections: String = "pooled") throws -> Scenario {
+        try Scenario(yaml: """
+            name: live-shards
+            seed: 8
+            replicates: 1
+            horizon: 10m
+            timestep: 1m
+            population: {devices: 300, sessions_per_day: 288, session_length: 1m}
+            experiments:
+              - {id: feed, sticky: false, variants: [{id: a, rate: 0.2}, {id: b, rate: 0.2}]}
+            client: {batch_size: 10, flush_interval: 30s, request_timeout: 60s, connections: \(connections)}
+            network:
+              latency: {distribution: constant, value: 100ms}
+            allocators: [uniform]
+            server:
+              update: {every: 10m}
+            """, file: "live-shards")
+    }
+
+    static func run(_ scenario: Scenario, threads: Int, url: String? = nil, slice: Shard? = nil) async throws -> LiveMetrics {
+        var options = LiveLoadTest.Options(url: url, embed: url == nil ? EmbeddedAviaryServer.starter : nil, speedup: 60, connections: 16, threads: threads)
+        options.slice = slice
+        return try #require(try await LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag()).first).metrics
+    }
+
+    /// What a device does is a function of the seed alone: on one event loop or three, the
+    /// devices run the simulated replicate's sessions exactly, and each run balances. Pooled
+    /// connections are opened once each (no faults close them); a phone's own connection is
+    /// opened at every sync after its app was in the background, so a run of 5-minute gaps
+    /// between 1-minute sessions opens one for most sessions.
+    @Test func theSameDevicesOnOneLoopOrThreeAndConnectionsAsPhonesMakeThem() async throws {
+        let simulated = try #require(LoadTest(scenario: try Self.scenario()).run().first?.simulation.runs.first).metrics
+        let one = try await Self.run(try Self.scenario(), threads: 1)
+        let three = try await Self.run(try Self.scenario(), threads: 3)
+        let phones = try await Self.run(try Self.scenario(connections: "per_device"), threads: 2)
+        for run in [one, three, phones] {
+            #expect(run.fleet.sessions == simulated.sessions)
+            #expect(run.isBalanced, "created \(run.fleet.eventsCreated), acked \(run.fleet.eventsAcked), pending \(run.fleet.eventsPending), dropped \(run.fleet.eventsDropped)")
+            #expect(run.fleet.timeouts == 0)
+            #expect(run.connectionErrors == 0)
+            #expect(run.status2xx > 100)
+        }
+        #expect(one.connectionsOpened <= 16, "one loop with a pool of 16 opened \(one.connectionsOpened)")
+        #expect(three.connectionsOpened <= 15, "three loops with pools of 5 opened \(three.connectionsOpened)")
+        #expect(phones.connectionsOpened >= simulated.sessions / 2, "\(phones.connectionsOpened) connections for \(simulated.sessions) sessions")
+    }
+
+    /// Two machines' shares of one run, against one server: each runs half the devices, and
+    /// their records merge into the whole run, whose sessions are the simulated replicate's,
+    /// whose acknowledged events are the server's, and which balances.
+    @Test func twoShardsAgainstOneServerMergeIntoTheWholeRun() async throws {
+        let scenario = try Self.scenario()
+        let serverClock = ScenarioClock(speedup: 1)
+        serverClock.begin()
+        let server = try await EmbeddedAviaryServer.starter(scenario, serverClock)
+        let url = "http://127.0.0.1:\(server.port)"
+        async let first = Self.run(scenario, threads: 1, url: url, slice: try Shard(index: 1, count: 2))
+        async let second = Self.run(scenario, threads: 1, url: url, slice: try Shard(index: 2, count: 2))
+        let parts = try await [first, second]
+        await server.stop()
+        let records = parts.enumerated().map { k, metrics in
+            LiveShardRecord(
+                shard: try! Shard(index: k + 1, count: 2), build: "test", arguments: ["loadtest", "--live"], scenarioText: nil,
+                results: [LiveLoadTest.Result(policy: "scenario-client", replicate: 0, scenario: scenario, target: url, speedup: 60, metrics: metrics)])
+        }
+        // Through the file each machine writes, as aviary merge reads it.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-live-shard-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        _ = try records[1].write(to: folder)
+        let reread = try #require(try LiveShardRecord.read(from: folder))
+        let merged = try #require(try LiveShardRecord.merge([reread, records[0]]) { _ in scenario }.first).metrics
+        let simulated = try #require(LoadTest(scenario: scenario).run().first?.simulation.runs.first).metrics
+        #expect(parts.allSatisfy { $0.fleet.sessions > 0 && $0.fleet.sessions < simulated.sessions })
+        #expect(merged.fleet.sessions == simulated.sessions)
+        #expect(merged.fleet.eventsAcked == server.ingestionCounts().accepted)
+        #expect(merged.isBalanced)
+        #expect(merged.requestLatency.totalCount == parts[0].requestLatency.totalCount + parts[1].requestLatency.totalCount)
+        #expect(merged.fleet.queueLatency.totalCount == parts[0].fleet.queueLatency.totalCount + parts[1].fleet.queueLatency.totalCount)
+        // A shard missing, or given twice, is refused.
+        #expect(throws: LiveShardRecord.Failure.self) { try LiveShardRecord.merge([records[0]]) { _ in scenario } }
+        #expect(throws: LiveShardRecord.Failure.self) { try LiveShardRecord.merge([records[0], records[0]]) { _ in scenario } }
+    }
+}
