@@ -82,6 +82,7 @@ extension LiveOptions {
 extension LoadTestCommand {
     func runLive() async throws {
         #if Live
+        OpenFileLimit.raise()
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
         let slice = try live.resolvedShard()
         if slice != nil, base.count > 1 { throw CommandFailure("--shard runs one scenario; \(scenario ?? "the scenario") is a sweep of \(base.count)") }
@@ -208,11 +209,13 @@ extension LoadTestCommand {
         let events = results.map(\.metrics.fleet.offeredEvents).reduce(0, +)
         let requests = results.map(\.metrics.fleet.requests).reduce(0, +)
         let handshakes = results.map(\.metrics.connectionsOpened).reduce(0, +)
+        let held = results.map(\.metrics.requestsHeldForSockets).reduce(0, +)
         let ingest = results.map(\.metrics.serverIngestP99Milliseconds).filter(\.isFinite).max()
         return "\(first.scenario.name) live against \(first.target) at \(fixed(first.speedup, 0))×: \(first.scenario.population.devices) devices, \(results.count) run(s)\n\n"
             + table.rendered
             + "\n\(requests) requests carrying \(events) events in \(fixed(wall, 1)) s of wall-clock time (\(fixed(Double(requests) / max(wall, 0.001), 0)) requests/s, \(fixed(Double(events) / max(wall, 0.001), 0)) events/s) over \(handshakes) connections opened, \(fixed(cpu, 1)) CPU seconds in this process"
             + (ingest.map { "; embedded server ingest p99 \(fixed($0, 2)) ms" } ?? "")
+            + (held > 0 ? "\nNote: \(held) requests waited for a socket: the generator was at its limit on open files (ulimit -n); raise it to give every device its own connection" : "")
     }
     #endif
 }

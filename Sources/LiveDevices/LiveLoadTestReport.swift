@@ -7,7 +7,7 @@ import Simulation
 public enum LiveLoadTestReport {
     /// The columns after ``Simulation/LoadTestReport/columns``.
     public static let liveColumns = [
-        "target", "speedup", "http_2xx", "http_304", "http_429", "http_503", "http_other", "connection_errors", "connections_opened",
+        "target", "speedup", "http_2xx", "http_304", "http_429", "http_503", "http_other", "connection_errors", "connections_opened", "requests_held_for_sockets",
         "request_latency_p50_ms", "request_latency_p99_ms", "request_latency_max_ms", "server_ingest_p99_ms",
         "client_cpu_seconds", "generator_max_lag_s",
     ]
@@ -34,7 +34,7 @@ public enum LiveLoadTestReport {
                 .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .text(live.isBalanced ? "true" : "false"),
                 .decimal(live.wallSeconds, places: 3),
                 .text(result.target), .decimal(result.speedup, places: 3),
-                .integer(live.status2xx), .integer(live.status304), .integer(live.status429), .integer(live.status503), .integer(live.statusOther), .integer(live.connectionErrors), .integer(live.connectionsOpened),
+                .integer(live.status2xx), .integer(live.status304), .integer(live.status429), .integer(live.status503), .integer(live.statusOther), .integer(live.connectionErrors), .integer(live.connectionsOpened), .integer(live.requestsHeldForSockets),
                 .decimal(live.requestLatencyMilliseconds(percentile: 50), places: 3), .decimal(live.requestLatencyMilliseconds(percentile: 99), places: 3),
                 .decimal(live.requestLatencyMilliseconds(percentile: 100), places: 3), .decimal(live.serverIngestP99Milliseconds, places: 3),
                 .decimal(live.clientCPUSeconds, places: 3), .decimal(live.maxLagSeconds, places: 3),
@@ -47,14 +47,17 @@ public enum LiveLoadTestReport {
     public static func timeseries(_ results: [LiveLoadTest.Result]) -> CSVTable {
         var table = CSVTable(columns: [
             "scenario", "policy", "replicate", "time_hours", "offered_events_per_second", "accepted_events_per_second",
-            "rejected_requests", "server_backlog", "device_queue_total", "online_fraction",
+            "rejected_requests", "server_backlog", "device_queue_total", "online_fraction", "connections_opened",
         ])
         for result in results {
-            for (sample, rate) in zip(result.metrics.fleet.samples, stepRates(result.metrics.fleet.samples)) {
+            let opened = result.metrics.connectionsOpenedBySample
+            for (index, (sample, rate)) in zip(result.metrics.fleet.samples, stepRates(result.metrics.fleet.samples)).enumerated() {
+                // Handshakes in the step that ends at this sample.
+                let handshakes = opened.indices.contains(index) ? opened[index] - (index > 0 ? opened[index - 1] : 0) : 0
                 table.append([
                     .text(result.scenario.name), .text(result.policy), .integer(result.replicate), .decimal(sample.time / 3600, places: 4),
                     .decimal(rate.offered, places: 3), .decimal(rate.accepted, places: 3), .integer(rate.rejected),
-                    .decimal(sample.serverBacklog, places: 0), .integer(sample.queueDepth), .number(sample.onlineFraction),
+                    .decimal(sample.serverBacklog, places: 0), .integer(sample.queueDepth), .number(sample.onlineFraction), .integer(handshakes),
                 ])
             }
         }

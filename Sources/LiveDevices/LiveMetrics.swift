@@ -24,6 +24,11 @@ public struct LiveMetrics: Sendable, Codable {
     public var connectionErrors = 0
     /// Connections opened: each a TCP (and, over `https://`, TLS) handshake.
     public var connectionsOpened = 0
+    /// Per-device connections: requests that waited for a socket because the process was at its
+    /// limit on open files (the generator's limit, not the server's; 0 when it never was).
+    public var requestsHeldForSockets = 0
+    /// Connections opened by each of the fleet's sample times (cumulative, one per sample).
+    public var connectionsOpenedBySample: [Int] = []
 
     /// Request latency in microseconds of wall-clock time, from when the client meant to send
     /// to the response: a stall delays the send and counts in full (no coordinated omission).
@@ -53,6 +58,8 @@ public struct LiveMetrics: Sendable, Codable {
     /// add, histograms merge exactly, the worst lag is the largest.
     package static func merging(_ parts: [LiveMetrics], devices: [Int], scenario: Scenario) -> LiveMetrics {
         var result = LiveMetrics(fleet: FleetMetrics.merging(parts.map(\.fleet), devices: devices, scenario: scenario))
+        let samples = parts.map(\.connectionsOpenedBySample.count).min() ?? 0
+        result.connectionsOpenedBySample = (0..<samples).map { index in parts.map { $0.connectionsOpenedBySample[index] }.reduce(0, +) }
         for part in parts {
             result.status2xx += part.status2xx
             result.status304 += part.status304
@@ -61,6 +68,7 @@ public struct LiveMetrics: Sendable, Codable {
             result.statusOther += part.statusOther
             result.connectionErrors += part.connectionErrors
             result.connectionsOpened += part.connectionsOpened
+            result.requestsHeldForSockets += part.requestsHeldForSockets
             result.requestLatency.add(part.requestLatency)
             result.maxLagSeconds = max(result.maxLagSeconds, part.maxLagSeconds)
             result.clientCPUSeconds += part.clientCPUSeconds

@@ -22,6 +22,10 @@ struct ShardNetwork: Sendable {
     var spreadsSources: Bool
     /// Picks a device's route from its number in the fleet.
     var route: @Sendable (Int) -> Int
+    /// Per device: the connections a shard may have open at once, so that the process stays
+    /// within its limit on open files (each connection takes a socket here, and one or two
+    /// more in the embedded server and the fault proxy). Requests beyond it wait for a socket.
+    var socketCap = Int.max
 }
 
 /// What the shards of a run share: the clock, the stop flag, and the sessions each has run, for
@@ -163,11 +167,12 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         let stand = scenario.experiments.map { try! UniformSplit(variantCount: $0.rates.count, seed: StreamSeed(0)) }
         self.fleet = FleetReplicate(scenario: scenario, replicate: replicate, allocators: stand, profile: profile, devices: devices)
         self.live = LiveMetrics(fleet: FleetMetrics(scenario: scenario))
+        let routes = network.endpoints.count
+        waiting = Array(repeating: [], count: routes)
+        waitingHead = Array(repeating: 0, count: routes)
+        idle = Array(repeating: [], count: routes)
         if network.connections == .pooled {
-            let routes = network.endpoints.count
             idle = (0..<routes).map { route in Array(route * network.poolSize ..< (route + 1) * network.poolSize).reversed() }
-            waiting = Array(repeating: [], count: routes)
-            waitingHead = Array(repeating: 0, count: routes)
             for _ in 0 ..< routes * network.poolSize { addConnection() }
         }
         fleet.startLive { [unowned self] device, request, now in self.send(request, from: device, at: now) }
@@ -237,8 +242,14 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
             waiting[route].append(job)
             dispatch(route: route, at: now)
         case .perDevice:
-            let id = kept.removeValue(forKey: d) ?? (spare.popLast() ?? addConnection())
-            start(job, on: id, route: route, at: now)
+            if let id = kept.removeValue(forKey: d) {
+                start(job, on: id, route: route, at: now)
+            } else if connections.count - spare.count < network.socketCap {
+                start(job, on: spare.popLast() ?? addConnection(), route: route, at: now)
+            } else {
+                live.requestsHeldForSockets += 1
+                waiting[route].append(job)
+            }
         }
     }
 
@@ -252,18 +263,18 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         return id
     }
 
-    /// Puts waiting requests on free connections. A request that waited past its timeout is
-    /// not sent: its client has timed it out already.
+    /// Puts waiting requests on free connections (per device: on sockets given back). A request
+    /// that waited past its timeout is not sent: its client has timed it out already.
     private func dispatch(route: Int, at now: Double) {
         let timeout = wire.timeout
-        while !idle[route].isEmpty, waitingHead[route] < waiting[route].count {
+        while waitingHead[route] < waiting[route].count, !idle[route].isEmpty || (network.connections == .perDevice && !spare.isEmpty) {
             let job = waiting[route][waitingHead[route]]
             waitingHead[route] += 1
             guard job.intended + timeout > now else {
                 queuedTimeouts += 1
                 continue
             }
-            start(job, on: idle[route].removeLast(), route: route, at: now)
+            start(job, on: network.connections == .pooled ? idle[route].removeLast() : spare.removeLast(), route: route, at: now)
         }
         if waitingHead[route] > 4096, waitingHead[route] * 2 > waiting[route].count {
             waiting[route].removeFirst(waitingHead[route])
@@ -339,7 +350,15 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
             } else {
                 connections[id].close()
                 spare.append(id)
+                dispatchHeld(at: clock.now)
             }
+        }
+    }
+
+    /// Per device: requests held for a socket take the ones given back.
+    private func dispatchHeld(at now: Double) {
+        for route in waiting.indices where waitingHead[route] < waiting[route].count {
+            dispatch(route: route, at: now)
         }
     }
 
@@ -357,6 +376,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
                 kept[d] = nil
                 connections[id].close()
                 spare.append(id)
+                dispatchHeld(at: now)
             }
         }
     }
@@ -395,6 +415,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         let backlog = server.map { $0.backlogEvents() } ?? .nan
         if backlog.isFinite { fleet.metrics.peakServerBacklog = max(fleet.metrics.peakServerBacklog, backlog) }
         fleet.sampleLive(at: time, serverBacklog: backlog)
+        live.connectionsOpenedBySample.append(connections.reduce(0) { $0 + $1.opened })
         board.report(shard: index, sessions: fleet.metrics.sessions, at: time)
     }
 
