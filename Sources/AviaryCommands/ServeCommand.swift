@@ -21,6 +21,9 @@ struct ServeCommand: AsyncParsableCommand {
             them off the command line) every route but /health and /openapi.yaml answers 401 without one; with an \
             admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats asks for it instead. Without client keys the \
             server listens on loopback only.
+
+            TLS: with --tls-cert and --tls-key (PEM files) --port serves HTTP/1.1 over TLS only. A server with \
+            client keys may listen beyond loopback; without TLS its keys then cross the network in clear.
             """
     )
 
@@ -59,7 +62,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("admin-key"), help: ArgumentHelp("The key /v1/stats asks for instead of a client key.", valueName: "key"))
     var adminKey: String?
 
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain (the server's first): serve HTTPS instead of HTTP; needs --tls-key.", valueName: "path"))
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key of --tls-cert's certificate, unencrypted.", valueName: "path"))
+    var tlsKey: String?
+
     func validate() throws {
+        if (tlsCertificate == nil) != (tlsKey == nil) {
+            throw ValidationError(tlsCertificate == nil ? "--tls-key needs --tls-cert, the certificate it belongs to" : "--tls-cert needs --tls-key, the certificate's private key")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port is \(port); it must be between 0 and 65535") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body is \(maxBody); it must be at least 1024 bytes") }
     }
@@ -67,14 +79,15 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         #if Live
         let keys = try loadKeys(environment: ProcessInfo.processInfo.environment)
+        let scenario = try loadScenarios(scenario)[0]
+        var configuration = try serverConfiguration(scenario)
         // Before the log is replayed: a refusal should not wait for it.
         do {
             try keys.checkExposure(host: host)
+            if let tlsCertificate, let tlsKey { configuration.tls = try TLSCredentials(certificateFile: tlsCertificate, keyFile: tlsKey) }
         } catch {
             throw CommandFailure(error.description)
         }
-        let scenario = try loadScenarios(scenario)[0]
-        var configuration = try serverConfiguration(scenario)
         configuration.keys = keys
         let service: ExperimentService
         do {
@@ -90,11 +103,14 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         if let portFile { try? "\(running.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
-        var line = "aviary serve: \(scenario.name) on http://\(host):\(running.port) (\(configuration.experiments.count) experiment(s), allocator \(configuration.allocator))"
+        var line = "aviary serve: \(scenario.name) on \(configuration.tls == nil ? "http" : "https")://\(host):\(running.port) (\(configuration.experiments.count) experiment(s), allocator \(configuration.allocator))"
         if let directory = configuration.dataDirectory {
             line += ", log \(directory)/events.log: \(stats.eventsAccepted) events and \(stats.decisions) decisions replayed"
         }
         line += keys.requiresKeys ? "; \(keys)" : "; no API keys: open to this machine only"
+        if keys.requiresKeys, configuration.tls == nil, !APIKeys.isLoopback(host) {
+            line += "; without TLS (--tls-cert, --tls-key) the keys cross the network in clear"
+        }
         FileHandle.standardError.write(Data((line + "\n").utf8))
         await running.wait()
         #else

@@ -73,7 +73,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     }
 
     /// Whether `host` is a loopback address (127.0.0.0/8, ::1) or `localhost`.
-    static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         let host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if host.lowercased() == "localhost" { return true }
         var ipv4 = in_addr()

@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -50,16 +52,28 @@ public struct ExperimentHTTPServer: Sendable {
         }
     }
 
-    /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens.
+    /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens: HTTP/1.1
+    /// over TLS when the configuration has ``ServerConfiguration/tls``, plain HTTP/1.1 otherwise.
     ///
     /// - Parameter stopOnSignals: Stop gracefully on SIGINT and SIGTERM (a command's server).
     /// - Throws: ``ServeError`` if it cannot listen, or if `host` is not loopback and the
     ///   service has no client keys (``APIKeys/checkExposure(host:)``).
     public func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
         try service.configuration.keys.checkExposure(host: host)
+        let server: HTTPServerBuilder
+        if let tls = service.configuration.tls {
+            do {
+                server = try .tls(.http1(), tlsConfiguration: tls.configuration)
+            } catch {
+                throw ServeError("cannot serve TLS with \(tls.certificateFile) and \(tls.keyFile): \(error)")
+            }
+        } else {
+            server = .http1()
+        }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router(),
+            server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "aviary", backlog: 4096),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) },
             logger: Self.logger

@@ -36,6 +36,8 @@ public struct ServerConfiguration: Sendable {
     /// The keys clients and the operator must present; none leaves every route open, which
     /// ``ExperimentHTTPServer`` allows on loopback only.
     public var keys = APIKeys()
+    /// The certificate and key to serve HTTP/1.1 over TLS with, or `nil` for plain HTTP.
+    public var tls: TLSCredentials?
 
     /// Creates a configuration; the defaults suit a development server.
     public init(
