@@ -19,7 +19,7 @@ struct ServeCommand: AsyncParsableCommand {
 
             Keys: with client keys (--api-key, --api-key-file, or AVIARY_API_KEYS, comma-separated, which keeps \
             them off the command line) every route but /health and /openapi.yaml answers 401 without one; with an \
-            admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats asks for it instead. Without client keys the \
+            admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats and /metrics (Prometheus) ask for it instead. Without client keys the \
             server listens on loopback only.
 
             TLS: with --tls-cert and --tls-key (PEM files) --port serves HTTP/1.1 over TLS only. A server with \
@@ -59,7 +59,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("api-key-file"), help: ArgumentHelp("Client keys, one a line; blank lines and lines starting with # are skipped.", valueName: "path"))
     var apiKeyFile: String?
 
-    @Option(name: .customLong("admin-key"), help: ArgumentHelp("The key /v1/stats asks for instead of a client key.", valueName: "key"))
+    @Option(name: .customLong("admin-key"), help: ArgumentHelp("The key /v1/stats and /metrics ask for instead of a client key.", valueName: "key"))
     var adminKey: String?
 
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain (the server's first): serve HTTPS instead of HTTP; needs --tls-key.", valueName: "path"))

@@ -9,7 +9,7 @@ import WireFormat
 
 /// The HTTP face of an ``ExperimentService``: Aviary's JSON API under `/v1/`, the Conductrics
 /// wrapper's wire format (`GET /{owner}/{agent}/decision/a,b`, `POST /{owner}/{agent}/goal`),
-/// and the API's OpenAPI document at `/openapi.yaml`.
+/// the API's OpenAPI document at `/openapi.yaml`, and Prometheus metrics at `/metrics`.
 ///
 /// Every refusal is a 4xx or 503 with a JSON ``Wire/ErrorBody``; no input makes it answer 500.
 /// With keys (``ServerConfiguration/keys``), every route but `/health` and `/openapi.yaml`
@@ -94,6 +94,7 @@ public struct ExperimentHTTPServer: Sendable {
     /// The routes.
     func router() -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: RequestMetricsMiddleware(metrics: service.metrics))
         router.add(middleware: JSONErrorMiddleware())
         let service = self.service
         let maxBody = service.configuration.maxBodyBytes
@@ -105,8 +106,11 @@ public struct ExperimentHTTPServer: Sendable {
         router.get("/openapi.yaml") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: document))
         }
-        router.group().add(middleware: KeyMiddleware(keys: keys, scope: .admin, form: .bearer))
-            .get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
+        let admin = router.group().add(middleware: KeyMiddleware(keys: keys, scope: .admin, form: .bearer))
+        admin.get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
+        admin.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: ServerMetrics.contentType], body: .init(byteBuffer: ByteBuffer(bytes: service.metricsExposition())))
+        }
 
         // The experiment data is the client's to fetch, as Myna's configure takes its apiKey.
         let api = router.group().add(middleware: KeyMiddleware(keys: keys, scope: .client, form: .bearer))

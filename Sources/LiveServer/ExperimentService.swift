@@ -34,11 +34,13 @@ public final class ExperimentService: Sendable {
         public var logBytes = 0
         /// Flushes of the log to disk (with `--fsync`); far fewer than requests under load.
         public var logFlushes = 0
+        /// Compactions of the log into a snapshot and a new tail.
+        public var compactions = 0
 
         enum CodingKeys: String, CodingKey {
             case eventsAccepted = "events_accepted", duplicatesIgnored = "duplicates_ignored", batches
             case rejectedOverCapacity = "rejected_over_capacity", decisions, goals
-            case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes"
+            case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes", compactions
         }
     }
 
@@ -73,6 +75,8 @@ public final class ExperimentService: Sendable {
     private let state: Mutex<State>
     /// The log's flushes, awaited outside `state`'s lock; `nil` without `--fsync`.
     private let commits: GroupCommit?
+    /// What `GET /metrics` exposes.
+    public let metrics = ServerMetrics()
     /// Wall-clock microseconds from an event batch's arrival to its acknowledgement.
     private let ingestLatency = Mutex(Histogram<UInt64>(numberOfSignificantValueDigits: .three))
 
@@ -332,6 +336,7 @@ public final class ExperimentService: Sendable {
     public func recordIngest(_ duration: Duration) {
         let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
         ingestLatency.withLock { _ = $0.record(UInt64(max(0, microseconds))) }
+        metrics.recordIngest(duration)
     }
 
     /// The ingest latency percentile in wall-clock milliseconds (`nan` before the first batch).
@@ -344,6 +349,11 @@ public final class ExperimentService: Sendable {
         var stats = state.withLock { $0.stats }
         stats.logFlushes = commits?.flushes ?? 0
         return stats
+    }
+
+    /// A Prometheus scrape: the text format, its counters those of ``stats()`` now.
+    public func metricsExposition() -> [UInt8] {
+        metrics.exposition(stats())
     }
 
     // MARK: - Applying records
