@@ -1,8 +1,11 @@
 @testable import AviaryCommands
 import Allocators
+import AsyncHTTPClient
+import ClientEngine
 import ExperimentServer
 import Foundation
 import Testing
+@testable import LiveDevices
 @testable import LiveServer
 
 /// `aviary serve --tls-cert --tls-key`: HTTP/1.1 over TLS with a certificate the test makes with
@@ -85,6 +88,33 @@ struct TLSServerTests {
             let untrusted = try await Self.curl("https://127.0.0.1:\(port)/health", certificate: nil)
             #expect(untrusted.status == 60, "curl's exit status for an unverifiable certificate; got \(untrusted.status): \(untrusted.body)")
             #expect(service.stats().batches == 0)
+        }
+    }
+
+    /// The live generator's transport (async-http-client) over TLS, trusting the certificate:
+    /// experiment data fetched and events acknowledged, with the key.
+    @Test func theGeneratorsTransportSpeaksTLS() async throws {
+        try await Self.withServer { service, port, certificate in
+            var configuration = HTTPClient.Configuration()
+            configuration.tlsConfiguration = .makeClientConfiguration()
+            configuration.tlsConfiguration?.trustRoots = .file(certificate.certificate)
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let transport = HTTPTransport(baseURL: "https://localhost:\(port)", client: client, timeout: 10, defaults: HTTPTransportTests.defaults, apiKey: Self.clientKey)
+            let fetched = await transport.send(Request(id: RequestID(1), kind: .fetchExperiments))
+            let batch = HTTPTransportTests.events(device: 5, 1...10)
+            let sent = await transport.send(Request(id: RequestID(2), kind: .sendEvents(batch)))
+            try await client.shutdown()
+            guard case .experimentData(let data) = fetched else {
+                Issue.record("expected experiment data over TLS, got \(fetched)")
+                return
+            }
+            #expect(data.experiments.map(\.id) == ["checkout", "feed"])
+            guard case .acknowledged(let ids) = sent else {
+                Issue.record("expected an acknowledgement over TLS, got \(sent)")
+                return
+            }
+            #expect(ids == batch.map(\.id))
+            #expect(service.stats().eventsAccepted == 10)
         }
     }
 
