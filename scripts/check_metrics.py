@@ -82,7 +82,13 @@ def main():
     aviary = live_binary(options.aviary, ROOT)
     work = tempfile.mkdtemp(prefix="aviary-metrics-")
     client_key, admin_key = secrets.token_hex(16), secrets.token_hex(16)
-    server = Server(aviary, os.path.join(work, "data"), scenario=SCENARIO, keys=[client_key], admin_key=admin_key, log_path=os.path.join(work, "serve.log"))
+    # The server serves the scenario's experiments with a policy update every second and
+    # compacts every 100 kB, so that the compaction counter moves during the run.
+    served = os.path.join(work, "served.yaml")
+    with open(os.path.join(ROOT, SCENARIO)) as source, open(served, "w") as target:
+        target.write(source.read().replace("update: {every: 10m}", "update: {every: 1s}"))
+    server = Server(aviary, os.path.join(work, "data"), ["--compact-every", "100000"], scenario=served, keys=[client_key], admin_key=admin_key,
+                    log_path=os.path.join(work, "serve.log"))
     os.makedirs(server.data_dir)
     prometheus = None
     failures = []
@@ -138,8 +144,9 @@ scrape_configs:
         if run.returncode != 0:
             raise RuntimeError(f"aviary loadtest failed with status {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
 
-        # A scrape that began after the load ended, so it saw everything the server acknowledged.
-        wait_until(lambda: (one(web, 'timestamp(aviary_events_accepted_total{job="aviary"})') or 0) > ended + 0.1, 30,
+        # A scrape that began a second after the load ended, so it saw everything the server
+        # acknowledged and the compaction the last request may have started.
+        wait_until(lambda: (one(web, 'timestamp(aviary_events_accepted_total{job="aviary"})') or 0) > ended + 1, 30,
                    "a scrape after the load ended")
         status, body = get(port, "/v1/stats", {"Authorization": f"Bearer {admin_key}"})
         if status != 200:
@@ -153,6 +160,8 @@ scrape_configs:
                 failures.append(f"{series} in Prometheus is {stored}, /v1/stats {counter} is {stats[counter]}")
         if stats["events_accepted"] == 0:
             failures.append("the live run delivered no events")
+        if stats["compactions"] == 0:
+            failures.append("the server compacted its log no time during the run")
         observations = one(web, 'aviary_ingest_duration_seconds_count{job="aviary"}')
         posts = one(web, 'sum(aviary_http_requests_total{job="aviary",route="/v1/events",status="200"})')
         rows.append(("aviary_ingest_duration_seconds_count", observations, posts))
