@@ -426,13 +426,20 @@ public final class ExperimentService: Sendable {
     /// the lock was released is as durable as the log promises: the change's own records, and
     /// every earlier one its answer may depend on.
     private func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
-        let (result, end, snapshot) = try state.withLock { state throws(APIError) -> (Result, Int, (generation: Int, snapshot: Snapshot)?) in
-            let result = try change(&state)
+        let (outcome, end, snapshot) = state.withLock { state -> (Swift.Result<Result, APIError>, Int, (generation: Int, snapshot: Snapshot)?) in
+            let outcome: Swift.Result<Result, APIError>
+            do throws(APIError) {
+                outcome = .success(try change(&state))
+            } catch {
+                outcome = .failure(error)
+            }
+            // Taken whether or not the change went through: the log has already rotated.
             let snapshot = state.snapshotToWrite
             state.snapshotToWrite = nil
-            return (result, state.log?.position ?? 0, snapshot)
+            return (outcome, state.log?.position ?? 0, snapshot)
         }
         if let snapshot, let directory = configuration.dataDirectory { writeSnapshot(snapshot.snapshot, generation: snapshot.generation, directory: directory) }
+        let result = try outcome.get()
         if let commits {
             do {
                 try await commits.durable(upTo: end)

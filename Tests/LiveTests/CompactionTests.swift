@@ -171,6 +171,22 @@ struct CompactionTests {
         #expect(restarted.statistics(of: "checkout") == taught, "batch 6 is in the tail, waiting for an update")
     }
 
+    @Test func aRefusedRequestStillFinishesTheCompactionItBegan() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let service = try Self.service(directory, compactEvery: nil)
+        try await Self.post(Self.batch(1), to: service)
+        let compacting = try Self.service(directory)
+        // The log rotates before the request is found wrong (404): its snapshot is written all the same.
+        await #expect(throws: APIError.self) { try await compacting.decide("no-such-experiment", session: "s") }
+        await compacting.compactionFinished()
+        #expect(compacting.stats().compactions == 1)
+        // Batch 2 goes to the new tail; the request after it compacts that.
+        try await Self.post(Self.batch(2), to: compacting)
+        try await Self.post(Self.batch(3), to: compacting)
+        #expect(compacting.stats().compactions == 2, "compaction goes on after it")
+    }
+
     @Test func refusesAnAllocatorASnapshotCannotHold() throws {
         let directory = ExperimentServiceTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
