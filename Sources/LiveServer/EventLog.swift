@@ -320,6 +320,8 @@ final class EventLog {
     }
 
     /// Removes the logs and snapshots older than the newest snapshot: it holds all they did.
+    /// Called on opening and once a snapshot is in place, never while one is being written,
+    /// whose temporary file ``files(in:)`` would take for debris.
     private func removeCovered() {
         for old in liveGenerations where old < snapshotGeneration {
             var status = stat()

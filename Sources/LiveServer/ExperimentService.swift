@@ -59,6 +59,12 @@ public final class ExperimentService: Sendable {
         var allocator: AnyAllocator
     }
 
+    private struct SnapshotToWrite {
+        var generation: Int
+        var snapshot: Snapshot
+        var recent: RecentEvents
+    }
+
     private struct State: ~Copyable {
         var server: ExperimentServer<AnyAllocator>
         var log: EventLog?
@@ -72,8 +78,9 @@ public final class ExperimentService: Sendable {
         var feedbackPending = false
         /// Whether a snapshot is being written.
         var compacting = false
-        /// A snapshot taken under the lock, for the request that took it to write outside.
-        var snapshotToWrite: (generation: Int, snapshot: Snapshot)?
+        /// A snapshot taken under the lock, for the request that took it to write outside (its
+        /// ids still to be written out, which takes too long to do under the lock).
+        var snapshotToWrite: SnapshotToWrite?
         var agents: [String: Agent] = [:]
         /// Sticky decisions: experiment or agent key → session → variant index.
         var sessions: [String: [String: Int]] = [:]
@@ -426,7 +433,7 @@ public final class ExperimentService: Sendable {
     /// the lock was released is as durable as the log promises: the change's own records, and
     /// every earlier one its answer may depend on.
     private func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
-        let (outcome, end, snapshot) = state.withLock { state -> (Swift.Result<Result, APIError>, Int, (generation: Int, snapshot: Snapshot)?) in
+        let (outcome, end, snapshot) = state.withLock { state -> (Swift.Result<Result, APIError>, Int, SnapshotToWrite?) in
             let outcome: Swift.Result<Result, APIError>
             do throws(APIError) {
                 outcome = .success(try change(&state))
@@ -438,7 +445,7 @@ public final class ExperimentService: Sendable {
             state.snapshotToWrite = nil
             return (outcome, state.log?.position ?? 0, snapshot)
         }
-        if let snapshot, let directory = configuration.dataDirectory { writeSnapshot(snapshot.snapshot, generation: snapshot.generation, directory: directory) }
+        if let snapshot, let directory = configuration.dataDirectory { writeSnapshot(snapshot, directory: directory) }
         let result = try outcome.get()
         if let commits {
             do {
@@ -508,9 +515,10 @@ public final class ExperimentService: Sendable {
         var events: [Event] = []
         events.reserveCapacity(wire.count)
         var known = 0
+        let restored = !state.recovered.isEmpty
         for item in wire {
             let event = event(item, experiments: configuration.experiments)
-            if state.recovered.contains(event.id) { known += 1 } else { events.append(event) }
+            if restored, state.recovered.contains(event.id) { known += 1 } else { events.append(event) }
         }
         var accepted: [EventID] = []
         let result = state.server.ingest(events, at: time) { accepted.append($0.id) }
@@ -551,10 +559,12 @@ public final class ExperimentService: Sendable {
             return
         }
         state.compacting = true
-        state.snapshotToWrite = (generation, snapshot(of: state, generation: generation, at: now, configuration: configuration))
+        // The window is copied as it is (its storage shared until the next append); its ids are
+        // put in order and written out off the lock.
+        state.snapshotToWrite = SnapshotToWrite(generation: generation, snapshot: snapshot(of: state, generation: generation, at: now), recent: state.recent)
     }
 
-    private static func snapshot(of state: borrowing State, generation: Int, at now: Double, configuration: ServerConfiguration) -> Snapshot {
+    private static func snapshot(of state: borrowing State, generation: Int, at now: Double) -> Snapshot {
         var stats = state.stats
         stats.compactions += 1
         return Snapshot(
@@ -563,15 +573,18 @@ public final class ExperimentService: Sendable {
             agents: state.agents.keys.sorted().map { Snapshot.Agent(key: $0, choices: state.agents[$0]!.choices, arms: Snapshot.arms(state.agents[$0]!.allocator.statistics)) },
             sessions: state.sessions,
             stats: stats,
-            recentEvents: state.recent.ordered.map(Wire.id))
+            recentEvents: [])
     }
 
     /// Writes a snapshot taken under the lock, outside it and off the request's path, then
     /// removes the files it covers. A failure leaves them: the next compaction tries again.
-    private func writeSnapshot(_ snapshot: Snapshot, generation: Int, directory: String) {
+    private func writeSnapshot(_ taken: SnapshotToWrite, directory: String) {
+        let generation = taken.generation
         let task = Task.detached { [self] in
             var failure: String?
             do {
+                var snapshot = taken.snapshot
+                snapshot.recentEvents = taken.recent.ordered.map(Wire.id)
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
                 try EventLog.writeSnapshot(try encoder.encode(snapshot), generation: generation, directory: directory)
