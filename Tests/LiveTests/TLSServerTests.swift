@@ -118,6 +118,20 @@ struct TLSServerTests {
         }
     }
 
+    /// TLS alone does not open other addresses: a server without client keys stays on loopback.
+    @Test func tlsWithoutKeysStaysOnLoopback() async throws {
+        let certificate = try await Certificate()
+        defer { certificate.remove() }
+        var configuration = ServerConfiguration(experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "uniform"))
+        configuration.tls = try TLSCredentials(certificateFile: certificate.certificate, keyFile: certificate.key)
+        let server = ExperimentHTTPServer(service: try ExperimentService(configuration))
+        await #expect(throws: ServeError.self) { _ = try await server.start(host: "0.0.0.0") }
+        let running = try await server.start(host: "127.0.0.1")
+        let health = try await Self.curl("https://127.0.0.1:\(running.port)/health", certificate: certificate)
+        await running.stop()
+        #expect(health.code == 200)
+    }
+
     @Test func namesTheFileItCannotUse() async throws {
         let certificate = try await Certificate()
         let other = try await Certificate(commonName: "other")
