@@ -33,6 +33,7 @@ GUARDED = [
     ("POST", "/v1/events", '{"events":[]}', "Authorization"),
     ("POST", "/v1/decisions", '{"experiment":"x"}', "Authorization"),
     ("GET", "/v1/stats", None, "Authorization"),
+    ("GET", "/metrics", None, "Authorization"),
     ("GET", "/acme/home/decision/a,b", None, "x-mpath-apikey"),
     ("POST", "/acme/home/goal?session=s", None, "x-mpath-apikey"),
 ]

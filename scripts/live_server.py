@@ -26,11 +26,13 @@ class ServerExited(Exception):
 class Server:
     """One `aviary serve` process. Its stderr goes to `log_path`."""
 
-    def __init__(self, aviary, data_dir, extra=(), log_path=None, scenario=None, keys=None):
+    def __init__(self, aviary, data_dir, extra=(), log_path=None, scenario=None, keys=None, admin_key=None):
         self.aviary = aviary
-        # Client keys, passed in the environment (AVIARY_API_KEYS) so that they are not on
-        # the command line; none: the server asks for none.
+        # Client keys and the admin key, passed in the environment (AVIARY_API_KEYS,
+        # AVIARY_ADMIN_KEY) so that they are not on the command line; none: the server asks
+        # for none.
         self.keys = list(keys or [])
+        self.admin_key = admin_key
         self.data_dir = data_dir
         self.extra = list(extra)
         self.scenario = scenario
@@ -64,6 +66,8 @@ class Server:
         env = {name: value for name, value in os.environ.items() if name not in ("AVIARY_API_KEYS", "AVIARY_ADMIN_KEY")}
         if self.keys:
             env["AVIARY_API_KEYS"] = ",".join(self.keys)
+        if self.admin_key:
+            env["AVIARY_ADMIN_KEY"] = self.admin_key
         self.process = subprocess.Popen(command, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
         log.close()
         deadline = time.monotonic() + patience

@@ -15,12 +15,17 @@ struct ServeCommand: AsyncParsableCommand {
             The scenario gives the experiments, the allocator (its first), the update cadence, the capacity \
             (server.capacity) and the data TTL (client.data_ttl). The API is described at /openapi.yaml. \
             With --data-dir, accepted events and decisions are written to an append-only log before they are \
-            acknowledged and replayed on start, so a restart loses nothing acknowledged. Stops on SIGINT or SIGTERM.
+            acknowledged and replayed on start, so a restart loses nothing acknowledged. The log is compacted into a \
+            snapshot and a new tail (--compact-every), at a policy update; a restart from a snapshot knows the last \
+            --dedupe-window event ids as duplicates. Stops on SIGINT or SIGTERM.
 
             Keys: with client keys (--api-key, --api-key-file, or AVIARY_API_KEYS, comma-separated, which keeps \
             them off the command line) every route but /health and /openapi.yaml answers 401 without one; with an \
-            admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats asks for it instead. Without client keys the \
+            admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats and /metrics (Prometheus) ask for it instead. Without client keys the \
             server listens on loopback only.
+
+            TLS: with --tls-cert and --tls-key (PEM files) --port serves HTTP/1.1 over TLS only. A server with \
+            client keys may listen beyond loopback; without TLS its keys then cross the network in clear.
             """
     )
 
@@ -56,10 +61,34 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("api-key-file"), help: ArgumentHelp("Client keys, one a line; blank lines and lines starting with # are skipped.", valueName: "path"))
     var apiKeyFile: String?
 
-    @Option(name: .customLong("admin-key"), help: ArgumentHelp("The key /v1/stats asks for instead of a client key.", valueName: "key"))
+    @Option(name: .customLong("admin-key"), help: ArgumentHelp("The key /v1/stats and /metrics ask for instead of a client key.", valueName: "key"))
     var adminKey: String?
 
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain (the server's first): serve HTTPS instead of HTTP; needs --tls-key.", valueName: "path"))
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key of --tls-cert's certificate, unencrypted.", valueName: "path"))
+    var tlsKey: String?
+
+    @Option(
+        name: .customLong("compact-every"),
+        help: ArgumentHelp(
+            "With --data-dir, compact the log into a snapshot once this many bytes were appended since the last compaction; 0 never compacts. (default: 64 MiB where the allocator allows it)",
+            valueName: "bytes"))
+    var compactEvery: Int?
+
+    @Option(name: .customLong("dedupe-window"), help: ArgumentHelp("Event ids a snapshot remembers as seen: a re-sent event older than the last this many accepted may count again after a restart.", valueName: "events"))
+    var dedupeWindow = 1_000_000
+
+    /// Compaction's threshold when --compact-every is not given.
+    static let defaultCompactEvery = 64 << 20
+
     func validate() throws {
+        if let compactEvery, compactEvery < 0 { throw ValidationError("--compact-every is \(compactEvery); it must be 0 (never) or a number of bytes") }
+        guard dedupeWindow >= 1 else { throw ValidationError("--dedupe-window is \(dedupeWindow); it must be at least 1 event") }
+        if (tlsCertificate == nil) != (tlsKey == nil) {
+            throw ValidationError(tlsCertificate == nil ? "--tls-key needs --tls-cert, the certificate it belongs to" : "--tls-cert needs --tls-key, the certificate's private key")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port is \(port); it must be between 0 and 65535") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body is \(maxBody); it must be at least 1024 bytes") }
     }
@@ -67,14 +96,15 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         #if Live
         let keys = try loadKeys(environment: ProcessInfo.processInfo.environment)
+        let scenario = try loadScenarios(scenario)[0]
+        var configuration = try serverConfiguration(scenario)
         // Before the log is replayed: a refusal should not wait for it.
         do {
             try keys.checkExposure(host: host)
+            if let tlsCertificate, let tlsKey { configuration.tls = try TLSCredentials(certificateFile: tlsCertificate, keyFile: tlsKey) }
         } catch {
             throw CommandFailure(error.description)
         }
-        let scenario = try loadScenarios(scenario)[0]
-        var configuration = try serverConfiguration(scenario)
         configuration.keys = keys
         let service: ExperimentService
         do {
@@ -90,11 +120,15 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         if let portFile { try? "\(running.port)\n".write(toFile: portFile, atomically: true, encoding: .utf8) }
-        var line = "aviary serve: \(scenario.name) on http://\(host):\(running.port) (\(configuration.experiments.count) experiment(s), allocator \(configuration.allocator))"
+        var line = "aviary serve: \(scenario.name) on \(configuration.tls == nil ? "http" : "https")://\(host):\(running.port) (\(configuration.experiments.count) experiment(s), allocator \(configuration.allocator))"
         if let directory = configuration.dataDirectory {
-            line += ", log \(directory)/events.log: \(stats.eventsAccepted) events and \(stats.decisions) decisions replayed"
+            line += ", log in \(directory): \(stats.eventsAccepted) events and \(stats.decisions) decisions recovered"
+            line += configuration.compactEvery.map { ", compacted every \($0) bytes" } ?? ", never compacted"
         }
         line += keys.requiresKeys ? "; \(keys)" : "; no API keys: open to this machine only"
+        if keys.requiresKeys, configuration.tls == nil, !APIKeys.isLoopback(host) {
+            line += "; without TLS (--tls-cert, --tls-key) the keys cross the network in clear"
+        }
         FileHandle.standardError.write(Data((line + "\n").utf8))
         await running.wait()
         #else
@@ -115,6 +149,10 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxBodyBytes = maxBody
         configuration.dataDirectory = dataDirectory
         configuration.syncWrites = fsync
+        configuration.dedupeWindow = dedupeWindow
+        // By default only where a snapshot can hold the allocator's state; asked for, it must.
+        let threshold = compactEvery ?? (Snapshot.supports(configuration.allocator) ? Self.defaultCompactEvery : 0)
+        configuration.compactEvery = threshold > 0 ? threshold : nil
         return configuration
     }
 

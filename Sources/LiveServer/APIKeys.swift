@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 
 /// The keys `aviary serve` asks for: client keys on the routes devices call, and an optional
-/// admin key on the operator's (`/v1/stats`). With no client key the write and decision
+/// admin key on the operator's (`/v1/stats`, `/metrics`). With no client key the write and decision
 /// routes are open, so such a server listens on loopback only (``checkExposure(host:)``).
 ///
 /// A key is never printed: ``description`` gives counts. Keys are compared in constant time,
@@ -40,14 +40,14 @@ public struct APIKeys: Sendable, CustomStringConvertible {
 
     /// Client keys the server accepts.
     public var clientKeyCount: Int { clients.count }
-    /// Whether `/v1/stats` asks for an admin key rather than a client key.
+    /// Whether `/v1/stats` and `/metrics` ask for an admin key rather than a client key.
     public var hasAdminKey: Bool { admin != nil }
     /// Whether the write and decision routes ask for a key.
     public var requiresKeys: Bool { !clients.isEmpty }
 
     public var description: String {
         let client = clients.isEmpty ? "no client key: every route open" : "\(clients.count) client key(s) required"
-        return client + (admin == nil ? "" : ", an admin key on /v1/stats")
+        return client + (admin == nil ? "" : ", an admin key on /v1/stats and /metrics")
     }
 
     /// Why `key` cannot be a key, or `nil` if it can: a key is what a header carries after
@@ -73,7 +73,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     }
 
     /// Whether `host` is a loopback address (127.0.0.0/8, ::1) or `localhost`.
-    static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         let host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if host.lowercased() == "localhost" { return true }
         var ipv4 = in_addr()

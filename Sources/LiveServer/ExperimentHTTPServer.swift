@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -7,7 +9,7 @@ import WireFormat
 
 /// The HTTP face of an ``ExperimentService``: Aviary's JSON API under `/v1/`, the Conductrics
 /// wrapper's wire format (`GET /{owner}/{agent}/decision/a,b`, `POST /{owner}/{agent}/goal`),
-/// and the API's OpenAPI document at `/openapi.yaml`.
+/// the API's OpenAPI document at `/openapi.yaml`, and Prometheus metrics at `/metrics`.
 ///
 /// Every refusal is a 4xx or 503 with a JSON ``Wire/ErrorBody``; no input makes it answer 500.
 /// With keys (``ServerConfiguration/keys``), every route but `/health` and `/openapi.yaml`
@@ -50,16 +52,28 @@ public struct ExperimentHTTPServer: Sendable {
         }
     }
 
-    /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens.
+    /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens: HTTP/1.1
+    /// over TLS when the configuration has ``ServerConfiguration/tls``, plain HTTP/1.1 otherwise.
     ///
     /// - Parameter stopOnSignals: Stop gracefully on SIGINT and SIGTERM (a command's server).
     /// - Throws: ``ServeError`` if it cannot listen, or if `host` is not loopback and the
     ///   service has no client keys (``APIKeys/checkExposure(host:)``).
     public func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
         try service.configuration.keys.checkExposure(host: host)
+        let server: HTTPServerBuilder
+        if let tls = service.configuration.tls {
+            do {
+                server = try .tls(.http1(), tlsConfiguration: tls.configuration)
+            } catch {
+                throw ServeError("cannot serve TLS with \(tls.certificateFile) and \(tls.keyFile): \(error)")
+            }
+        } else {
+            server = .http1()
+        }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router(),
+            server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "aviary", backlog: 4096),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) },
             logger: Self.logger
@@ -80,6 +94,7 @@ public struct ExperimentHTTPServer: Sendable {
     /// The routes.
     func router() -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: RequestMetricsMiddleware(metrics: service.metrics))
         router.add(middleware: JSONErrorMiddleware())
         let service = self.service
         let maxBody = service.configuration.maxBodyBytes
@@ -91,8 +106,11 @@ public struct ExperimentHTTPServer: Sendable {
         router.get("/openapi.yaml") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: document))
         }
-        router.group().add(middleware: KeyMiddleware(keys: keys, scope: .admin, form: .bearer))
-            .get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
+        let admin = router.group().add(middleware: KeyMiddleware(keys: keys, scope: .admin, form: .bearer))
+        admin.get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
+        admin.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: ServerMetrics.contentType], body: .init(byteBuffer: ByteBuffer(bytes: service.metricsExposition())))
+        }
 
         // The experiment data is the client's to fetch, as Myna's configure takes its apiKey.
         let api = router.group().add(middleware: KeyMiddleware(keys: keys, scope: .client, form: .bearer))

@@ -3,6 +3,7 @@ import ExperimentModel
 import ExperimentServer
 import Foundation
 import Histogram
+import Logging
 import Randomness
 import Synchronization
 import WireFormat
@@ -34,11 +35,13 @@ public final class ExperimentService: Sendable {
         public var logBytes = 0
         /// Flushes of the log to disk (with `--fsync`); far fewer than requests under load.
         public var logFlushes = 0
+        /// Compactions of the log into a snapshot and a new tail.
+        public var compactions = 0
 
         enum CodingKeys: String, CodingKey {
             case eventsAccepted = "events_accepted", duplicatesIgnored = "duplicates_ignored", batches
             case rejectedOverCapacity = "rejected_over_capacity", decisions, goals
-            case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes"
+            case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes", compactions
         }
     }
 
@@ -56,9 +59,28 @@ public final class ExperimentService: Sendable {
         var allocator: AnyAllocator
     }
 
+    private struct SnapshotToWrite {
+        var generation: Int
+        var snapshot: Snapshot
+        var recent: RecentEvents
+    }
+
     private struct State: ~Copyable {
         var server: ExperimentServer<AnyAllocator>
         var log: EventLog?
+        /// The last events accepted, for the next snapshot.
+        var recent: RecentEvents
+        /// The ids of the snapshot this state was restored from: the server's own set of ids
+        /// starts empty then.
+        var recovered: Set<EventID> = []
+        /// Whether feedback may wait for the next policy update (so a snapshot of the
+        /// allocators' statistics would miss it).
+        var feedbackPending = false
+        /// Whether a snapshot is being written.
+        var compacting = false
+        /// A snapshot taken under the lock, for the request that took it to write outside (its
+        /// ids still to be written out, which takes too long to do under the lock).
+        var snapshotToWrite: SnapshotToWrite?
         var agents: [String: Agent] = [:]
         /// Sticky decisions: experiment or agent key → session → variant index.
         var sessions: [String: [String: Int]] = [:]
@@ -73,6 +95,10 @@ public final class ExperimentService: Sendable {
     private let state: Mutex<State>
     /// The log's flushes, awaited outside `state`'s lock; `nil` without `--fsync`.
     private let commits: GroupCommit?
+    /// What `GET /metrics` exposes.
+    public let metrics = ServerMetrics()
+    /// The snapshot being written, if any.
+    private let compaction = Mutex<Task<Void, Never>?>(nil)
     /// Wall-clock microseconds from an event batch's arrival to its acknowledgement.
     private let ingestLatency = Mutex(Histogram<UInt64>(numberOfSignificantValueDigits: .three))
 
@@ -89,7 +115,62 @@ public final class ExperimentService: Sendable {
     init(_ configuration: ServerConfiguration, clock: @escaping @Sendable () -> Double, beforeFlush: @escaping @Sendable () -> String?) throws(ServeError) {
         self.configuration = configuration
         self.clock = clock
+        if configuration.compactEvery != nil, !Snapshot.supports(configuration.allocator) {
+            throw ServeError(
+                "compaction cannot serve allocator \(configuration.allocator): it keeps state beyond its arms' statistics, which a snapshot holds; "
+                    + "use uniform, epsilon-greedy, thompson or ucb1, or leave compaction off")
+        }
+        guard configuration.dedupeWindow > 0 else { throw ServeError("the de-duplication window is \(configuration.dedupeWindow) events; it must be at least 1") }
+        let now = clock()
+        var log: EventLog?
+        var recovered = EventLog.Recovered(snapshot: nil, records: [])
+        var snapshot: Snapshot?
+        if let directory = configuration.dataDirectory {
+            do {
+                let opened = try EventLog(
+                    directory: directory, sync: configuration.syncWrites, flushWindow: .seconds(configuration.flushWindow), beforeFlush: beforeFlush
+                )
+                recovered = try opened.recover()
+                log = opened
+            } catch {
+                throw ServeError(error.description)
+            }
+            if let data = recovered.snapshot {
+                do {
+                    snapshot = try JSONDecoder().decode(Snapshot.self, from: data)
+                } catch {
+                    throw ServeError("\(EventLog.snapshotPath(directory, log!.generation)): not a snapshot (\(error)); refusing to start on a damaged log")
+                }
+            }
+        }
+        var initial = try Self.initialState(configuration, snapshot: snapshot, at: now)
+        if let log, let directory = configuration.dataDirectory {
+            for record in recovered.records {
+                // Replayed records were valid when written, against this configuration.
+                do {
+                    try Self.apply(record, to: &initial, configuration: configuration)
+                } catch {
+                    throw ServeError("the log in \(directory) does not match the served experiments (\(error)); serve it with the scenario that wrote it, or use another --data-dir")
+                }
+            }
+            initial.log = log
+            initial.stats.logBytes = log.size
+        }
+        commits = initial.log?.commits
+        state = Mutex(initial)
+    }
+
+    /// The state before any record is replayed: empty, or what `snapshot` holds.
+    private static func initialState(_ configuration: ServerConfiguration, snapshot: Snapshot?, at now: Double) throws(ServeError) -> State {
         let seed = StreamSeed(configuration.seed).derive("live")
+        if let snapshot {
+            guard snapshot.format == Snapshot.currentFormat, snapshot.experiments.count == configuration.experiments.count else {
+                throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments; serve it with the scenario that wrote it, or use another --data-dir")
+            }
+            guard Snapshot.supports(configuration.allocator) else {
+                throw ServeError("the log was compacted, and allocator \(configuration.allocator) cannot be restored from a snapshot; serve it with the allocator that wrote it")
+            }
+        }
         var allocators: [AnyAllocator] = []
         for (index, experiment) in configuration.experiments.enumerated() {
             do {
@@ -97,33 +178,30 @@ public final class ExperimentService: Sendable {
             } catch {
                 throw ServeError("allocator \(configuration.allocator) cannot serve experiment \(experiment.id): \(error)")
             }
+            if let snapshot { try Snapshot.teach(&allocators[index], snapshot.experiments[index]) }
         }
-        let cadence = configuration.cadence
-        let now = clock()
-        var initial = State(server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: cadence, at: now))
-        if let directory = configuration.dataDirectory {
+        var state = State(
+            server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: configuration.cadence, at: now),
+            recent: RecentEvents(capacity: configuration.dedupeWindow))
+        guard let snapshot else { return state }
+        for agent in snapshot.agents {
             do {
-                let log = try EventLog(
-                    directory: directory, sync: configuration.syncWrites, flushWindow: .seconds(configuration.flushWindow), beforeFlush: beforeFlush
-                )
-                for record in try log.replay() {
-                    // Replayed records were valid when written, against this configuration.
-                    do {
-                        try Self.apply(record, to: &initial, configuration: configuration)
-                    } catch {
-                        throw EventLog.Failure(description: "\(directory)/events.log does not match the served experiments (\(error)); serve it with the scenario that wrote it, or use another --data-dir")
-                    }
-                }
-                initial.log = log
-                initial.stats.logBytes = log.size
-            } catch let error as EventLog.Failure {
-                throw ServeError(error.description)
+                try makeAgent(agent.key, choices: agent.choices, in: &state, configuration: configuration)
             } catch {
-                throw ServeError("\(error)")
+                throw ServeError("the snapshot's agent \(agent.key): \(error)")
             }
+            try Snapshot.teach(&state.agents[agent.key]!.allocator, agent.arms)
         }
-        commits = initial.log?.commits
-        state = Mutex(initial)
+        state.sessions = snapshot.sessions
+        state.stats = snapshot.stats
+        // What describes this process, not the state: its log, its flushes, its publications.
+        (state.stats.logBytes, state.stats.logFlushes, state.stats.dataVersion) = (0, 0, 0)
+        for text in snapshot.recentEvents.suffix(configuration.dedupeWindow) {
+            guard let id = Wire.eventID(text) else { throw ServeError("the snapshot of generation \(snapshot.generation) holds \"\(text)\", not an event id") }
+            state.recovered.insert(id)
+            state.recent.append(id)
+        }
+        return state
     }
 
     // MARK: - Experiment data
@@ -132,7 +210,7 @@ public final class ExperimentService: Sendable {
     public func published() -> Published {
         let now = clock()
         return state.withLock { state in
-            state.server.tick(at: now)
+            Self.tick(&state, at: now, cadence: configuration.cadence)
             let data = state.server.published
             if let cached = state.published, cached.version == data.version { return cached }
             let body = Wire.encode(Wire.payload(data))
@@ -185,21 +263,18 @@ public final class ExperimentService: Sendable {
         try Self.validate(batch, experiments: configuration.experiments, bounded: true)
         let now = clock()
         return try await committing { state throws(APIError) -> Wire.Acknowledgement in
-            state.server.tick(at: now)
+            Self.prepare(&state, at: now, configuration: configuration)
             var fresh: [Wire.Event] = []
             var seenHere = Set<EventID>()
             for event in batch.events {
                 let id = Wire.eventID(event.id)!
-                if !state.server.hasIngested(id), seenHere.insert(id).inserted { fresh.append(event) }
+                if !state.server.hasIngested(id), !state.recovered.contains(id), seenHere.insert(id).inserted { fresh.append(event) }
             }
             if !fresh.isEmpty {
                 try Self.write(EventLog.Record(kind: .events, time: now, events: fresh), to: &state)
             }
-            let events = batch.events.map { Self.event($0, experiments: configuration.experiments) }
-            let result = state.server.ingest(events, at: now)
-            state.stats.eventsAccepted += result.accepted
+            let result = Self.ingest(batch.events, into: &state, at: now, configuration: configuration)
             state.stats.duplicatesIgnored += result.duplicates
-            state.stats.batches += 1
             return Wire.Acknowledgement(acknowledged: batch.events.map(\.id), accepted: result.accepted, duplicates: result.duplicates)
         }
     }
@@ -257,7 +332,7 @@ public final class ExperimentService: Sendable {
     public func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") async throws(APIError) -> String {
         let now = clock()
         return try await committing { state throws(APIError) -> String in
-            state.server.tick(at: now)
+            Self.prepare(&state, at: now, configuration: configuration)
             let choiceList = try Self.choices(of: experiment, proposed: choices, in: state, experiments: configuration.experiments, field: field)
             if let session, let sticky = state.sessions[experiment]?[session] {
                 return choiceList[sticky]
@@ -282,7 +357,7 @@ public final class ExperimentService: Sendable {
     public func goal(_ experiment: String, session: String, value: Double) async throws(APIError) -> [String] {
         let now = clock()
         return try await committing { state throws(APIError) -> [String] in
-            state.server.tick(at: now)
+            Self.prepare(&state, at: now, configuration: configuration)
             let keys = state.sessions.keys.filter { $0 == experiment || $0.hasPrefix(experiment + "/") }.sorted()
             var credited: [String] = []
             for key in keys {
@@ -332,6 +407,7 @@ public final class ExperimentService: Sendable {
     public func recordIngest(_ duration: Duration) {
         let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
         ingestLatency.withLock { _ = $0.record(UInt64(max(0, microseconds))) }
+        metrics.recordIngest(duration)
     }
 
     /// The ingest latency percentile in wall-clock milliseconds (`nan` before the first batch).
@@ -346,15 +422,31 @@ public final class ExperimentService: Sendable {
         return stats
     }
 
+    /// A Prometheus scrape: the text format, its counters those of ``stats()`` now.
+    public func metricsExposition() -> [UInt8] {
+        metrics.exposition(stats())
+    }
+
     // MARK: - Applying records
 
     /// Makes `change` under the lock, then waits, outside it, until everything the log held when
     /// the lock was released is as durable as the log promises: the change's own records, and
     /// every earlier one its answer may depend on.
     private func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
-        let (result, end) = try state.withLock { state throws(APIError) -> (Result, Int) in
-            (try change(&state), state.log?.size ?? 0)
+        let (outcome, end, snapshot) = state.withLock { state -> (Swift.Result<Result, APIError>, Int, SnapshotToWrite?) in
+            let outcome: Swift.Result<Result, APIError>
+            do throws(APIError) {
+                outcome = .success(try change(&state))
+            } catch {
+                outcome = .failure(error)
+            }
+            // Taken whether or not the change went through: the log has already rotated.
+            let snapshot = state.snapshotToWrite
+            state.snapshotToWrite = nil
+            return (outcome, state.log?.position ?? 0, snapshot)
         }
+        if let snapshot, let directory = configuration.dataDirectory { writeSnapshot(snapshot, directory: directory) }
+        let result = try outcome.get()
         if let commits {
             do {
                 try await commits.durable(upTo: end)
@@ -406,6 +498,127 @@ public final class ExperimentService: Sendable {
         return state.agents[key]!.allocator.choose()
     }
 
+    /// Creates the agent `key` with `choices` and its own allocator.
+    private static func makeAgent(_ key: String, choices: [String], in state: inout State, configuration: ServerConfiguration) throws(APIError) {
+        let seed = StreamSeed(configuration.seed).derive("live-agent").derive(key)
+        do {
+            state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed)))
+        } catch {
+            throw APIError(status: 422, "allocator \(configuration.allocator) cannot serve \(choices.count) choices: \(error)", field: "choices")
+        }
+    }
+
+    /// Ingests validated events, live or replayed: those a restored snapshot's window holds
+    /// are duplicates (the server's own set of ids starts empty after a restart), and the
+    /// ids accepted join the window of the next snapshot.
+    private static func ingest(_ wire: [Wire.Event], into state: inout State, at time: Double, configuration: ServerConfiguration) -> (accepted: Int, duplicates: Int) {
+        var events: [Event] = []
+        events.reserveCapacity(wire.count)
+        var known = 0
+        let restored = !state.recovered.isEmpty
+        for item in wire {
+            let event = event(item, experiments: configuration.experiments)
+            if restored, state.recovered.contains(event.id) { known += 1 } else { events.append(event) }
+        }
+        var accepted: [EventID] = []
+        let result = state.server.ingest(events, at: time) { accepted.append($0.id) }
+        for id in accepted { state.recent.append(id) }
+        if !accepted.isEmpty, buffersFeedback(configuration.cadence) { state.feedbackPending = true }
+        state.stats.eventsAccepted += result.accepted
+        state.stats.batches += 1
+        return (result.accepted, result.duplicates + known)
+    }
+
+    /// Whether the cadence keeps feedback from the allocators until a later update.
+    private static func buffersFeedback(_ cadence: UpdateCadence) -> Bool {
+        switch cadence {
+        case .immediate, .everyEvents(1): false
+        case .every, .everyEvents: true
+        }
+    }
+
+    /// Brings the policy up to date: when an update is due it gives the allocators every
+    /// feedback waiting, so none waits after it.
+    private static func tick(_ state: inout State, at now: Double, cadence: UpdateCadence) {
+        if case .every = cadence, let next = state.server.nextUpdate(after: now), now >= next { state.feedbackPending = false }
+        state.server.tick(at: now)
+    }
+
+    /// Before a change: the policy brought up to date and, when the log's tail is long enough
+    /// and no feedback waits for an update, a compaction begun: appends move to a new file and
+    /// a snapshot of the state is taken for the request to write after it leaves the lock.
+    private static func prepare(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
+        tick(&state, at: now, cadence: configuration.cadence)
+        guard let limit = configuration.compactEvery, let log = state.log, !state.compacting, !state.feedbackPending, log.tailSize >= limit else { return }
+        let generation: Int
+        do {
+            generation = try log.rotate()
+        } catch {
+            // The log goes on in its file; the next request tries again.
+            logger.error("cannot compact the log: \(error.description)")
+            return
+        }
+        state.compacting = true
+        // The window is copied as it is (its storage shared until the next append); its ids are
+        // put in order and written out off the lock.
+        state.snapshotToWrite = SnapshotToWrite(generation: generation, snapshot: snapshot(of: state, generation: generation, at: now), recent: state.recent)
+    }
+
+    private static func snapshot(of state: borrowing State, generation: Int, at now: Double) -> Snapshot {
+        var stats = state.stats
+        stats.compactions += 1
+        return Snapshot(
+            generation: generation, time: now,
+            experiments: state.server.allocators.map { Snapshot.arms($0.statistics) },
+            agents: state.agents.keys.sorted().map { Snapshot.Agent(key: $0, choices: state.agents[$0]!.choices, arms: Snapshot.arms(state.agents[$0]!.allocator.statistics)) },
+            sessions: state.sessions,
+            stats: stats,
+            recentEvents: [])
+    }
+
+    /// Writes a snapshot taken under the lock, outside it and off the request's path, then
+    /// removes the files it covers. A failure leaves them: the next compaction tries again.
+    private func writeSnapshot(_ taken: SnapshotToWrite, directory: String) {
+        let generation = taken.generation
+        let task = Task.detached { [self] in
+            var failure: String?
+            do {
+                var snapshot = taken.snapshot
+                snapshot.recentEvents = taken.recent.ordered.map(Wire.id)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                try EventLog.writeSnapshot(try encoder.encode(snapshot), generation: generation, directory: directory)
+            } catch {
+                failure = "\(error)"
+            }
+            state.withLock { state in
+                state.compacting = false
+                guard failure == nil, let log = state.log else { return }
+                log.snapshotWritten(generation: generation)
+                state.stats.compactions += 1
+                state.stats.logBytes = log.size
+            }
+            if let failure { Self.logger.error("cannot write the snapshot of generation \(generation) in \(directory): \(failure)") }
+        }
+        compaction.withLock { $0 = task }
+    }
+
+    /// Returns when the snapshot being written, if any, is written.
+    func compactionFinished() async {
+        let task = compaction.withLock { $0 }
+        await task?.value
+    }
+
+    /// The statistics of `key`'s arms, a served experiment or an agent.
+    func statistics(of key: String) -> [ArmStatistics]? {
+        state.withLock { state in
+            if let index = configuration.experiments.firstIndex(where: { $0.id == key }) { return state.server.allocators[index].statistics }
+            return state.agents[key]?.allocator.statistics
+        }
+    }
+
+    private static let logger = Logger(label: "aviary-serve")
+
     /// Applies a validated record: the one place a change reaches the state, live or replayed.
     private static func apply(_ record: EventLog.Record, to state: inout State, configuration: ServerConfiguration) throws(APIError) {
         let experiments = configuration.experiments
@@ -413,17 +626,10 @@ public final class ExperimentService: Sendable {
         case .events:
             let batch = Wire.EventBatch(events: record.events ?? [])
             try validate(batch, experiments: experiments, bounded: false)
-            let result = state.server.ingest(batch.events.map { event($0, experiments: experiments) }, at: record.time)
-            state.stats.eventsAccepted += result.accepted
-            state.stats.batches += 1
+            _ = ingest(batch.events, into: &state, at: record.time, configuration: configuration)
         case .agent:
             guard let key = record.experiment, let choices = record.choices, !choices.isEmpty else { throw .badField("agent", expected: "a key and choices") }
-            let seed = StreamSeed(configuration.seed).derive("live-agent").derive(key)
-            do {
-                state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed)))
-            } catch {
-                throw APIError(status: 422, "allocator \(configuration.allocator) cannot serve \(choices.count) choices: \(error)", field: "choices")
-            }
+            try makeAgent(key, choices: choices, in: &state, configuration: configuration)
         case .decision, .goal:
             guard let key = record.experiment, let name = record.variant else { throw .badField("decision", expected: "an experiment and a variant") }
             let choiceList = try choices(of: key, proposed: nil, in: state, experiments: experiments, field: "experiment")
@@ -432,6 +638,7 @@ public final class ExperimentService: Sendable {
             if record.kind == .decision {
                 if let index {
                     state.server.recordDecision(experiment: index, variant: variant, at: record.time)
+                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
                 } else {
                     state.agents[key]!.allocator.record(.view(variant))
                 }
@@ -441,6 +648,7 @@ public final class ExperimentService: Sendable {
                 let value = record.value ?? 1
                 if let index {
                     state.server.goal(experiment: index, variant: variant, value: value, at: record.time)
+                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
                 } else {
                     state.agents[key]!.allocator.record(.conversion(variant, value: value))
                 }

@@ -44,7 +44,7 @@ info:
     Keys: a server started with client keys (`--api-key`, `--api-key-file`, `AVIARY_API_KEYS`)
     asks for one on every route but /health and /openapi.yaml: `Authorization: Bearer KEY` on
     the JSON API, `x-mpath-apikey: KEY` (or the bearer form) on the Conductrics routes. An admin
-    key (`--admin-key`, `AVIARY_ADMIN_KEY`) guards /v1/stats instead of the client keys. A
+    key (`--admin-key`, `AVIARY_ADMIN_KEY`) guards /v1/stats and /metrics instead of the client keys. A
     missing or wrong key gets 401 with `WWW-Authenticate: Bearer`. Each operation's `security`
     says what this server asks for; `[]` means it was started without keys (loopback only).
 servers:
@@ -190,7 +190,7 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes]
+                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes, compactions]
                 properties:
                   events_accepted: {type: integer, minimum: 0}
                   duplicates_ignored: {type: integer, minimum: 0}
@@ -202,6 +202,19 @@ paths:
                   data_version: {type: integer, minimum: 0}
                   log_bytes: {type: integer, minimum: 0}
                   log_flushes: {type: integer, minimum: 0, description: "Flushes of the log to disk with --fsync, each covering every record written before it."}
+                  compactions: {type: integer, minimum: 0, description: "Compactions of the log into a snapshot and a new tail."}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+  /metrics:
+    get:
+      operationId: getMetrics
+      summary: The counters of /v1/stats, requests by route and status, and the ingest latency histogram, for Prometheus.
+      security: __ADMIN_SECURITY__
+      responses:
+        "200":
+          description: "The Prometheus text exposition format 0.0.4: aviary_events_accepted_total, aviary_events_duplicate_total, aviary_log_bytes, aviary_log_compactions_total, aviary_http_requests_total{route,status}, aviary_ingest_duration_seconds and more."
+          content:
+            text/plain:
+              schema: {type: string}
         "401": {$ref: "#/components/responses/Unauthorized"}
   /{owner}/{agent}/decision/{choices}:
     get:
@@ -403,7 +416,7 @@ components:
     adminKey:
       type: http
       scheme: bearer
-      description: "The admin key (--admin-key, AVIARY_ADMIN_KEY) as Authorization: Bearer KEY, on /v1/stats."
+      description: "The admin key (--admin-key, AVIARY_ADMIN_KEY) as Authorization: Bearer KEY, on /v1/stats and /metrics."
   schemas:
     Error:
       type: object

@@ -36,6 +36,16 @@ public struct ServerConfiguration: Sendable {
     /// The keys clients and the operator must present; none leaves every route open, which
     /// ``ExperimentHTTPServer`` allows on loopback only.
     public var keys = APIKeys()
+    /// The certificate and key to serve HTTP/1.1 over TLS with, or `nil` for plain HTTP.
+    public var tls: TLSCredentials?
+    /// Compact the log into a snapshot once the records since the last compaction reach this
+    /// many bytes, at the next moment no feedback waits for a policy update; `nil` never
+    /// compacts. Only for allocators whose state is their statistics (``Snapshot/supports(_:)``).
+    public var compactEvery: Int?
+    /// How many of the last events accepted a snapshot remembers, so that a restart from it
+    /// still knows them as duplicates: the de-duplication window across compactions (16 bytes
+    /// an id in memory, about 24 in the snapshot).
+    public var dedupeWindow = 1_000_000
 
     /// Creates a configuration; the defaults suit a development server.
     public init(

@@ -1,0 +1,93 @@
+import Allocators
+import ExperimentModel
+import WireFormat
+
+/// The state the event log's older files built, as a compaction writes it (`snapshot-G.json`)
+/// and a restart reads it: every arm's statistics, the agents and their choices, the sticky
+/// sessions, the counters, and the ids of the last events accepted (the de-duplication window).
+///
+/// It holds what the allocators learned, not how they would draw next: a restart from a
+/// snapshot gives each allocator its statistics and a fresh random stream, which is what an
+/// allocator whose state is its statistics needs (``supports(_:)``).
+///
+/// `Sendable`: a plain value.
+package struct Snapshot: Codable, Sendable {
+    /// An arm's statistics as `[trials, successes, reward]`.
+    typealias Arm = [Double]
+
+    struct Agent: Codable, Sendable {
+        var key: String
+        var choices: [String]
+        var arms: [Arm]
+    }
+
+    static let currentFormat = 1
+
+    var format = currentFormat
+    /// The generation it covers everything before.
+    var generation: Int
+    /// Seconds since 1970 when it was taken.
+    var time: Double
+    /// Per served experiment, in the configuration's order, its variants' arms.
+    var experiments: [[Arm]]
+    var agents: [Agent]
+    /// Experiment or agent key → session → variant index.
+    var sessions: [String: [String: Int]]
+    /// The counters, compactions counting the one that wrote it.
+    var stats: ExperimentService.Stats
+    /// The ids (`DEVICE#SEQUENCE`) of the last events accepted, oldest first.
+    var recentEvents: [String]
+
+    /// Whether a snapshot can stand for the records of an allocator of `spec`: true for those
+    /// whose state is their arms' statistics (and a random stream). Explore-then-commit also
+    /// remembers when it committed, and an external or registered policy keeps what it likes.
+    package static func supports(_ spec: AllocatorSpec) -> Bool {
+        switch spec {
+        case .uniform, .epsilonGreedy, .thompson, .ucb1: true
+        case .exploreThenCommit, .registered: false
+        }
+    }
+
+    static func arms(_ statistics: [ArmStatistics]) -> [Arm] {
+        statistics.map { [Double($0.trials), Double($0.successes), $0.rewardSum] }
+    }
+
+    /// Gives a fresh `allocator` the statistics of `arms`, one feedback per arm.
+    static func teach<A: Allocator>(_ allocator: inout A, _ arms: [Arm]) throws(ServeError) {
+        guard arms.count == allocator.variantCount, arms.allSatisfy({ $0.count == 3 }) else {
+            throw ServeError("the snapshot has \(arms.count) arms for an allocator of \(allocator.variantCount) variants")
+        }
+        for (variant, arm) in arms.enumerated() where arm != [0, 0, 0] {
+            allocator.record(Feedback(variant: variant, trials: Int(arm[0]), successes: Int(arm[1]), reward: arm[2]))
+        }
+    }
+}
+
+/// The ids of the last `capacity` events accepted, oldest first once full: what a snapshot
+/// keeps of the set of ids seen, so that it stays bounded.
+///
+/// - Complexity: O(1) to append; 16 bytes an id.
+struct RecentEvents {
+    private var ids: [EventID] = []
+    private var next = 0
+    let capacity: Int
+
+    init(capacity: Int) {
+        precondition(capacity > 0, "a window of no events")
+        self.capacity = capacity
+    }
+
+    mutating func append(_ id: EventID) {
+        if ids.count < capacity {
+            ids.append(id)
+        } else {
+            ids[next] = id
+            next = (next + 1) % capacity
+        }
+    }
+
+    /// The ids, oldest first.
+    var ordered: [EventID] {
+        Array(ids[next...] + ids[..<next])
+    }
+}
