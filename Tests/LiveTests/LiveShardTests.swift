@@ -3,6 +3,7 @@ import Foundation
 import Simulation
 import Testing
 @testable import LiveDevices
+@testable import LiveServer
 
 /// The live generator's shards and connections: devices split over event loops, over machines,
 /// and connections pooled or a phone's own.
@@ -91,5 +92,37 @@ struct LiveShardTests {
         // A shard missing, or given twice, is refused.
         #expect(throws: LiveShardRecord.Failure.self) { try LiveShardRecord.merge([records[0]]) { _ in scenario } }
         #expect(throws: LiveShardRecord.Failure.self) { try LiveShardRecord.merge([records[0], records[0]]) { _ in scenario } }
+    }
+
+    /// Phones over TLS: per-device connections to `https://localhost` on `aviary serve` with a
+    /// certificate the test makes (`openssl`), trusted through `--cacert`. Every sync after a
+    /// pause is a TCP and TLS handshake; the run balances and every event the server took is
+    /// one a device saw acknowledged. Without the certificate trusted, nothing gets through:
+    /// every request fails its handshake, and nothing is acknowledged.
+    @Test func phonesOverTLSWithTheirOwnConnections() async throws {
+        let scenario = try Self.scenario(connections: "per_device")
+        let certificate = try await TLSServerTests.Certificate()
+        defer { certificate.remove() }
+        var configuration = ServerConfiguration(scenario: scenario)
+        configuration.tls = try TLSCredentials(certificateFile: certificate.certificate, keyFile: certificate.key)
+        let service = try ExperimentService(configuration)
+        let server = try await ExperimentHTTPServer(service: service).start()
+        let url = "https://localhost:\(server.port)"
+        var options = LiveLoadTest.Options(url: url, speedup: 60, connections: 16, threads: 2, caFile: certificate.certificate)
+        let run = try #require(try await LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag()).first).metrics
+        options.caFile = nil
+        var shorter = scenario
+        shorter.horizon = 120
+        let untrusted = try #require(try await LiveLoadTest(scenario: shorter, options: options).run(stop: StopFlag()).first).metrics
+        await server.stop()
+        #expect(run.isBalanced)
+        #expect(run.status2xx > 100)
+        #expect(run.connectionErrors == 0)
+        #expect(run.fleet.eventsAcked == service.stats().eventsAccepted)
+        #expect(run.connectionsOpened >= run.fleet.sessions / 2, "\(run.connectionsOpened) handshakes for \(run.fleet.sessions) sessions")
+        #expect(untrusted.status2xx + untrusted.status304 == 0)
+        #expect(untrusted.connectionErrors > 0)
+        #expect(untrusted.fleet.eventsAcked == 0)
+        #expect(untrusted.isBalanced)
     }
 }
