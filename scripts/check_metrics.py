@@ -104,6 +104,7 @@ def main():
         credentials = os.path.join(work, "admin-key")
         with open(os.open(credentials, os.O_WRONLY | os.O_CREAT, 0o600), "w") as handle:
             handle.write(admin_key)
+        generator_port = free_port()
         config = os.path.join(work, "prometheus.yml")
         with open(config, "w") as handle:
             handle.write(f"""global:
@@ -117,6 +118,10 @@ scrape_configs:
       credentials_file: {credentials}
     static_configs:
       - targets: ["127.0.0.1:{port}"]
+  - job_name: generator
+    metrics_path: /metrics
+    static_configs:
+      - targets: ["127.0.0.1:{generator_port}"]
 """)
         web = free_port()
         prometheus_log = open(os.path.join(work, "prometheus.log"), "wb")
@@ -136,7 +141,7 @@ scrape_configs:
 
         out = os.path.join(work, "loadtest")
         command = [aviary, "loadtest", SCENARIO, "--live", "--url", server.url, "--devices", str(options.devices),
-                   "--horizon", options.horizon, "--speedup", str(options.speedup), "--quiet", "-o", out]
+                   "--horizon", options.horizon, "--speedup", str(options.speedup), "--metrics-port", str(generator_port), "--quiet", "-o", out]
         environment = dict(os.environ, AVIARY_API_KEY=client_key)
         started = time.time()
         run = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=150)
@@ -172,6 +177,16 @@ scrape_configs:
         middle = next(iter(during.values()))[1] if len(during) == 1 else None
         if middle is None or not 0 < middle < stats["events_accepted"]:
             failures.append(f"halfway through the run Prometheus held {middle} accepted events; expected some but not all of {stats['events_accepted']}")
+        # The generator's own side (--metrics-port), scraped while it ran: its acknowledged
+        # events rose, and never past what the server ingested.
+        generated = one(web, 'max_over_time(aviary_generator_events_acknowledged_total{job="generator"}[10m])')
+        generated_middle = query(web, f'aviary_generator_events_acknowledged_total{{job="generator"}} @ {(started + ended) / 2:.3f}')
+        generated_middle = next(iter(generated_middle.values()))[1] if len(generated_middle) == 1 else None
+        rows.append(("aviary_generator_events_acknowledged_total", generated, stats["events_accepted"]))
+        if generated is None or not 0 < generated <= stats["events_accepted"]:
+            failures.append(f"the generator's acknowledged events in Prometheus peaked at {generated}; expected some, at most the server's {stats['events_accepted']}")
+        elif generated_middle is None or not 0 < generated_middle < generated:
+            failures.append(f"halfway through the run the generator's series held {generated_middle}; expected some but not all of {generated}")
         unauthorized = one(web, 'sum(aviary_http_requests_total{job="aviary",route="/metrics",status!="200"}) or vector(0)')
         if unauthorized != 0:
             failures.append(f"{unauthorized} scrapes of /metrics were refused")

@@ -28,6 +28,12 @@ struct LiveOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("With --live and --url: run only the K-th of N equal slices of the devices, and write live-shard.json for aviary merge; auto/N takes K from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.", valueName: "K/N"))
     var shard: String?
 
+    @Option(name: .customLong("metrics-port"), help: ArgumentHelp("With --live: serve the generator's counts for Prometheus at http://HOST:PORT/metrics while the run lasts.", valueName: "port"))
+    var metricsPort: Int?
+
+    @Option(name: .customLong("metrics-host"), help: ArgumentHelp("With --metrics-port: the address to listen on (default 127.0.0.1; 0.0.0.0 for a Prometheus on another machine).", valueName: "host"))
+    var metricsHost = "127.0.0.1"
+
     @Flag(name: .long, help: "With --live: apply outages, partitions and loss in the kernel, on a veth link into a network namespace (Linux, root, iproute2, iptables).")
     var netns = false
 
@@ -46,6 +52,10 @@ struct LiveOptions: ParsableArguments {
             guard live, url?.hasPrefix("https://") == true else { throw ValidationError("--cacert needs --live and an https:// --url") }
             guard FileManager.default.isReadableFile(atPath: cacert) else { throw ValidationError("--cacert \(cacert): no such readable file") }
         }
+        if let metricsPort {
+            guard live else { throw ValidationError("--metrics-port needs --live") }
+            guard (1...65_535).contains(metricsPort) else { throw ValidationError("--metrics-port is \(metricsPort); it must be between 1 and 65535") }
+        }
         if shard != nil {
             guard live, url != nil else { throw ValidationError("--shard needs --live and --url: the shards of a run load one server") }
             guard !findCapacity else { throw ValidationError("--shard and --find-capacity cannot be combined: a capacity search runs on one machine") }
@@ -59,12 +69,13 @@ struct LiveOptions: ParsableArguments {
 extension LiveOptions {
     /// The options of a live run; the key comes from `AVIARY_API_KEY`, so that it is never on
     /// the command line or in a scenario file.
-    func testOptions(slice: Shard? = nil) -> LiveLoadTest.Options {
+    func testOptions(slice: Shard? = nil, metrics: GeneratorMetrics? = nil) -> LiveLoadTest.Options {
         let key = ProcessInfo.processInfo.environment["AVIARY_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         var options = LiveLoadTest.Options(
             url: url, embed: EmbeddedAviaryServer.starter, speedup: speedup, connections: connections, threads: threads ?? ProcessInfo.processInfo.activeProcessorCount,
             networkNamespace: netns, apiKey: key, caFile: cacert)
         options.slice = slice
+        options.metrics = metrics
         return options
     }
 
@@ -83,6 +94,17 @@ extension LoadTestCommand {
     func runLive() async throws {
         #if Live
         OpenFileLimit.raise()
+        let metrics = live.metricsPort.map { _ in GeneratorMetrics() }
+        var listener: GeneratorMetrics.Listener?
+        if let metrics, let port = live.metricsPort {
+            do {
+                listener = try await metrics.serve(host: live.metricsHost, port: port)
+                FileHandle.standardError.write(Data("aviary loadtest --live: the generator's metrics on http://\(live.metricsHost):\(port)/metrics\n".utf8))
+            } catch {
+                throw CommandFailure("--metrics-port \(port): cannot listen on \(live.metricsHost):\(port): \(error)")
+            }
+        }
+        defer { listener?.close() }
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
         let slice = try live.resolvedShard()
         if slice != nil, base.count > 1 { throw CommandFailure("--shard runs one scenario; \(scenario ?? "the scenario") is a sweep of \(base.count)") }
@@ -111,7 +133,7 @@ extension LoadTestCommand {
             let wall = Double(runs) * scenario.horizon / live.speedup
             FileHandle.standardError.write(Data("aviary loadtest --live: \(scenario.name), \(scenario.population.devices) devices, \(runs) run(s) of \(formatDuration(scenario.horizon)) at \(fixed(live.speedup, 0))× ≈ \(formatDuration(wall)) of wall-clock time, against \(live.url ?? "an embedded server")\n".utf8))
             let progress = LiveProgress(enabled: !options.quiet, horizon: scenario.horizon)
-            let test = LiveLoadTest(scenario: scenario, options: live.testOptions(slice: slice))
+            let test = LiveLoadTest(scenario: scenario, options: live.testOptions(slice: slice, metrics: metrics))
             do {
                 results += try await test.run(stop: stop) { policy, time, sessions in progress.update(policy: policy, time: time, sessions: sessions) }
             } catch {

@@ -56,6 +56,8 @@ public struct LiveLoadTest: Sendable {
         /// The slice of the devices this process runs, for a run shared by several machines
         /// (`--shard K/N`): shard K of N runs the K-th of N equal ranges of device numbers.
         public var slice: Shard?
+        /// Where the generator's counts go for Prometheus (`--metrics-port`), if anywhere.
+        public var metrics: GeneratorMetrics?
         /// The key the devices present, in the form each route asks for (`Authorization:
         /// Bearer` on the JSON API, `x-mpath-apikey` on the Conductrics routes); `nil` for none.
         public var apiKey: String?
@@ -223,7 +225,8 @@ public struct LiveLoadTest: Sendable {
         shardNetwork.socketCap = max(1, (Self.openFileLimit() - 512) / socketsPerConnection / threads)
         let embedded = service
         let devices = Self.onTwoClocks(scenario, speedup: speedup)
-        let run = ShardedRun(scenario: devices, replicate: replicate, devices: slice, threads: threads, network: shardNetwork, server: embedded, clock: clock, stop: stop, progress: progress)
+        var run = ShardedRun(scenario: devices, replicate: replicate, devices: slice, threads: threads, network: shardNetwork, server: embedded, clock: clock, stop: stop, progress: progress)
+        run.metrics = options.metrics
         var metrics: LiveMetrics
         switch scenario.client.style {
         case .myna:

@@ -36,13 +36,32 @@ final class ShardBoard: Sendable {
     let clock: ScenarioClock
     let stop: StopFlag
     private let sessions: Mutex<[Int]>
+    private let counts: Mutex<[ShardCounts]>
     private let progress: (@Sendable (Double, Int) -> Void)?
+    /// Whether anyone reads the counts (`--metrics-port`): if not, the shards need not publish.
+    let publishes: Bool
 
-    init(shards: Int, clock: ScenarioClock, stop: StopFlag, progress: (@Sendable (Double, Int) -> Void)?) {
+    init(shards: Int, clock: ScenarioClock, stop: StopFlag, publishes: Bool = false, progress: (@Sendable (Double, Int) -> Void)?) {
         self.clock = clock
         self.stop = stop
         self.sessions = Mutex([Int](repeating: 0, count: shards))
+        self.counts = Mutex([ShardCounts](repeating: ShardCounts(), count: shards))
+        self.publishes = publishes
         self.progress = progress
+    }
+
+    /// Shard `shard`'s counts so far, for a scrape.
+    func publish(shard: Int, _ counts: ShardCounts) {
+        self.counts.withLock { $0[shard] = counts }
+    }
+
+    /// Every shard's counts, added up.
+    func totals() -> ShardCounts {
+        counts.withLock { counts in
+            var total = ShardCounts()
+            for part in counts { total.add(part) }
+            return total
+        }
     }
 
     /// Shard `shard` has run `count` sessions by scenario time `time`; the first shard speaks
@@ -142,6 +161,8 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
     /// Counted while the fleet is busy, added to its metrics when it returns.
     private var offered = 0
     private var queuedTimeouts = 0
+    /// When the shard last published its counts (wall seconds).
+    private var published = -Double.infinity
 
     /// Builds shard `index`: replicate `replicate` of `scenario`'s devices in `devices`, and
     /// schedules their first sessions. Call on `loop`.
@@ -208,6 +229,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         }
         expire(at: now)
         if network.connections == .perDevice { closeBackgrounded(at: now) }
+        if board.publishes, clock.wallSeconds - published >= 0.25 { publish() }
         if case .draining(let until, let end) = phase, onTheWire == 0 || clock.wallSeconds >= until {
             finish(at: end)
             return
@@ -419,6 +441,17 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         board.report(shard: index, sessions: fleet.metrics.sessions, at: time)
     }
 
+    /// Publishes the shard's counts for a scrape (`--metrics-port`).
+    private func publish() {
+        published = clock.wallSeconds
+        let m = fleet.metrics
+        board.publish(shard: index, ShardCounts(
+            sessions: m.sessions, requests: m.requests, offeredEvents: m.offeredEvents, acceptedEvents: m.acceptedEvents,
+            status2xx: live.status2xx, status304: live.status304, status429: live.status429, status503: live.status503, statusOther: live.statusOther,
+            connectionErrors: live.connectionErrors, timeouts: m.timeouts, connectionsOpened: connections.reduce(0) { $0 + $1.opened }, queueDepth: m.queueDepth,
+            lagSeconds: live.maxLagSeconds, requestLatency: live.requestLatency))
+    }
+
     /// The shard's totals, with the server at hand or without (see ``ServerRecord``).
     private func finish(at end: Double) {
         phase = .finished
@@ -427,6 +460,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
             nextSample += scenario.timestep
         }
         if fleet.metrics.samples.last.map({ $0.time < end }) ?? true { sample(at: end) }
+        if board.publishes { publish() }
         for connection in connections { connection.close() }
         live.connectionsOpened = connections.reduce(0) { $0 + $1.opened }
         live.fleet = fleet.finishLive(server: ServerRecord(service: server, acknowledged: fleet.metrics, holdsTotals: index == 0))

@@ -21,6 +21,8 @@ struct ShardedRun: Sendable {
     let clock: ScenarioClock
     let stop: StopFlag
     let progress: @Sendable (Double, Int) -> Void
+    /// Where the shards' counts go for scrapes, if anywhere.
+    var metrics: GeneratorMetrics?
 
     /// Builds the shards (each on its loop, at once), starts the clock, runs them, and merges
     /// what they measured; `makeWire(k)` gives shard `k` its wire.
@@ -30,7 +32,9 @@ struct ShardedRun: Sendable {
         defer { group.shutdownGracefully { _ in } }
         let (first, count) = (devices.lowerBound, devices.count)
         let ranges = (0..<threads).map { k in first + count * k / threads ..< first + count * (k + 1) / threads }
-        let board = ShardBoard(shards: threads, clock: clock, stop: stop, progress: progress)
+        let board = ShardBoard(shards: threads, clock: clock, stop: stop, publishes: metrics != nil, progress: progress)
+        metrics?.begin(board)
+        defer { metrics?.end(board) }
         let (scenario, replicate, network, server) = (self.scenario, self.replicate, self.network, self.server)
         let loops = Array(group.makeIterator())
         let building = ranges.indices.map { k in

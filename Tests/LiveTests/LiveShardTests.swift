@@ -125,4 +125,73 @@ struct LiveShardTests {
         #expect(untrusted.fleet.eventsAcked == 0)
         #expect(untrusted.isBalanced)
     }
+
+    /// `--metrics-port`: a scrape over HTTP during the run sees the counts rising, and the last
+    /// one, after it, holds exactly what the run reports.
+    @Test func theGeneratorsMetricsAreTheRunsCounts() async throws {
+        let metrics = GeneratorMetrics()
+        let listener = try await metrics.serve(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let port = try #require(listener.channel.localAddress?.port)
+        var options = LiveLoadTest.Options(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16, threads: 2)
+        options.metrics = metrics
+        let scenario = try Self.scenario()
+        async let running = LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag())
+        try await Task.sleep(for: .seconds(5))
+        let during = try Self.series(try await Self.scrape(port: port))
+        let run = try #require(try await running.first).metrics
+        let after = try Self.series(try await Self.scrape(port: port))
+        #expect((during["aviary_generator_sessions_total"] ?? 0) > 0)
+        #expect((during["aviary_generator_sessions_total"] ?? 0) < Double(run.fleet.sessions))
+        #expect(after["aviary_generator_sessions_total"] == Double(run.fleet.sessions))
+        #expect(after["aviary_generator_requests_total"] == Double(run.fleet.requests))
+        #expect(after["aviary_generator_events_acknowledged_total"] == Double(run.fleet.acceptedEvents))
+        #expect(after["aviary_generator_events_offered_total"] == Double(run.fleet.offeredEvents))
+        #expect(after[#"aviary_generator_responses_total{outcome="2xx"}"#] == Double(run.status2xx))
+        #expect(after["aviary_generator_connections_opened_total"] == Double(run.connectionsOpened))
+        let p99 = try #require(after[#"aviary_generator_request_latency_seconds{quantile="0.99"}"#])
+        #expect(abs(p99 * 1000 - run.requestLatencyMilliseconds(percentile: 99)) < 0.01)
+        let missing = try await Self.get("/nothing", port: port)
+        #expect(missing.hasPrefix("HTTP/1.1 404"))
+    }
+
+    static func scrape(port: Int) async throws -> String {
+        let text = try await get("/metrics", port: port)
+        try #require(text.hasPrefix("HTTP/1.1 200"), "\(text.prefix(200))")
+        return text
+    }
+
+    /// One request on a plain socket, the whole answer as text.
+    static func get(_ path: String, port: Int) async throws -> String {
+        try await Task.detached {
+            let handle = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(handle) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(handle, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            try #require(connected == 0, "cannot connect to the metrics port")
+            let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            _ = request.withCString { send(handle, $0, strlen($0), 0) }
+            var answer = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = recv(handle, &buffer, buffer.count, 0)
+                if count <= 0 { break }
+                answer += buffer[..<count]
+            }
+            return String(decoding: answer, as: UTF8.self)
+        }.value
+    }
+
+    /// The samples of an exposition: series (with labels) → value.
+    static func series(_ text: String) throws -> [String: Double] {
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("aviary_") {
+            let parts = line.split(separator: " ")
+            values[String(parts[0])] = Double(parts[1])
+        }
+        return values
+    }
 }
