@@ -13,27 +13,54 @@ extension Wire {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(32 + events.count * 120)
         buffer.writeString(#"{"events":["#)
+        // A batch names few experiments and variants many times: each is escaped once.
+        var named: [Int: String] = [:]
         for (position, event) in events.enumerated() {
             let experiment = Int(event.experiment), variant = Int(event.variant)
-            let source = data.experiments.indices.contains(experiment) ? data : fallback
-            let definition = source.experiments[experiment]
             if position > 0 { buffer.writeString(",") }
             buffer.writeString(#"{"id":""#)
-            buffer.writeString(id(event.id))
+            writeDecimal(event.id.device, into: &buffer)
+            buffer.writeString("#")
+            writeDecimal(UInt64(event.id.sequence), into: &buffer)
             buffer.writeString(#"","kind":""#)
             buffer.writeString(name(event.kind))
-            buffer.writeString(#"","experiment":"#)
-            buffer.writeString(JSONText.string(definition.id))
-            buffer.writeString(#","variant":"#)
-            buffer.writeString(JSONText.string(definition.variants[variant].id))
+            let key = experiment << 16 | variant
+            if let text = named[key] {
+                buffer.writeString(text)
+            } else {
+                let source = data.experiments.indices.contains(experiment) ? data : fallback
+                let definition = source.experiments[experiment]
+                let text = #"","experiment":"# + JSONText.string(definition.id) + #","variant":"# + JSONText.string(definition.variants[variant].id)
+                named[key] = text
+                buffer.writeString(text)
+            }
             buffer.writeString(#","value":"#)
-            buffer.writeString(event.value.isFinite ? "\(event.value)" : "0")
+            if event.value == 0 || !event.value.isFinite { buffer.writeString("0") } else { buffer.writeString("\(event.value)") }
             buffer.writeString(#","created_at":"#)
             buffer.writeString(event.createdAt.isFinite ? "\(event.createdAt)" : "0")
             buffer.writeString("}")
         }
         buffer.writeString("]}")
         return buffer
+    }
+
+    /// Writes `value` in decimal, without making a string of it.
+    private static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
+        guard value >= 10 else {
+            buffer.writeInteger(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { bytes in
+            while rest > 0 {
+                bytes[23 - count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            }
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[(24 - count)...]))
+        }
     }
 
 }

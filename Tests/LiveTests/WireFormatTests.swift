@@ -36,14 +36,17 @@ struct WireFormatTests {
         let events = [
             Event(id: EventID(device: 7, sequence: 0), kind: .view, experiment: 0, variant: 1, value: 0, createdAt: 12.5),
             Event(id: EventID(device: 7, sequence: 1), kind: .conversion, experiment: 0, variant: 0, value: 3.99, createdAt: 60),
+            // Numbers of every width, a value of zero, and the same names again (written once, reused).
+            Event(id: EventID(device: 18_446_744_073_709_551_615, sequence: 4_294_967_295), kind: .conversion, experiment: 0, variant: 1, value: 0, createdAt: 0.001),
+            Event(id: EventID(device: 10, sequence: 9), kind: .view, experiment: 0, variant: 1, value: 0, createdAt: 1e9),
         ]
         let body = Wire.eventBatch(events, naming: data, fallback: data)
         let batch = try JSONDecoder().decode(Wire.EventBatch.self, from: Data(body.readableBytesView))
         #expect(batch.events.map(\.id).compactMap(Wire.eventID) == events.map(\.id))
         #expect(batch.events.map(\.kind).compactMap(Wire.kind(named:)) == events.map(\.kind))
-        #expect(batch.events.map(\.experiment) == ["paywall \"q\"", "paywall \"q\""])
-        #expect(batch.events.map(\.variant) == ["annual/first", "control"])
-        #expect(batch.events.map(\.value) == [0, 3.99])
-        #expect(batch.events.map(\.createdAt) == [12.5, 60])
+        #expect(batch.events.map(\.experiment) == Array(repeating: "paywall \"q\"", count: 4))
+        #expect(batch.events.map(\.variant) == ["annual/first", "control", "annual/first", "annual/first"])
+        #expect(batch.events.map(\.value) == [0, 3.99, 0, 0])
+        #expect(batch.events.map(\.createdAt) == [12.5, 60, 0.001, 1e9])
     }
 }

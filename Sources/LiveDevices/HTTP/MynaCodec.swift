@@ -25,7 +25,9 @@ final class MynaCodec: Sendable {
     private let defaults: ExperimentData
     private let retryAfterScale: Double
     private let deviceOffset: UInt64
-    private let authorization: String?
+    /// The headers of a fetch and of a batch, made once.
+    private let fetchHeaders: HTTPHeaders
+    private let sendHeaders: HTTPHeaders
     private let cache = Mutex(Cache())
 
     /// - Parameters:
@@ -39,15 +41,18 @@ final class MynaCodec: Sendable {
         self.defaults = defaults
         self.retryAfterScale = retryAfterScale
         self.deviceOffset = deviceOffset
-        self.authorization = apiKey.map { "Bearer \($0)" }
+        var headers = HTTPHeaders()
+        if let apiKey { headers.add(name: "Authorization", value: "Bearer \(apiKey)") }
+        self.fetchHeaders = headers
+        headers.add(name: "Content-Type", value: "application/json")
+        self.sendHeaders = headers
     }
 
     /// The HTTP request for `request`.
     func ask(for request: Request) -> HTTPAsk {
-        var headers = HTTPHeaders()
-        if let authorization { headers.add(name: "Authorization", value: authorization) }
         switch request.kind {
         case .fetchExperiments:
+            var headers = fetchHeaders
             if let etag = cache.withLock({ $0.etag }) { headers.add(name: "If-None-Match", value: etag) }
             return HTTPAsk(method: .GET, path: "/v1/experiments", headers: headers, body: nil)
         case .sendEvents(let events):
@@ -58,8 +63,7 @@ final class MynaCodec: Sendable {
                 event.id.device &+= offset
                 return event
             }
-            headers.add(name: "Content-Type", value: "application/json")
-            return HTTPAsk(method: .POST, path: "/v1/events", headers: headers, body: Wire.eventBatch(shifted, naming: data, fallback: defaults))
+            return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: Wire.eventBatch(shifted, naming: data, fallback: defaults))
         }
     }
 
