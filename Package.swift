@@ -19,7 +19,7 @@ let package = Package(
     traits: [
         .trait(
             name: "Live",
-            description: "aviary serve and aviary loadtest --live: a real HTTP server (Hummingbird) and real devices over sockets (async-http-client)."
+            description: "aviary serve and aviary loadtest --live: a real HTTP server (Hummingbird, TLS, Prometheus metrics) and real devices over sockets (SwiftNIO, swift-nio-ssl; async-http-client for HTTPTransport)."
         ),
     ],
     dependencies: [
