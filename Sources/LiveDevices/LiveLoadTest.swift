@@ -222,7 +222,7 @@ public struct LiveLoadTest: Sendable {
         // A device's connection is a socket here, another in the embedded server, two in the
         // proxy; a few hundred files are kept for everything else.
         let socketsPerConnection = 1 + (service == nil ? 0 : 1) + (needsProxy ? 2 : 0)
-        shardNetwork.socketCap = max(1, (Self.openFileLimit() - 512) / socketsPerConnection / threads)
+        shardNetwork.socketCap = max(1, (OpenFileLimit.current - 512) / socketsPerConnection / threads)
         let embedded = service
         let devices = Self.onTwoClocks(scenario, speedup: speedup)
         var run = ShardedRun(scenario: devices, replicate: replicate, devices: slice, threads: threads, network: shardNetwork, server: embedded, clock: clock, stop: stop, progress: progress)
@@ -280,13 +280,6 @@ public struct LiveLoadTest: Sendable {
     /// Wall-clock seconds between a socket's timeout and its client's own deadline: far more
     /// than the devices' thread takes to hand an answer over (its loop wakes every millisecond).
     static let deadlineSlack = 0.25
-
-    /// The process's limit on open files now.
-    private static func openFileLimit() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
-        return Int(min(limit.rlim_cur, rlim_t(Int.max / 2)))
-    }
 
     /// TLS for `https://`: the system's trust roots, and `caFile`'s certificates if given.
     private static func clientTLS(serverName: String, caFile: String?) throws(Failure) -> (context: NIOSSLContext, serverName: String?) {

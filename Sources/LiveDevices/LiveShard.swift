@@ -95,6 +95,8 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         var device: Int
         var request: Style.Request
         var intended: Double
+        /// The route it takes (a partition's devices have their own), worked out once.
+        var route: Int
     }
 
     /// A connection's timer (scenario seconds): a request's timeout, or when a device's kept
@@ -257,8 +259,8 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         // Past the horizon nothing new goes out: the request stays its client's, unanswered.
         guard case .running = phase else { return }
         offered += wire.events(in: request)
-        let job = Job(device: d, request: request, intended: now)
         let route = network.endpoints.count == 1 ? 0 : network.route(firstDevice + d)
+        let job = Job(device: d, request: request, intended: now, route: route)
         switch network.connections {
         case .pooled:
             waiting[route].append(job)
@@ -273,6 +275,11 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
                 waiting[route].append(job)
             }
         }
+    }
+
+    /// Connections opened so far: each a handshake.
+    private var handshakes: Int {
+        connections.reduce(0) { $0 + $1.opened }
     }
 
     @discardableResult
@@ -361,9 +368,8 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         onTheWire -= 1
         switch network.connections {
         case .pooled:
-            let route = network.endpoints.count == 1 ? 0 : network.route(firstDevice + job.device)
-            idle[route].append(id)
-            dispatch(route: route, at: clock.now)
+            idle[job.route].append(id)
+            dispatch(route: job.route, at: clock.now)
         case .perDevice:
             let until = fleet.foregroundUntil(job.device)
             if until > clock.now, kept[job.device] == nil, connections[id].isOpen {
@@ -437,7 +443,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         let backlog = server.map { $0.backlogEvents() } ?? .nan
         if backlog.isFinite { fleet.metrics.peakServerBacklog = max(fleet.metrics.peakServerBacklog, backlog) }
         fleet.sampleLive(at: time, serverBacklog: backlog)
-        live.connectionsOpenedBySample.append(connections.reduce(0) { $0 + $1.opened })
+        live.connectionsOpenedBySample.append(handshakes)
         board.report(shard: index, sessions: fleet.metrics.sessions, at: time)
     }
 
@@ -448,7 +454,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         board.publish(shard: index, ShardCounts(
             sessions: m.sessions, requests: m.requests, offeredEvents: m.offeredEvents, acceptedEvents: m.acceptedEvents,
             status2xx: live.status2xx, status304: live.status304, status429: live.status429, status503: live.status503, statusOther: live.statusOther,
-            connectionErrors: live.connectionErrors, timeouts: m.timeouts, connectionsOpened: connections.reduce(0) { $0 + $1.opened }, queueDepth: m.queueDepth,
+            connectionErrors: live.connectionErrors, timeouts: m.timeouts, connectionsOpened: handshakes, queueDepth: m.queueDepth,
             lagSeconds: live.maxLagSeconds, requestLatency: live.requestLatency))
     }
 
@@ -462,7 +468,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         if fleet.metrics.samples.last.map({ $0.time < end }) ?? true { sample(at: end) }
         if board.publishes { publish() }
         for connection in connections { connection.close() }
-        live.connectionsOpened = connections.reduce(0) { $0 + $1.opened }
+        live.connectionsOpened = handshakes
         live.fleet = fleet.finishLive(server: ServerRecord(service: server, acknowledged: fleet.metrics, holdsTotals: index == 0))
         promise.succeed(live)
     }

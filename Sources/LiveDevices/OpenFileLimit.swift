@@ -26,6 +26,13 @@ public enum OpenFileLimit {
         return Int(limit.rlim_cur)
     }
 
+    /// The limit in force now.
+    public static var current: Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(min(limit.rlim_cur, rlim_t(Int.max / 2)))
+    }
+
     private static func kernelCeiling() -> rlim_t? {
         guard let text = try? String(contentsOfFile: "/proc/sys/fs/nr_open", encoding: .utf8) else { return nil }
         return rlim_t(text.trimmingCharacters(in: .whitespacesAndNewlines))

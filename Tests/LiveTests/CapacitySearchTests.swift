@@ -41,9 +41,7 @@ extension LiveLoadTestTests {
     @Test func theSearchRisesUntilTheObjectiveBreaksAndStopsThere() async throws {
         var scenario = try LiveLoadTestTests.scenario()
         scenario.network.latency = .constant(0)
-        let serverClock = ScenarioClock(speedup: 1)
-        serverClock.begin()
-        let server = try await EmbeddedAviaryServer.starter(scenario, serverClock)
+        let server = try await LiveLoadTestTests.separateServer(scenario)
         let options = LiveLoadTest.Options(url: "http://127.0.0.1:\(server.port)", speedup: 100, connections: 16)
 
         // A generous objective: every step holds, up to the last allowed.

@@ -71,11 +71,17 @@ struct LiveLoadTestTests {
     /// the run knows only what the devices were told: every event is acknowledged, still
     /// queued or dropped, including the requests still in flight when the horizon comes, and
     /// the server holds every event its devices saw acknowledged.
+    /// A server for `scenario` on loopback as a team's would run: on the wall clock, not the
+    /// devices' scenario clock.
+    static func separateServer(_ scenario: Scenario) async throws -> any EmbeddedServer {
+        let clock = ScenarioClock(speedup: 1)
+        clock.begin()
+        return try await EmbeddedAviaryServer.starter(scenario, clock)
+    }
+
     @Test func againstASeparateServerTheDevicesAcknowledgementsBalance() async throws {
         let scenario = try Self.scenario()
-        let serverClock = ScenarioClock(speedup: 1)
-        serverClock.begin()
-        let server = try await EmbeddedAviaryServer.starter(scenario, serverClock)
+        let server = try await Self.separateServer(scenario)
         let url = "http://127.0.0.1:\(server.port)"
         let live = try await LiveLoadTest(scenario: scenario, options: .init(url: url, speedup: 60, connections: 16)).run(stop: StopFlag())
         await server.stop()

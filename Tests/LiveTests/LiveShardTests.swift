@@ -62,9 +62,7 @@ struct LiveShardTests {
     /// whose acknowledged events are the server's, and which balances.
     @Test func twoShardsAgainstOneServerMergeIntoTheWholeRun() async throws {
         let scenario = try Self.scenario()
-        let serverClock = ScenarioClock(speedup: 1)
-        serverClock.begin()
-        let server = try await EmbeddedAviaryServer.starter(scenario, serverClock)
+        let server = try await LiveLoadTestTests.separateServer(scenario)
         let url = "http://127.0.0.1:\(server.port)"
         async let first = Self.run(scenario, threads: 1, url: url, slice: try Shard(index: 1, count: 2))
         async let second = Self.run(scenario, threads: 1, url: url, slice: try Shard(index: 2, count: 2))
