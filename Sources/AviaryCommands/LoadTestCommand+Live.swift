@@ -34,6 +34,9 @@ struct LiveOptions: ParsableArguments {
     @Option(name: .customLong("metrics-host"), help: ArgumentHelp("With --metrics-port: the address to listen on (default 127.0.0.1; 0.0.0.0 for a Prometheus on another machine).", valueName: "host"))
     var metricsHost = "127.0.0.1"
 
+    @Option(name: .long, help: ArgumentHelp("With --live: what the devices send their events in: aviary (default), segment, snowplow, amplitude, posthog, or template:FILE; overrides client.wire. The vendor's key comes from AVIARY_WIRE_KEY.", valueName: "format"))
+    var wire: String?
+
     @Flag(name: .long, help: "With --live: apply outages, partitions and loss in the kernel, on a veth link into a network namespace (Linux, root, iproute2, iptables).")
     var netns = false
 
@@ -61,7 +64,32 @@ struct LiveOptions: ParsableArguments {
             guard !findCapacity else { throw ValidationError("--shard and --find-capacity cannot be combined: a capacity search runs on one machine") }
         }
         guard live || !findCapacity else { throw ValidationError("--find-capacity needs --live") }
+        if wire != nil {
+            guard live else { throw ValidationError("--wire needs --live") }
+            _ = try resolvedWire()
+        }
         guard stepSeconds.isFinite, (1...600).contains(stepSeconds) else { throw ValidationError("--step-seconds is \(stepSeconds); it must be between 1 and 600") }
+    }
+}
+
+extension LiveOptions {
+    /// The event format `--wire` names, or `nil` for the scenario's own.
+    func resolvedWire() throws -> Scenario.EventWire? {
+        guard let wire else { return nil }
+        if wire.hasPrefix("template:") {
+            let file = String(wire.dropFirst("template:".count))
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw ValidationError("--wire \(wire): no such readable file \(file)") }
+            do {
+                return .template(try Scenario.WireTemplate(yaml: text, file: file))
+            } catch {
+                throw ValidationError("--wire \(wire): \(error.description)")
+            }
+        }
+        if wire == "aviary" { return .aviary }
+        guard Scenario.EventWire.vendors.contains(wire) else {
+            throw ValidationError("--wire is '\(wire)'; expected aviary, \(Scenario.EventWire.vendors.joined(separator: ", ")) or template:FILE")
+        }
+        return .vendor(wire)
     }
 }
 
@@ -70,10 +98,12 @@ extension LiveOptions {
     /// The options of a live run; the key comes from `AVIARY_API_KEY`, so that it is never on
     /// the command line or in a scenario file.
     func testOptions(slice: Shard? = nil, metrics: GeneratorMetrics? = nil) -> LiveLoadTest.Options {
-        let key = ProcessInfo.processInfo.environment["AVIARY_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        let environment = ProcessInfo.processInfo.environment
+        let key = environment["AVIARY_API_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         var options = LiveLoadTest.Options(
             url: url, embed: EmbeddedAviaryServer.starter, speedup: speedup, connections: connections, threads: threads ?? ProcessInfo.processInfo.activeProcessorCount,
             networkNamespace: netns, apiKey: key, caFile: cacert)
+        options.wireKey = environment["AVIARY_WIRE_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         options.slice = slice
         options.metrics = metrics
         return options
@@ -122,13 +152,17 @@ extension LoadTestCommand {
             interrupt.cancel()
             signal(SIGINT, SIG_DFL)
         }
+        let wire = try live.resolvedWire()
         if live.findCapacity {
-            try await findCapacity(try overrides.apply(to: base[0]), folder: folder, stop: stop)
+            var scenario = try overrides.apply(to: base[0])
+            if let wire { scenario.client.wire = wire }
+            try await findCapacity(scenario, folder: folder, stop: stop)
             return
         }
         var results: [LiveLoadTest.Result] = []
         for scenario in base where !stop.isSet {
-            let scenario = try overrides.apply(to: scenario)
+            var scenario = try overrides.apply(to: scenario)
+            if let wire { scenario.client.wire = wire }
             let runs = LoadTest(scenario: scenario).policyScenarios.count * scenario.replicates
             let wall = Double(runs) * scenario.horizon / live.speedup
             FileHandle.standardError.write(Data("aviary loadtest --live: \(scenario.name), \(scenario.population.devices) devices, \(runs) run(s) of \(formatDuration(scenario.horizon)) at \(fixed(live.speedup, 0))× ≈ \(formatDuration(wall)) of wall-clock time, against \(live.url ?? "an embedded server")\n".utf8))

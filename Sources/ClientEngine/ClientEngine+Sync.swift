@@ -84,7 +84,7 @@ extension ClientEngine {
     /// Whether a refusal with this status is worth retrying: timeouts, throttling and server
     /// errors are; other client errors are not.
     static func isTransient(status: Int) -> Bool {
-        !(400..<500).contains(status) || status == 408 || status == 429
+        Response.isTransient(status: status)
     }
 
     /// Applies the response to the fetch in flight; returns when the next fetch may start.

@@ -121,3 +121,11 @@ public enum ConversionResult: Sendable, Hashable {
     /// The engine is in offline mode for this experiment (it uses defaults); nothing was queued.
     case offline
 }
+
+extension Response {
+    /// Whether a refusal with `status` is worth retrying: timeouts (408), throttling (429) and
+    /// server errors are; other client errors are not.
+    public static func isTransient(status: Int) -> Bool {
+        !(400..<500).contains(status) || status == 408 || status == 429
+    }
+}

@@ -61,6 +61,9 @@ public struct LiveLoadTest: Sendable {
         /// The key the devices present, in the form each route asks for (`Authorization:
         /// Bearer` on the JSON API, `x-mpath-apikey` on the Conductrics routes); `nil` for none.
         public var apiKey: String?
+        /// The key a vendor's format carries (`AVIARY_WIRE_KEY`): Segment's write key, Amplitude's
+        /// and PostHog's API key, a template's `{{key}}`.
+        public var wireKey: String?
 
         public init(
             url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, threads: Int = System.coreCount, networkNamespace: Bool = false,
@@ -118,6 +121,7 @@ public struct LiveLoadTest: Sendable {
     ///
     /// - Parameter progress: Called with the policy, the scenario time reached and the sessions so far.
     public func run(stop: StopFlag, progress: (@Sendable (String, Double, Int) -> Void)? = nil) async throws(Failure) -> [Result] {
+        if let problem = EventFormat.problem(with: scenario) { throw Failure(description: problem) }
         var results: [Result] = []
         for (label, policyScenario) in LoadTest(scenario: scenario).policyScenarios {
             for replicate in 0..<policyScenario.replicates where !stop.isSet {
@@ -234,10 +238,19 @@ public struct LiveLoadTest: Sendable {
             // A real server's Retry-After is real seconds; the embedded one runs on the scenario's clock.
             let retryAfterScale = options.url == nil ? 1 : speedup
             let (timeout, offset, key) = (scenario.client.requestTimeout * speedup, options.deviceOffset, options.apiKey)
+            let format = EventFormat(scenario.client.wire, key: options.wireKey)
+            let wireKey = options.wireKey
             metrics = await run.drive { _ in
-                MynaWire(codec: MynaCodec(defaults: profile.defaults, retryAfterScale: retryAfterScale, deviceOffset: offset, apiKey: key), timeout: timeout)
+                MynaWire(
+                    codec: MynaCodec(defaults: profile.defaults, retryAfterScale: retryAfterScale, deviceOffset: offset, apiKey: key, format: format, wireKey: wireKey, clock: clock),
+                    timeout: timeout)
             }
         case .conductrics:
+            if scenario.client.wire != .aviary {
+                await proxy.stop()
+                await service?.stop()
+                throw Failure(description: "client.wire \(scenario.client.wire.name): conductrics devices speak the Conductrics API; the event formats carry myna devices' events")
+            }
             let wire = ConductricsWire(owner: "/" + Self.owner, timeout: scenario.client.decisionTimeout * speedup, apiKey: options.apiKey)
             metrics = await run.drive { _ in wire }
         case .vwo, .remoteConfig:

@@ -160,6 +160,8 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
     /// Whether the fleet is running: answers that come meanwhile wait in `deferred`.
     private var busy = false
     private var deferred: [Deferred] = []
+    /// Replies devices gave themselves while the fleet was busy, handed over when it returns.
+    private var localReplies: [(device: Int, reply: Style.Reply)] = []
     /// Counted while the fleet is busy, added to its metrics when it returns.
     private var offered = 0
     private var queuedTimeouts = 0
@@ -245,10 +247,19 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         fleet.metrics.timeouts += queuedTimeouts
         offered = 0
         queuedTimeouts = 0
-        while !deferred.isEmpty {
+        while !deferred.isEmpty || !localReplies.isEmpty {
             let batch = deferred
             deferred.removeAll(keepingCapacity: true)
             for item in batch { conclude(item.connection, answer: item.answer) }
+            let replies = localReplies
+            localReplies.removeAll(keepingCapacity: true)
+            // The kernel counted each as a request; none went out.
+            fleet.metrics.requests -= replies.count
+            for item in replies {
+                busy = true
+                fleet.deliverLive(item.reply, to: item.device, received: clock.now)
+                busy = false
+            }
         }
     }
 
@@ -258,6 +269,10 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
     private func send(_ request: Style.Request, from d: Int, at now: Double) {
         // Past the horizon nothing new goes out: the request stays its client's, unanswered.
         guard case .running = phase else { return }
+        if let reply = wire.localReply(for: request) {
+            localReplies.append((d, reply))
+            return
+        }
         offered += wire.events(in: request)
         let route = network.endpoints.count == 1 ? 0 : network.route(firstDevice + d)
         let job = Job(device: d, request: request, intended: now, route: route)

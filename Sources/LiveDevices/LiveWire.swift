@@ -27,6 +27,13 @@ protocol LiveWire<Style>: Sendable {
     func exchange(_ answer: HTTPAnswer, for request: Style.Request) -> LiveExchange<Style.Reply>
     /// What no answer means to it: a timeout, or a connection refused or lost.
     func exchange(failure: TransportFailure, for request: Style.Request) -> LiveExchange<Style.Reply>
+    /// The reply to a request the device answers itself, or `nil` for one that goes out: a
+    /// device whose collector serves no experiment data reads its own.
+    func localReply(for request: Style.Request) -> Style.Reply?
+}
+
+extension LiveWire {
+    func localReply(for request: Style.Request) -> Style.Reply? { nil }
 }
 
 /// What one request did: the reply for the device, and what the load test counts.
@@ -44,7 +51,8 @@ struct LiveExchange<Reply: Sendable>: Sendable {
     var duplicates = 0
 }
 
-/// Myna's API (`GET /v1/experiments`, `POST /v1/events`), through ``MynaCodec``.
+/// Myna's API (`GET /v1/experiments`, `POST /v1/events`), or events alone in another format,
+/// through ``MynaCodec``.
 struct MynaWire: LiveWire {
     typealias Style = MynaStyle
 
@@ -74,6 +82,11 @@ struct MynaWire: LiveWire {
 
     func exchange(failure: TransportFailure, for request: EngineRequest) -> LiveExchange<MynaStyle.Reply> {
         LiveExchange(reply: MynaStyle.Reply(id: request.id, response: .failed(failure)), status: nil, timedOut: failure == .timeout)
+    }
+
+    func localReply(for request: EngineRequest) -> MynaStyle.Reply? {
+        guard codec.answersFetchesLocally, case .fetchExperiments = request.kind else { return nil }
+        return MynaStyle.Reply(id: request.id, response: codec.localFetchResponse)
     }
 
     /// When the acknowledged events of a batch were created. A server acknowledges a whole

@@ -13,10 +13,8 @@ extension Wire {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(32 + events.count * 120)
         buffer.writeString(#"{"events":["#)
-        // A batch names few experiments and variants many times: each is escaped once.
-        var named: [Int: String] = [:]
+        var names = VariantNames(data: data, fallback: fallback)
         for (position, event) in events.enumerated() {
-            let experiment = Int(event.experiment), variant = Int(event.variant)
             if position > 0 { buffer.writeString(",") }
             buffer.writeString(#"{"id":""#)
             writeDecimal(event.id.device, into: &buffer)
@@ -24,16 +22,8 @@ extension Wire {
             writeDecimal(UInt64(event.id.sequence), into: &buffer)
             buffer.writeString(#"","kind":""#)
             buffer.writeString(name(event.kind))
-            let key = experiment << 16 | variant
-            if let text = named[key] {
-                buffer.writeString(text)
-            } else {
-                let source = data.experiments.indices.contains(experiment) ? data : fallback
-                let definition = source.experiments[experiment]
-                let text = #"","experiment":"# + JSONText.string(definition.id) + #","variant":"# + JSONText.string(definition.variants[variant].id)
-                named[key] = text
-                buffer.writeString(text)
-            }
+            buffer.writeString(#"","#)
+            buffer.writeString(names.fields(of: event))
             buffer.writeString(#","value":"#)
             if event.value == 0 || !event.value.isFinite { buffer.writeString("0") } else { buffer.writeString("\(event.value)") }
             buffer.writeString(#","created_at":"#)
@@ -45,7 +35,7 @@ extension Wire {
     }
 
     /// Writes `value` in decimal, without making a string of it.
-    private static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
+    static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
         guard value >= 10 else {
             buffer.writeInteger(UInt8(ascii: "0") + UInt8(value))
             return
@@ -63,4 +53,29 @@ extension Wire {
         }
     }
 
+    /// `"experiment":…,"variant":…` for each event of a batch: a batch names few experiments
+    /// and variants many times, so each pair is escaped once.
+    struct VariantNames {
+        let data: ExperimentData
+        let fallback: ExperimentData
+        private var named: [Int: String] = [:]
+
+        init(data: ExperimentData, fallback: ExperimentData) {
+            self.data = data
+            self.fallback = fallback
+        }
+
+        /// The fields of `event`'s experiment and variant, by id, from the data it was created
+        /// with (or the app's own, for an event older than any download).
+        mutating func fields(of event: EngineEvent) -> String {
+            let experiment = Int(event.experiment), variant = Int(event.variant)
+            let key = experiment << 16 | variant
+            if let text = named[key] { return text }
+            let source = data.experiments.indices.contains(experiment) ? data : fallback
+            let definition = source.experiments[experiment]
+            let text = #""experiment":"# + JSONText.string(definition.id) + #","variant":"# + JSONText.string(definition.variants[variant].id)
+            named[key] = text
+            return text
+        }
+    }
 }

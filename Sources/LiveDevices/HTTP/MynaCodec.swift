@@ -8,7 +8,9 @@ import WireFormat
 
 /// Myna's API on the wire (`GET /v1/experiments` with `If-None-Match`, `POST /v1/events`), for
 /// one device population: the request for an engine's ``Request`` and the engine's
-/// ``Response`` for an answer, whichever HTTP client carries them.
+/// ``Response`` for an answer, whichever HTTP client carries them. Events may go in another
+/// ``EventFormat`` instead (a vendor's, or a template's): then the devices send only events,
+/// and their experiment data is the app's own (``answersFetchesLocally``).
 ///
 /// It keeps the last experiment data and its `ETag`, so a refetch of unchanged data is a 304
 /// and the engines get the same shared ``ExperimentData`` again. Statuses map onto the engine's
@@ -29,6 +31,11 @@ final class MynaCodec: Sendable {
     private let fetchHeaders: HTTPHeaders
     private let sendHeaders: HTTPHeaders
     private let cache = Mutex(Cache())
+    private let format: EventFormat
+    /// The vendor's key, for formats that carry it in the body.
+    private let wireKey: String?
+    /// Scenario time, to date events on the wall clock for formats that carry dates.
+    private let clock: ScenarioClock?
 
     /// - Parameters:
     ///   - defaults: The app's built-in data, naming experiments and variants for events
@@ -36,17 +43,37 @@ final class MynaCodec: Sendable {
     ///   - retryAfterScale: Multiplies `Retry-After` into the engine's time scale.
     ///   - deviceOffset: Added to each event's device number on the wire (and taken off the
     ///     acknowledged ids).
-    ///   - apiKey: Sent as `Authorization: Bearer KEY`.
-    init(defaults: ExperimentData, retryAfterScale: Double, deviceOffset: UInt64, apiKey: String?) {
+    ///   - apiKey: Sent as `Authorization: Bearer KEY` (Aviary's format).
+    ///   - format: What events are sent in.
+    ///   - wireKey: The vendor's key (`AVIARY_WIRE_KEY`), for other formats.
+    ///   - clock: The run's clock, which dates events for formats that carry dates.
+    init(defaults: ExperimentData, retryAfterScale: Double, deviceOffset: UInt64, apiKey: String?, format: EventFormat = .aviary, wireKey: String? = nil, clock: ScenarioClock? = nil) {
         self.defaults = defaults
         self.retryAfterScale = retryAfterScale
         self.deviceOffset = deviceOffset
+        self.format = format
+        self.wireKey = wireKey
+        self.clock = clock
         var headers = HTTPHeaders()
         if let apiKey { headers.add(name: "Authorization", value: "Bearer \(apiKey)") }
         self.fetchHeaders = headers
         headers.add(name: "Content-Type", value: "application/json")
-        self.sendHeaders = headers
+        switch format {
+        case .aviary: self.sendHeaders = headers
+        case .vendor(let vendor): self.sendHeaders = EventFormat.headers(vendor, key: wireKey)
+        case .template(let template): self.sendHeaders = template.headers
+        }
     }
+
+    /// Whether the devices' experiment data is their own: a collector of another format serves
+    /// none, so a fetch is answered on the device with the app's built-in data.
+    var answersFetchesLocally: Bool {
+        if case .aviary = format { return false }
+        return true
+    }
+
+    /// The answer to a fetch that never leaves the device.
+    var localFetchResponse: Response { .experimentData(defaults) }
 
     /// The HTTP request for `request`.
     func ask(for request: Request) -> HTTPAsk {
@@ -58,13 +85,33 @@ final class MynaCodec: Sendable {
         case .sendEvents(let events):
             let data = cache.withLock { $0.data } ?? defaults
             let offset = deviceOffset
-            let shifted = offset == 0 ? events : events.map { event in
-                var event = event
-                event.id.device &+= offset
-                return event
+            switch format {
+            case .aviary:
+                let shifted = offset == 0 ? events : events.map { event in
+                    var event = event
+                    event.id.device &+= offset
+                    return event
+                }
+                return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: Wire.eventBatch(shifted, naming: data, fallback: defaults))
+            case .vendor(let vendor):
+                let (sentAt, createdAt) = dating()
+                let context = Wire.VendorBatchContext(key: wireKey, deviceOffset: offset, sentAt: sentAt, createdAt: createdAt)
+                return HTTPAsk(method: .POST, path: EventFormat.path(vendor), headers: sendHeaders, body: Wire.vendorBatch(vendor, events, naming: data, fallback: defaults, context: context))
+            case .template(let template):
+                let (sentAt, createdAt) = dating()
+                let body = template.body(events, naming: data, fallback: defaults, offset: offset, sentAt: sentAt, createdAt: createdAt)
+                return HTTPAsk(method: template.method, path: template.template.path, headers: sendHeaders, body: body)
             }
-            return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: Wire.eventBatch(shifted, naming: data, fallback: defaults))
         }
+    }
+
+    /// Now, and the time an event created at a scenario time was created, both in milliseconds
+    /// since 1970: an event `t` scenario seconds old is `t / speedup` wall seconds old.
+    private func dating() -> (sentAt: Int64, createdAt: @Sendable (Double) -> Int64) {
+        let wall = Date().timeIntervalSince1970
+        guard let clock, clock.hasBegun else { return (Int64(wall * 1000), { _ in Int64(wall * 1000) }) }
+        let now = clock.now, speedup = clock.speedup
+        return (Int64(wall * 1000), { createdAt in Int64(((wall - max(0, now - createdAt) / speedup) * 1000).rounded()) })
     }
 
     /// What `answer` means to the engine that sent `request`, and the duplicates the server
@@ -89,6 +136,8 @@ final class MynaCodec: Sendable {
         case (.fetchExperiments, 304):
             guard let data = cache.withLock({ $0.data }) else { return (.failed(.unreachable), 0) }
             return (.experimentData(data), 0)
+        case (.sendEvents(let events), _) where !isAviary:
+            return (readVendor(answer, for: events), 0)
         case (.sendEvents, 200..<300):
             // An answer the device cannot read acknowledges nothing; the batch is retried.
             guard let ack = Wire.acknowledgement(in: answer.body) else { return (.rejected(status: 502, retryAfter: nil), 0) }
@@ -98,5 +147,36 @@ final class MynaCodec: Sendable {
             let retryAfter = answer.headers.first(name: "Retry-After").flatMap(Double.init).map { $0 * retryAfterScale }
             return (.rejected(status: status, retryAfter: retryAfter), 0)
         }
+    }
+
+    private var isAviary: Bool {
+        if case .aviary = format { return true }
+        return false
+    }
+
+    /// A vendor's or a template's answer to a batch. Vendors acknowledge a batch whole (a 2xx);
+    /// 408, 429 and 5xx are retried, after `Retry-After` when given; any other status refuses
+    /// the batch for good (the engine counts it), 413 included: a device's batch is kept under
+    /// the vendor's limits instead.
+    private func readVendor(_ answer: HTTPAnswer, for events: [ExperimentModel.Event]) -> Response {
+        let status = answer.status
+        let retryHeader: String
+        switch format {
+        case .template(let template):
+            retryHeader = template.template.retryAfter
+            if template.template.acknowledged.contains(where: { $0.matches(status) }) {
+                // A list the device cannot read acknowledges nothing; the batch is retried.
+                guard let ids = template.accepted(in: answer, of: events, offset: deviceOffset) else { return .rejected(status: 502, retryAfter: nil) }
+                return .acknowledged(ids)
+            }
+            if !template.template.retry.contains(where: { $0.matches(status) }) { return .rejected(status: status < 400 || status >= 500 ? 400 : status, retryAfter: nil) }
+        default:
+            retryHeader = "Retry-After"
+            if (200..<300).contains(status) { return .acknowledged(events.map(\.id)) }
+            if !Response.isTransient(status: status) { return .rejected(status: status < 400 || status >= 500 ? 400 : status, retryAfter: nil) }
+        }
+        let retryAfter = answer.headers.first(name: retryHeader).flatMap(Double.init).map { $0 * retryAfterScale }
+        // The engine retries the statuses it calls transient; 503 stands for any other the format retries.
+        return .rejected(status: Response.isTransient(status: status) ? status : 503, retryAfter: retryAfter)
     }
 }

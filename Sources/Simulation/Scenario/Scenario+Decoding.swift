@@ -312,7 +312,7 @@ extension Scenario {
     private static func client(_ r: ScenarioReader?, base: Client = defaultClient, extraKeys: [String] = []) throws(ScenarioError) -> Client {
         var client = base
         guard let r else { return client }
-        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions", "remote_config", "event_delivery", "connections"])
+        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions", "remote_config", "event_delivery", "connections", "wire"])
         if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics, "vwo": .vwo, "remote_config": .remoteConfig]) }
         if let x = r.optional("batch_size") { client.batchSize = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
@@ -343,6 +343,7 @@ extension Scenario {
         if let x = r.optional("event_delivery") { client.eventDelivery = try x.choice(["fire-and-forget": .fireAndForget, "queue": .queue]) }
         if let x = r.optional("remote_config") { client.remoteConfig = try RemoteConfig(x) }
         if let x = r.optional("connections") { client.connections = try x.choice(["pooled": .pooled, "per_device": .perDevice]) }
+        if let x = r.optional("wire") { client.wire = try EventWire(x) }
         return client
     }
 

@@ -160,6 +160,8 @@ public struct Scenario: Sendable {
         public var remoteConfig = RemoteConfig()
         /// Live mode: how the devices reach the server.
         public var connections = Connections.pooled
+        /// Live mode: the format the devices send their events in.
+        public var wire = EventWire.aviary
     }
 
     /// How live devices reach the server (the simulated network has no connections).
