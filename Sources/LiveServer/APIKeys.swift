@@ -24,6 +24,9 @@ public struct APIKeys: Sendable, CustomStringConvertible {
         case bearer
         /// `x-mpath-apikey: KEY`, or else `Authorization: Bearer KEY` (the Conductrics routes).
         case conductrics
+        /// `Authorization: Basic` with the key as the user name and no password, as Segment's
+        /// write key goes, or else `Authorization: Bearer KEY` (Segment's OAuth form).
+        case basic
     }
 
     private let clients: [[UInt8]]
@@ -94,6 +97,17 @@ public struct APIKeys: Sendable, CustomStringConvertible {
         return matches != 0
     }
 
+    /// Whether `key`, carried in a request's body (Amplitude's and PostHog's `api_key`), is a
+    /// client key; any key does when the server asks for none.
+    func permits(bodyKey key: String?) -> Bool {
+        guard !clients.isEmpty else { return true }
+        guard let key, !key.isEmpty else { return false }
+        let presented = Array(key.utf8)
+        var matches: UInt8 = 0
+        for client in clients { matches |= Self.equal(client, presented) }
+        return matches != 0
+    }
+
     /// Whether `headers` carry a key at all, in `form` (to tell a missing key from a wrong one).
     static func presents(_ headers: HTTPFields, form: Form) -> Bool {
         presented(headers, form: form) != nil
@@ -105,8 +119,16 @@ public struct APIKeys: Sendable, CustomStringConvertible {
         if form == .conductrics, let key = headers[conductricsHeader], !key.isEmpty { return Array(key.utf8) }
         guard let authorization = headers[.authorization] else { return nil }
         let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        guard parts.count == 2 else { return nil }
         let key = parts[1].trimmingCharacters(in: .whitespaces)
+        if form == .basic, parts[0].lowercased() == "basic" {
+            guard let decoded = Data(base64Encoded: key).map({ Array($0) }) else { return nil }
+            // KEY: (no password), as Segment's clients send it; else the user name before the
+            // first colon.
+            let user = decoded.last == UInt8(ascii: ":") ? decoded.dropLast() : decoded.split(separator: UInt8(ascii: ":"), maxSplits: 1, omittingEmptySubsequences: false)[0]
+            return user.isEmpty ? nil : Array(user)
+        }
+        guard parts[0].lowercased() == "bearer" else { return nil }
         return key.isEmpty ? nil : Array(key.utf8)
     }
 

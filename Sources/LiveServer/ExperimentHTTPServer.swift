@@ -108,6 +108,7 @@ public struct ExperimentHTTPServer: Sendable {
         }
         let admin = router.group().add(middleware: KeyMiddleware(keys: keys, scope: .admin, form: .bearer))
         admin.get("/v1/stats") { _, _ in Self.json(200, Wire.encode(service.stats())) }
+        admin.get("/v1/results") { _, _ in Self.json(200, Wire.encode(service.results())) }
         admin.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: ServerMetrics.contentType], body: .init(byteBuffer: ByteBuffer(bytes: service.metricsExposition())))
         }
@@ -129,12 +130,7 @@ public struct ExperimentHTTPServer: Sendable {
                 let started = ContinuousClock.now
                 let body = try await Self.jsonBody(request, limit: maxBody)
                 let batch = try Wire.decode(Wire.EventBatch.self, from: body)
-                let delay = try service.admit(events: max(1, batch.events.count))
-                defer { service.release() }
-                if delay > 0 { try? await Task.sleep(for: .seconds(delay / service.configuration.speedup)) }
-                let acknowledgement = Wire.encode(try await service.ingest(batch))
-                service.recordIngest(ContinuousClock.now - started)
-                return acknowledgement
+                return Wire.encode(try await Self.ingest(batch, service: service, started: started))
             }
         }
 
@@ -233,7 +229,21 @@ public struct ExperimentHTTPServer: Sendable {
                 return Wire.encode(ConductricsGoal(status: "ok", credited: []))
             }
         }
+        addVendorRoutes(to: router)
         return router
+    }
+
+    /// Ingests `batch` under the capacity model: admitted or refused, held for the modelled
+    /// processing time, then ingested and its latency recorded.
+    ///
+    /// - Parameter work: The events the capacity model charges; the batch's when `nil`.
+    static func ingest(_ batch: Wire.EventBatch, work: Int? = nil, service: ExperimentService, started: ContinuousClock.Instant) async throws(APIError) -> Wire.Acknowledgement {
+        let delay = try service.admit(events: max(1, work ?? batch.events.count))
+        defer { service.release() }
+        if delay > 0 { try? await Task.sleep(for: .seconds(delay / service.configuration.speedup)) }
+        let acknowledgement = try await service.ingest(batch)
+        service.recordIngest(ContinuousClock.now - started)
+        return acknowledgement
     }
 
     // MARK: - Helpers
@@ -281,12 +291,12 @@ public struct ExperimentHTTPServer: Sendable {
         return Response(status: .init(code: error.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: Wire.encode(error.body))))
     }
 
-    private static func json(_ status: Int, _ data: Data) -> Response {
+    static func json(_ status: Int, _ data: Data) -> Response {
         Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// A POST's JSON body, refusing other content types (415) and bodies over `limit` (413).
-    private static func jsonBody(_ request: Request, limit: Int) async throws(APIError) -> Data {
+    static func jsonBody(_ request: Request, limit: Int) async throws(APIError) -> Data {
         let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type == "application/json" else {
             throw APIError(status: 415, "unsupported content type \(type.map { "\"\($0)\"" } ?? "(none)")", field: "Content-Type", expected: "application/json")

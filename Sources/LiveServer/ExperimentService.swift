@@ -37,12 +37,79 @@ public final class ExperimentService: Sendable {
         public var logFlushes = 0
         /// Compactions of the log into a snapshot and a new tail.
         public var compactions = 0
+        /// Events of a vendor's format that are not experiment events (other names, page views,
+        /// identifies), acknowledged without being kept; a retried batch counts them again.
+        public var vendorEventsIgnored = 0
 
         enum CodingKeys: String, CodingKey {
             case eventsAccepted = "events_accepted", duplicatesIgnored = "duplicates_ignored", batches
             case rejectedOverCapacity = "rejected_over_capacity", decisions, goals
             case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes", compactions
+            case vendorEventsIgnored = "vendor_events_ignored"
         }
+
+        public init() {}
+
+        // Counters added later are optional, so that a snapshot written before them still opens.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            eventsAccepted = try container.decode(Int.self, forKey: .eventsAccepted)
+            duplicatesIgnored = try container.decode(Int.self, forKey: .duplicatesIgnored)
+            batches = try container.decode(Int.self, forKey: .batches)
+            rejectedOverCapacity = try container.decode(Int.self, forKey: .rejectedOverCapacity)
+            decisions = try container.decode(Int.self, forKey: .decisions)
+            goals = try container.decode(Int.self, forKey: .goals)
+            goalsIgnored = try container.decode(Int.self, forKey: .goalsIgnored)
+            dataVersion = try container.decode(Int.self, forKey: .dataVersion)
+            logBytes = try container.decode(Int.self, forKey: .logBytes)
+            logFlushes = try container.decode(Int.self, forKey: .logFlushes)
+            compactions = try container.decode(Int.self, forKey: .compactions)
+            vendorEventsIgnored = try container.decodeIfPresent(Int.self, forKey: .vendorEventsIgnored) ?? 0
+        }
+    }
+
+    /// What the server ingested for one variant: unique events by kind, and their values'
+    /// sum (`GET /v1/results`).
+    ///
+    /// `Sendable`: a plain value.
+    public struct VariantResults: Codable, Sendable, Hashable {
+        public var id: String
+        public var views = 0
+        public var conversions = 0
+        public var goals = 0
+        public var participations = 0
+        /// The sum of the events' values: conversions and goals count 1 unless they carry a
+        /// value, views and participations 0.
+        public var value = 0.0
+
+        public init(id: String) {
+            self.id = id
+        }
+
+        mutating func add(_ event: Event) {
+            switch event.kind {
+            case .view: views += 1
+            case .conversion: conversions += 1
+            case .goal: goals += 1
+            case .participation: participations += 1
+            }
+            value += event.value
+        }
+    }
+
+    /// One experiment's ``VariantResults``, in the order its variants are served.
+    ///
+    /// `Sendable`: a plain value.
+    public struct ExperimentResults: Codable, Sendable, Hashable {
+        public var id: String
+        public var variants: [VariantResults]
+    }
+
+    /// `GET /v1/results`: every served experiment's events as ingested, each id once.
+    ///
+    /// `Sendable`: a plain value.
+    public struct Results: Codable, Sendable, Hashable {
+        public var experiments: [ExperimentResults]
     }
 
     /// The experiment data as served: its version, its entity tag and its JSON body.
@@ -86,6 +153,8 @@ public final class ExperimentService: Sendable {
         var sessions: [String: [String: Int]] = [:]
         var published: Published?
         var stats = Stats()
+        /// Per served experiment, per variant: what the events ingested add up to.
+        var results: [[VariantResults]]
         var busyUntil = 0.0
         var inFlight = 0
     }
@@ -182,8 +251,16 @@ public final class ExperimentService: Sendable {
         }
         var state = State(
             server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: configuration.cadence, at: now),
-            recent: RecentEvents(capacity: configuration.dedupeWindow))
+            recent: RecentEvents(capacity: configuration.dedupeWindow),
+            results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } })
         guard let snapshot else { return state }
+        // A snapshot written before results were kept has none: they count from it on.
+        if let results = snapshot.results {
+            guard results.map(\.count) == state.results.map(\.count) else {
+                throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments' variants; serve it with the scenario that wrote it, or use another --data-dir")
+            }
+            state.results = results
+        }
         for agent in snapshot.agents {
             do {
                 try makeAgent(agent.key, choices: agent.choices, in: &state, configuration: configuration)
@@ -277,6 +354,13 @@ public final class ExperimentService: Sendable {
             state.stats.duplicatesIgnored += result.duplicates
             return Wire.Acknowledgement(acknowledged: batch.events.map(\.id), accepted: result.accepted, duplicates: result.duplicates)
         }
+    }
+
+    /// Counts `count` events of a vendor's format that are not experiment events: acknowledged,
+    /// not kept.
+    public func ignore(vendorEvents count: Int) {
+        guard count > 0 else { return }
+        state.withLock { $0.stats.vendorEventsIgnored += count }
     }
 
     /// Checks every event against the served experiments and, when `bounded`, its numbers
@@ -422,6 +506,13 @@ public final class ExperimentService: Sendable {
         return stats
     }
 
+    /// Every served experiment's events as ingested, each id once: live, replayed from the log
+    /// and restored from a snapshot alike.
+    public func results() -> Results {
+        let results = state.withLock { $0.results }
+        return Results(experiments: zip(configuration.experiments, results).map { ExperimentResults(id: $0.id, variants: $1) })
+    }
+
     /// A Prometheus scrape: the text format, its counters those of ``stats()`` now.
     public func metricsExposition() -> [UInt8] {
         metrics.exposition(stats())
@@ -521,7 +612,10 @@ public final class ExperimentService: Sendable {
             if restored, state.recovered.contains(event.id) { known += 1 } else { events.append(event) }
         }
         var accepted: [EventID] = []
-        let result = state.server.ingest(events, at: time) { accepted.append($0.id) }
+        let result = state.server.ingest(events, at: time) { event in
+            accepted.append(event.id)
+            state.results[Int(event.experiment)][Int(event.variant)].add(event)
+        }
         for id in accepted { state.recent.append(id) }
         if !accepted.isEmpty, buffersFeedback(configuration.cadence) { state.feedbackPending = true }
         state.stats.eventsAccepted += result.accepted
@@ -573,7 +667,8 @@ public final class ExperimentService: Sendable {
             agents: state.agents.keys.sorted().map { Snapshot.Agent(key: $0, choices: state.agents[$0]!.choices, arms: Snapshot.arms(state.agents[$0]!.allocator.statistics)) },
             sessions: state.sessions,
             stats: stats,
-            recentEvents: [])
+            recentEvents: [],
+            results: state.results)
     }
 
     /// Writes a snapshot taken under the lock, outside it and off the request's path, then

@@ -24,6 +24,7 @@ enum OpenAPIDocument {
             .replacingOccurrences(of: "__CLIENT_SECURITY__", with: keys.requiresKeys ? "[{clientKey: []}]" : "[]")
             .replacingOccurrences(of: "__CONDUCTRICS_SECURITY__", with: keys.requiresKeys ? "[{conductricsKey: []}, {clientKey: []}]" : "[]")
             .replacingOccurrences(of: "__ADMIN_SECURITY__", with: keys.hasAdminKey ? "[{adminKey: []}]" : keys.requiresKeys ? "[{clientKey: []}]" : "[]")
+            .replacingOccurrences(of: "__SEGMENT_SECURITY__", with: keys.requiresKeys ? "[{segmentWriteKey: []}, {clientKey: []}]" : "[]")
     }
 
     private static let template = #"""
@@ -47,6 +48,18 @@ info:
     key (`--admin-key`, `AVIARY_ADMIN_KEY`) guards /v1/stats and /metrics instead of the client keys. A
     missing or wrong key gets 401 with `WWW-Authenticate: Bearer`. Each operation's `security`
     says what this server asks for; `[]` means it was started without keys (loopback only).
+
+    Analytics vendors' wire formats are accepted at their own paths (Segment and RudderStack
+    `/v1/batch`, Snowplow `/com.snowplowanalytics.snowplow/tp2`, Amplitude `/2/httpapi`, PostHog
+    `/batch/`): events named `Experiment Viewed`, `Experiment Converted`, `Experiment Goal
+    Reached` or `Experiment Participated` (Snowplow: self-describing events of
+    `iglu:dev.aviary/experiment_viewed/jsonschema/1-0-0` and its siblings) with the properties
+    `experiment`, `variant` and `value` are ingested as /v1/events ingests, de-duplicated by the
+    vendor's key (messageId, eid, insert_id, uuid); other events are acknowledged and counted in
+    `vendor_events_ignored`. Each answers in the vendor's own shapes. Bodies may be gzip
+    (`Content-Encoding: gzip`). With client keys: Segment's write key as the Basic user name
+    (or a bearer key); Snowplow a bearer key (its collectors ask for none: without one this
+    server answers 401); Amplitude and PostHog their body's `api_key`.
 servers:
   - url: /
 paths:
@@ -190,7 +203,7 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes, compactions]
+                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes, compactions, vendor_events_ignored]
                 properties:
                   events_accepted: {type: integer, minimum: 0}
                   duplicates_ignored: {type: integer, minimum: 0}
@@ -203,7 +216,143 @@ paths:
                   log_bytes: {type: integer, minimum: 0}
                   log_flushes: {type: integer, minimum: 0, description: "Flushes of the log to disk with --fsync, each covering every record written before it."}
                   compactions: {type: integer, minimum: 0, description: "Compactions of the log into a snapshot and a new tail."}
+                  vendor_events_ignored: {type: integer, minimum: 0, description: "Events of a vendor's format that are not experiment events, acknowledged and not kept; since the process started (or the snapshot it restored)."}
         "401": {$ref: "#/components/responses/Unauthorized"}
+  /v1/results:
+    get:
+      operationId: getResults
+      summary: What the events ingested add up to, per experiment and variant, each event id once.
+      security: __ADMIN_SECURITY__
+      responses:
+        "200":
+          description: "Per served experiment, per variant: views, conversions, goals, participations and the sum of their values (conversions and goals count 1 unless they carry a value). Rebuilt from the log on a restart."
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [experiments]
+                properties:
+                  experiments:
+                    type: array
+                    items:
+                      type: object
+                      required: [id, variants]
+                      properties:
+                        id: {type: string}
+                        variants:
+                          type: array
+                          items:
+                            type: object
+                            required: [id, views, conversions, goals, participations, value]
+                            properties:
+                              id: {type: string}
+                              views: {type: integer, minimum: 0}
+                              conversions: {type: integer, minimum: 0}
+                              goals: {type: integer, minimum: 0}
+                              participations: {type: integer, minimum: 0}
+                              value: {type: number}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+  /v1/batch:
+    post:
+      operationId: segmentBatch
+      summary: "Segment's HTTP Tracking API batch (RudderStack's too): track calls named as experiment events are ingested, every other call acknowledged."
+      security: __SEGMENT_SECURITY__
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/SegmentBatch"}
+      responses: &segmentResponses
+        "200": {$ref: "#/components/responses/SegmentSuccess"}
+        "400": {$ref: "#/components/responses/SegmentError"}
+        "401": {$ref: "#/components/responses/SegmentUnauthorized"}
+        "413": {$ref: "#/components/responses/SegmentError"}
+        "415": {$ref: "#/components/responses/SegmentError"}
+        "429": {$ref: "#/components/responses/SegmentError"}
+        "503": {$ref: "#/components/responses/SegmentError"}
+  /v1/track:
+    post:
+      operationId: segmentTrack
+      summary: "Segment's single track call."
+      security: __SEGMENT_SECURITY__
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/SegmentTrack"}
+      responses: *segmentResponses
+  /com.snowplowanalytics.snowplow/tp2:
+    post:
+      operationId: snowplowPost
+      summary: "Snowplow's tracker protocol, POST: self-describing events (e=ue) of Aviary's schemas are ingested, every other event acknowledged."
+      security: __CLIENT_SECURITY__
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/SnowplowPayload"}
+      responses:
+        "200": {description: "Every event is acknowledged; repeats (by eid) are counted once. No body, as a collector answers."}
+        "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "413": {$ref: "#/components/responses/Error"}
+        "415": {$ref: "#/components/responses/Error"}
+        "429": {$ref: "#/components/responses/OverCapacity"}
+        "503": {$ref: "#/components/responses/OverCapacity"}
+  /2/httpapi:
+    post:
+      operationId: amplitudeUpload
+      summary: "Amplitude's HTTP API v2: events named as experiment events are ingested, every other event acknowledged."
+      security: []
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/AmplitudeUpload"}
+      responses:
+        "200":
+          description: Every event is acknowledged; repeats (by insert_id) are counted once.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [code, events_ingested, payload_size_bytes, server_upload_time]
+                properties:
+                  code: {type: integer, enum: [200]}
+                  events_ingested: {type: integer, minimum: 0}
+                  payload_size_bytes: {type: integer, minimum: 0}
+                  server_upload_time: {type: integer}
+        "400": {$ref: "#/components/responses/AmplitudeError"}
+        "413": {$ref: "#/components/responses/AmplitudeError"}
+        "415": {$ref: "#/components/responses/AmplitudeError"}
+        "429": {$ref: "#/components/responses/AmplitudeError"}
+        "503": {$ref: "#/components/responses/AmplitudeError"}
+  /batch/:
+    post:
+      operationId: posthogBatch
+      summary: "PostHog's batch endpoint (also without the trailing slash): events named as experiment events are ingested, every other event acknowledged."
+      security: []
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/PostHogBatch"}
+      responses:
+        "200":
+          description: Every event is acknowledged; repeats (by uuid) are counted once.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [status]
+                properties:
+                  status: {type: integer, enum: [1]}
+        "400": {$ref: "#/components/responses/PostHogError"}
+        "401": {$ref: "#/components/responses/PostHogError"}
+        "413": {$ref: "#/components/responses/PostHogError"}
+        "415": {$ref: "#/components/responses/PostHogError"}
+        "429": {$ref: "#/components/responses/PostHogError"}
+        "503": {$ref: "#/components/responses/PostHogError"}
   /metrics:
     get:
       operationId: getMetrics
@@ -393,6 +542,59 @@ components:
       content:
         application/json:
           schema: {$ref: "#/components/schemas/Error"}
+    SegmentSuccess:
+      description: Every call is acknowledged; repeats (by messageId) are counted once.
+      content:
+        application/json:
+          schema:
+            type: object
+            required: [success]
+            properties:
+              success: {type: boolean, enum: [true]}
+    SegmentError:
+      description: "Refused: `message` names the field at fault (`batch[3].properties.variant`) and what was expected."
+      headers:
+        Retry-After: {schema: {type: integer, minimum: 1}}
+      content:
+        application/json:
+          schema: {$ref: "#/components/schemas/SegmentError"}
+    SegmentUnauthorized:
+      description: The write key is missing or wrong (a server started with keys).
+      headers:
+        WWW-Authenticate: {schema: {type: string}, required: true}
+      content:
+        application/json:
+          schema: {$ref: "#/components/schemas/SegmentError"}
+    AmplitudeError:
+      description: "Refused as Amplitude refuses: `error` names the field at fault; an invalid event's index is in events_with_invalid_fields; a missing or wrong api_key is a 400 (missing_field, or `Invalid API key:`)."
+      headers:
+        Retry-After: {schema: {type: integer, minimum: 1}}
+      content:
+        application/json:
+          schema:
+            type: object
+            required: [code, error]
+            properties:
+              code: {type: integer}
+              error: {type: string}
+              missing_field: {type: string}
+              events_with_invalid_fields:
+                type: object
+                additionalProperties: {type: array, items: {type: integer, minimum: 0}}
+    PostHogError:
+      description: "Refused as PostHog refuses: `detail` names the field at fault, `attr` is its path; a missing or wrong api_key is a 401."
+      headers:
+        Retry-After: {schema: {type: integer, minimum: 1}}
+      content:
+        application/json:
+          schema:
+            type: object
+            required: [type, code, detail]
+            properties:
+              type: {type: string}
+              code: {type: string}
+              detail: {type: string}
+              attr: {type: string}
     GoalResult:
       description: What the goal credited.
       content:
@@ -413,6 +615,10 @@ components:
       in: header
       name: x-mpath-apikey
       description: A client key in the Conductrics wrapper's header; the bearer form is accepted too.
+    segmentWriteKey:
+      type: http
+      scheme: basic
+      description: "A client key as Segment's write key: the Basic user name, with no password."
     adminKey:
       type: http
       scheme: bearer
@@ -475,6 +681,99 @@ components:
         variant: {type: string, enum: __VARIANTS__, description: "One of the experiment's variants (another experiment's gets 422)"}
         value: {type: number, minimum: \#(Bounds.describe(Bounds.value.lowerBound)), maximum: \#(Bounds.describe(Bounds.value.upperBound)), nullable: true, description: "The conversion's value; null or absent: 1 for conversions and goals, 0 otherwise"}
         created_at: {type: number, minimum: \#(Bounds.describe(Bounds.createdAt.lowerBound)), maximum: \#(Bounds.describe(Bounds.createdAt.upperBound)), nullable: true, description: "seconds since 1970, up to the start of 2100"}
+    SegmentError:
+      type: object
+      required: [success, code, message]
+      properties:
+        success: {type: boolean, enum: [false]}
+        code: {type: string}
+        message: {type: string}
+        field: {type: string}
+        expected: {type: string}
+    SegmentBatch:
+      type: object
+      required: [batch]
+      properties:
+        batch:
+          type: array
+          maxItems: \#(Bounds.events)
+          items: {$ref: "#/components/schemas/SegmentCall"}
+      example:
+        batch:
+          - {type: track, event: Experiment Converted, messageId: 6f1c3e0e-4b1a-4c53-9d0e-3b1f0a2c9e11, anonymousId: device-42, timestamp: "2025-10-09T08:53:20.000Z", properties: {experiment: __EXPERIMENT__, variant: __VARIANT__, value: 3.99}}
+    SegmentCall:
+      type: object
+      required: [type]
+      description: "A call; a track call named Experiment Viewed, Experiment Converted, Experiment Goal Reached or Experiment Participated is an experiment event, whose properties must name a served experiment and one of its variants (value: a number from \#(Bounds.describe(Bounds.value.lowerBound)) to \#(Bounds.describe(Bounds.value.upperBound))). Other calls are acknowledged and not kept."
+      properties:
+        type: {type: string, example: track}
+        event: {type: string, nullable: true}
+        messageId: {type: string, nullable: true, description: "The de-duplication key; without it an event is keyed by what it says"}
+        userId: {type: string, nullable: true}
+        anonymousId: {type: string, nullable: true}
+        timestamp: {type: string, nullable: true, description: "ISO 8601, from 1970 to 2100: the event's creation time"}
+        properties: {type: object, nullable: true}
+    SegmentTrack:
+      type: object
+      required: [event]
+      properties:
+        type: {type: string, nullable: true}
+        event: {type: string}
+        messageId: {type: string, nullable: true}
+        userId: {type: string, nullable: true}
+        anonymousId: {type: string, nullable: true}
+        timestamp: {type: string, nullable: true}
+        properties: {type: object, nullable: true}
+    SnowplowPayload:
+      type: object
+      required: [schema, data]
+      properties:
+        schema: {type: string, pattern: "^iglu:com\\.snowplowanalytics\\.snowplow/payload_data/jsonschema/1-0-[0-9]+$", example: "iglu:com.snowplowanalytics.snowplow/payload_data/jsonschema/1-0-4"}
+        data:
+          type: array
+          maxItems: \#(Bounds.events)
+          description: "Events, every value a string. A self-describing event (e: ue) whose ue_pr (JSON) or ue_px (base64url JSON) holds an event of iglu:dev.aviary/experiment_viewed/jsonschema/1-0-0 (experiment_converted, experiment_goal_reached, experiment_participated) is an experiment event: eid its de-duplication key, dtm its creation time in milliseconds. Other events are acknowledged and not kept."
+          items:
+            type: object
+            additionalProperties: {type: string}
+    AmplitudeUpload:
+      type: object
+      required: [api_key, events]
+      properties:
+        api_key: {type: string, description: "A client key when the server has keys; any other gets 400 Invalid API key"}
+        events:
+          type: array
+          description: "At most \#(Bounds.events) events: more get 413, as Amplitude answers, and its client splits the batch."
+          items:
+            type: object
+            required: [event_type]
+            description: "An event named Experiment Viewed, Experiment Converted, Experiment Goal Reached or Experiment Participated is an experiment event, whose event_properties must name a served experiment and one of its variants (value optional). Other events are acknowledged and not kept."
+            properties:
+              event_type: {type: string}
+              device_id: {type: string, nullable: true}
+              user_id: {type: string, nullable: true}
+              insert_id: {type: string, nullable: true, description: "The de-duplication key; without it an event is keyed by what it says"}
+              time: {type: integer, nullable: true, description: "Milliseconds since 1970: the event's creation time"}
+              event_properties: {type: object, nullable: true}
+        options: {type: object, nullable: true}
+    PostHogBatch:
+      type: object
+      required: [api_key, batch]
+      properties:
+        api_key: {type: string, description: "A client key when the server has keys; any other gets 401"}
+        batch:
+          type: array
+          maxItems: \#(Bounds.events)
+          items:
+            type: object
+            required: [event]
+            description: "An event named Experiment Viewed, Experiment Converted, Experiment Goal Reached or Experiment Participated is an experiment event, whose properties must name a served experiment and one of its variants (value optional). Other events are acknowledged and not kept."
+            properties:
+              event: {type: string}
+              distinct_id: {type: string, nullable: true}
+              uuid: {type: string, nullable: true, description: "The de-duplication key; without it an event is keyed by what it says"}
+              timestamp: {type: string, nullable: true, description: "ISO 8601: the event's creation time"}
+              properties: {type: object, nullable: true}
     Acknowledgement:
       type: object
       required: [acknowledged, accepted, duplicates]

@@ -58,6 +58,7 @@ public final class ServerMetrics: Sendable {
             counter("decisions", "Server-side decisions made.") { $0.decisions },
             counter("goals", "Goals credited to a decision.") { $0.goals },
             counter("goals_ignored", "Goals without a prior decision, ignored.") { $0.goalsIgnored },
+            counter("vendor_events_ignored", "Events of a vendor's format that are not experiment events, acknowledged and not kept (vendor_events_ignored in /v1/stats).") { $0.vendorEventsIgnored },
             counter("log_flushes", "Flushes of the event log to disk (--fsync), each covering every record written before it.") { $0.logFlushes },
             counter("log_compactions", "Compactions of the event log into a snapshot and a new tail.") { $0.compactions },
             gauge("log", unit: "bytes", "Bytes in the event log on disk (--data-dir).") { $0.logBytes },

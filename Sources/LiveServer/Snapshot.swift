@@ -37,6 +37,9 @@ package struct Snapshot: Codable, Sendable {
     var stats: ExperimentService.Stats
     /// The ids (`DEVICE#SEQUENCE`) of the last events accepted, oldest first.
     var recentEvents: [String]
+    /// Per served experiment, per variant, what the events accepted add up to; absent from a
+    /// snapshot written before they were kept.
+    var results: [[ExperimentService.VariantResults]]?
 
     /// Whether a snapshot can stand for the records of an allocator of `spec`: true for those
     /// whose state is their arms' statistics (and a random stream). Explore-then-commit also

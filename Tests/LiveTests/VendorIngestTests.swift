@@ -1,0 +1,275 @@
+import AsyncHTTPClient
+import ExperimentModel
+import Foundation
+import NIOCore
+import Testing
+import WireFormat
+@testable import LiveServer
+
+/// `aviary serve` at the analytics vendors' paths, over real HTTP: each format's experiment
+/// events are ingested once by the vendor's key, its other events acknowledged and counted,
+/// a bad event refused in the vendor's shape with its path, gzip bodies inflated, keys asked
+/// for where each format carries one, and `/v1/results` right across a restart.
+struct VendorIngestTests {
+    struct Answer {
+        var status: Int
+        var challenge: String?
+        var body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+    }
+
+    static func post(_ path: String, _ body: some Collection<UInt8>, headers: [String: String] = [:], port: Int, client: HTTPClient) async throws -> Answer {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: Array(body)))
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let collected = try await response.body.collect(upTo: 1 << 20)
+        return Answer(status: Int(response.status.code), challenge: response.headers.first(name: "WWW-Authenticate"), body: Data(collected.readableBytesView))
+    }
+
+    static func post(_ path: String, _ body: String, headers: [String: String] = [:], port: Int, client: HTTPClient) async throws -> Answer {
+        try await post(path, Array(body.utf8), headers: headers, port: port, client: client)
+    }
+
+    static let path: [VendorFormat: String] = [
+        .segment: "/v1/batch", .snowplow: "/com.snowplowanalytics.snowplow/tp2", .amplitude: "/2/httpapi", .posthog: "/batch/",
+    ]
+
+    /// An experiment event of `format`: `kind` of `variant` in `checkout`, keyed `key`, worth
+    /// `value`; `experiment` and `variant` `nil` leave the property out.
+    static func event(
+        _ format: VendorFormat, _ kind: EventKind, key: String, experiment: String? = "checkout", variant: String? = "green", value: Double? = nil
+    ) -> String {
+        var properties: [String] = []
+        if let experiment { properties.append(#""experiment":"\#(experiment)""#) }
+        if let variant { properties.append(#""variant":"\#(variant)""#) }
+        if let value { properties.append(#""value":\#(value)"#) }
+        let object = "{" + properties.joined(separator: ",") + "}"
+        switch format {
+        case .segment:
+            return #"{"type":"track","event":"\#(Wire.vendorEventName(kind))","messageId":"\#(key)","anonymousId":"d1","userId":null,"timestamp":"2025-10-09T10:53:20.250+02:00","properties":\#(object)}"#
+        case .snowplow:
+            let envelope = #"{"schema":"iglu:com.snowplowanalytics.snowplow/unstruct_event/jsonschema/1-0-0","data":{"schema":"\#(Wire.snowplowSchema(kind))","data":\#(object)}}"#
+            let encoded = Data(envelope.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            return #"{"e":"ue","eid":"\#(key)","dtm":"1760000000250","tv":"py-1.1.0","ue_px":"\#(encoded)"}"#
+        case .amplitude:
+            return #"{"event_type":"\#(Wire.vendorEventName(kind))","device_id":"aviary-1","insert_id":"\#(key)","time":1760000000250,"event_properties":\#(object)}"#
+        case .posthog:
+            return #"{"event":"\#(Wire.vendorEventName(kind))","distinct_id":"d1","uuid":"\#(key)","timestamp":"2025-10-09T08:53:20.250Z","properties":\#(object)}"#
+        }
+    }
+
+    /// An event of `format` that is not an experiment's.
+    static func other(_ format: VendorFormat) -> String {
+        switch format {
+        case .segment: #"{"type":"identify","userId":"u1","traits":{"plan":"pro"}}"#
+        case .snowplow: #"{"e":"pv","eid":"p1","url":"https://example.com"}"#
+        case .amplitude: #"{"event_type":"Song Played","device_id":"aviary-1","event_properties":{"experiment":"elsewhere"}}"#
+        case .posthog: #"{"event":"$pageview","distinct_id":"d1","properties":{"$current_url":"https://example.com"}}"#
+        }
+    }
+
+    static func body(_ format: VendorFormat, _ events: [String], key: String = "k") -> String {
+        let list = "[" + events.joined(separator: ",") + "]"
+        return switch format {
+        case .segment: #"{"batch":\#(list),"sentAt":"2025-10-09T08:53:21Z","writeKey":"\#(key)"}"#
+        case .snowplow: #"{"schema":"iglu:com.snowplowanalytics.snowplow/payload_data/jsonschema/1-0-4","data":\#(list)}"#
+        case .amplitude: #"{"api_key":"\#(key)","events":\#(list)}"#
+        case .posthog: #"{"api_key":"\#(key)","batch":\#(list),"sent_at":"2025-10-09T06:53:21Z"}"#
+        }
+    }
+
+    @Test(arguments: VendorFormat.allCases)
+    func experimentEventsAreIngestedOnceAndOthersCounted(format: VendorFormat) async throws {
+        try await HTTPTransportTests.withServer { service, port, client in
+            let events = [
+                Self.event(format, .view, key: "k-1"), Self.event(format, .conversion, key: "k-2", value: 3.5), Self.other(format),
+                Self.event(format, .goal, key: "k-3", variant: "control"), Self.event(format, .participation, key: Wire.vendorKey(EventID(device: 9, sequence: 4))),
+            ]
+            let first = try await Self.post(Self.path[format]!, Self.body(format, events), port: port, client: client)
+            #expect(first.status == 200, "\(String(decoding: first.body, as: UTF8.self))")
+            switch format {
+            case .segment: #expect(first.json["success"] as? Bool == true)
+            case .snowplow: #expect(first.body.isEmpty)
+            case .amplitude:
+                #expect(first.json["code"] as? Int == 200)
+                #expect(first.json["events_ingested"] as? Int == 5)
+                #expect(first.json["payload_size_bytes"] as? Int == Self.body(format, events).utf8.count)
+            case .posthog: #expect(first.json["status"] as? Int == 1)
+            }
+            // A retry: the same keys count once.
+            let again = try await Self.post(Self.path[format]!, Self.body(format, events), port: port, client: client)
+            #expect(again.status == 200)
+            let stats = service.stats()
+            #expect(stats.eventsAccepted == 4)
+            #expect(stats.duplicatesIgnored == 4)
+            #expect(stats.vendorEventsIgnored == 2)
+            // The key a generator makes reads back as its event id exactly.
+            #expect(service.ingestedCount([EventID(device: 9, sequence: 4)]) == 1)
+            let checkout = try #require(service.results().experiments.first { $0.id == "checkout" })
+            let green = try #require(checkout.variants.first { $0.id == "green" })
+            let control = try #require(checkout.variants.first { $0.id == "control" })
+            #expect(green.views == 1 && green.conversions == 1 && green.participations == 1 && green.goals == 0)
+            #expect(green.value == 3.5)
+            #expect(control.goals == 1 && control.value == 1)
+        }
+    }
+
+    @Test func creationTimesComeFromEachFormatsTimestamp() throws {
+        let experiments = ExperimentServiceTests.experiments
+        for format in VendorFormat.allCases {
+            let json = try VendorBatch.parse(Data(Self.body(format, [Self.event(format, .view, key: "k")]).utf8))
+            let batch = try VendorBatch(format, json: json, experiments: experiments)
+            let created = try #require(batch.events.first?.createdAt)
+            #expect(abs(created - 1_760_000_000.25) < 1e-6, "\(format)")
+        }
+        #expect(VendorBatch.parseISO8601("1970-01-01T00:00:00Z") == 0)
+        #expect(VendorBatch.parseISO8601("2000-03-01 00:00:00.5-01:30") == 951_868_800 + 5400 + 0.5)
+        #expect(VendorBatch.parseISO8601("2024-02-29T12:00:00+0000") == 1_709_208_000)
+        for bad in ["2024-13-01T00:00:00Z", "2024-01-01", "2024-01-01T00:00:00.Z", "2024-01-01T00:00:00Zjunk", "yesterday"] {
+            #expect(VendorBatch.parseISO8601(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test(arguments: VendorFormat.allCases)
+    func aBadExperimentEventIsRefusedNamingItsField(format: VendorFormat) async throws {
+        try await HTTPTransportTests.withServer { service, port, client in
+            let cases: [(String, String)] = [
+                (Self.event(format, .view, key: "b", variant: "purple"), "variant"),
+                (Self.event(format, .view, key: "b", experiment: "nowhere"), "experiment"),
+                (Self.event(format, .conversion, key: "b", variant: nil), "variant"),
+                (Self.event(format, .conversion, key: "b", value: 1e12), "value"),
+            ]
+            for (event, member) in cases {
+                let answer = try await Self.post(Self.path[format]!, Self.body(format, [Self.event(format, .view, key: "ok"), event]), port: port, client: client)
+                #expect(answer.status == 400)
+                let properties = switch format {
+                case .segment, .posthog: "batch[1].properties"
+                case .snowplow: "data[1].ue_px.data.data"
+                case .amplitude: "events[1].event_properties"
+                }
+                let field = "\(properties).\(member)"
+                switch format {
+                case .segment:
+                    #expect(answer.json["success"] as? Bool == false)
+                    #expect(answer.json["code"] as? String == "invalid_request")
+                    #expect((answer.json["message"] as? String)?.contains(field) == true, "\(answer.json)")
+                case .snowplow:
+                    #expect(answer.json["field"] as? String == field)
+                case .amplitude:
+                    #expect(answer.json["code"] as? Int == 400)
+                    #expect((answer.json["error"] as? String)?.contains(field) == true)
+                    #expect((answer.json["events_with_invalid_fields"] as? [String: [Int]]) == ["event_properties.\(member)": [1]])
+                case .posthog:
+                    #expect(answer.json["type"] as? String == "validation_error")
+                    #expect(answer.json["attr"] as? String == field)
+                    #expect((answer.json["detail"] as? String)?.contains(field) == true)
+                }
+            }
+            // All or nothing: the good event beside each bad one was not kept.
+            #expect(service.stats().eventsAccepted == 0)
+        }
+    }
+
+    /// A PostHog body of three conversions and a page view, gzipped by Python's `gzip` module:
+    /// at level 9 (dynamic Huffman codes), level 0 (stored blocks) and with zlib's fixed codes.
+    static let gzipped = [
+        "H4sIAM8kB2sC/82OwQrCMBBEfyUEjxW0R6/iV4iUmA7tEk1CuolKyb+bWPDiyYt4nDezszNL5akzeMidkEY2Qp4V67Go4yyRYLkah7tHoGtRYu9sQmD0NRsj9dWP602VPU1MVnO30FfEB1dumTAVVCrfTTWhR2jjItdgUoHUgocA2IVdIgppc27EV3u2f7an/emelVcDEuH2+SHnU34CNo121/UBAAA=",
+        "H4sIAM8kB2sA/wH1AQr+eyJhcGlfa2V5IjogImsiLCAiYmF0Y2giOiBbeyJldmVudCI6ICJFeHBlcmltZW50IENvbnZlcnRlZCIsICJ1dWlkIjogInUtMCIsICJkaXN0aW5jdF9pZCI6ICJkIiwgInByb3BlcnRpZXMiOiB7ImV4cGVyaW1lbnQiOiAiY2hlY2tvdXQiLCAidmFyaWFudCI6ICJncmVlbiIsICJ2YWx1ZSI6IDJ9fSwgeyJldmVudCI6ICJFeHBlcmltZW50IENvbnZlcnRlZCIsICJ1dWlkIjogInUtMSIsICJkaXN0aW5jdF9pZCI6ICJkIiwgInByb3BlcnRpZXMiOiB7ImV4cGVyaW1lbnQiOiAiY2hlY2tvdXQiLCAidmFyaWFudCI6ICJncmVlbiIsICJ2YWx1ZSI6IDJ9fSwgeyJldmVudCI6ICJFeHBlcmltZW50IENvbnZlcnRlZCIsICJ1dWlkIjogInUtMiIsICJkaXN0aW5jdF9pZCI6ICJkIiwgInByb3BlcnRpZXMiOiB7ImV4cGVyaW1lbnQiOiAiY2hlY2tvdXQiLCAidmFyaWFudCI6ICJncmVlbiIsICJ2YWx1ZSI6IDJ9fSwgeyJldmVudCI6ICIkcGFnZXZpZXciLCAicHJvcGVydGllcyI6IHt9fV19No121/UBAAA=",
+        "H4sIAAAAAAACA6tWSizIjM9OrVSyUlDKVtJRUEpKLEnOAPKiq5VSy1LzSkASrhUFqUWZuUCegnN+XllqUUlqCkhtaWlmCki+VNcAxE3JLC7JzEsuiYeIgpUUFOUD9ZZkphYDhYBGwk0CqUjOSE3Ozi8tASksSyzKTIQIpxelpuZBxHJKU4EiRrW1OgokucdwkLnHiK7uUSlITE8ty0wtx7Shtja2FgA2jXbX9QEAAA==",
+    ].map { Data(base64Encoded: $0)! }
+
+    @Test func gzipBodiesAreInflated() async throws {
+        for data in Self.gzipped {
+            let inflated = try Gzip.decompress(data, limit: 1 << 20)
+            #expect(inflated.count == 501)
+            #expect(String(decoding: inflated, as: UTF8.self).hasPrefix(#"{"api_key": "k", "batch": [{"event": "Experiment Converted""#))
+            #expect(throws: Gzip.Failure.tooLarge) { try Gzip.decompress(data, limit: 500) }
+            var damaged = Array(data)
+            damaged[damaged.count - 6] ^= 0x40
+            #expect(throws: Gzip.Failure.self) { try Gzip.decompress(damaged, limit: 1 << 20) }
+            #expect(throws: Gzip.Failure.self) { try Gzip.decompress(data.prefix(data.count / 2), limit: 1 << 20) }
+        }
+        #expect(throws: Gzip.Failure.self) { try Gzip.decompress(Data(#"{"batch":[]}"#.utf8), limit: 1 << 20) }
+        try await HTTPTransportTests.withServer { service, port, client in
+            for data in Self.gzipped {
+                let answer = try await Self.post("/batch", data, headers: ["Content-Encoding": "gzip"], port: port, client: client)
+                #expect(answer.status == 200)
+            }
+            #expect(service.stats().eventsAccepted == 3)
+            #expect(service.stats().duplicatesIgnored == 6)
+            #expect(service.stats().vendorEventsIgnored == 3)
+            let plain = try await Self.post("/batch", Self.body(.posthog, []), headers: ["Content-Encoding": "gzip"], port: port, client: client)
+            #expect(plain.status == 400)
+            #expect(plain.json["attr"] as? String == "Content-Encoding")
+            let brotli = try await Self.post("/v1/batch", Self.body(.segment, []), headers: ["Content-Encoding": "br"], port: port, client: client)
+            #expect(brotli.status == 415)
+        }
+    }
+
+    @Test func keysAreAskedForWhereEachFormatCarriesThem() async throws {
+        let keys = APIKeys(clientKeys: ["key-one", "key-two"])
+        try await HTTPTransportTests.withServer(keys: keys) { service, port, client in
+            func basic(_ user: String) -> [String: String] { ["Authorization": "Basic " + Data("\(user):".utf8).base64EncodedString()] }
+            let segment = Self.body(.segment, [Self.event(.segment, .view, key: "s")])
+            for headers in [[:], basic("key-on"), ["Authorization": "Bearer nope"]] {
+                let answer = try await Self.post("/v1/batch", segment, headers: headers, port: port, client: client)
+                #expect(answer.status == 401)
+                #expect(answer.challenge?.hasPrefix("Basic") == true)
+                #expect(answer.json["code"] as? String == "unauthorized")
+                #expect(answer.json["message"] is String)
+            }
+            #expect(try await Self.post("/v1/batch", segment, headers: basic("key-two"), port: port, client: client).status == 200)
+            #expect(try await Self.post("/v1/track", Self.event(.segment, .view, key: "s2"), headers: ["Authorization": "Bearer key-one"], port: port, client: client).status == 200)
+
+            let snowplow = Self.body(.snowplow, [Self.event(.snowplow, .view, key: "p")])
+            let refused = try await Self.post(Self.path[.snowplow]!, snowplow, port: port, client: client)
+            #expect(refused.status == 401)
+            #expect(refused.json["error"] as? String == "missing API key")
+            #expect(try await Self.post(Self.path[.snowplow]!, snowplow, headers: ["Authorization": "Bearer key-one"], port: port, client: client).status == 200)
+
+            let wrongAmplitude = try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a", variant: "purple")], key: "key-on"), port: port, client: client)
+            #expect(wrongAmplitude.status == 400)
+            #expect((wrongAmplitude.json["error"] as? String)?.hasPrefix("Invalid API key:") == true)
+            let missingAmplitude = try await Self.post("/2/httpapi", #"{"events":[]}"#, port: port, client: client)
+            #expect(missingAmplitude.json["missing_field"] as? String == "api_key")
+            #expect(try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a")], key: "key-one"), port: port, client: client).status == 200)
+
+            let wrongPostHog = try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: "key-one "), port: port, client: client)
+            #expect(wrongPostHog.status == 401)
+            #expect(wrongPostHog.json["code"] as? String == "invalid_api_key")
+            #expect(try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: "key-two"), port: port, client: client).status == 200)
+            #expect(service.stats().eventsAccepted == 5)
+        }
+    }
+
+    @Test func resultsAreRebuiltByARestartAndKeptInASnapshot() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try CompactionTests.service(directory, compactEvery: nil)
+        for index in 1...3 { try await CompactionTests.post(CompactionTests.batch(index), to: first) }
+        let expected = first.results()
+        let green = try #require(expected.experiments[0].variants.first { $0.id == "green" })
+        // Per batch of five: 1, 5 green views, 2, 4 green conversions worth 2 and 4, 3 a control view.
+        #expect(green.views == 6 && green.conversions == 6 && green.value == 18)
+        #expect(try CompactionTests.service(directory, compactEvery: nil).results() == expected)
+
+        let compacted = try CompactionTests.service(directory, compactEvery: 1)
+        try await CompactionTests.post(CompactionTests.batch(4), to: compacted)
+        try await CompactionTests.post(CompactionTests.batch(5), to: compacted)
+        let later = compacted.results()
+        #expect(try CompactionTests.files(directory).contains { $0.hasPrefix("snapshot-") })
+        #expect(try CompactionTests.service(directory, compactEvery: nil).results() == later)
+        #expect(later.experiments[0].variants.map(\.views).reduce(0, +) == 15)
+    }
+
+    @Test func theDocumentListsTheVendorRoutes() {
+        let yaml = OpenAPIDocument.yaml(experiments: ExperimentServiceTests.experiments, keys: APIKeys(clientKeys: ["k"]))
+        for path in ["/v1/batch:", "/v1/track:", "/com.snowplowanalytics.snowplow/tp2:", "/2/httpapi:", "/batch/:", "/v1/results:"] {
+            #expect(yaml.contains("\n  \(path)\n"), "\(path)")
+        }
+        #expect(yaml.contains("security: [{segmentWriteKey: []}, {clientKey: []}]"))
+    }
+}
