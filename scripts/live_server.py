@@ -44,11 +44,12 @@ class Server:
     def url(self):
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, patience=300):
+    def start(self, patience=300, port=0):
         """Starts the server and returns its port once it listens.
 
         `patience` bounds the wait for a server that hangs without listening; a healthy one
-        answers in well under a second, so this is no performance assertion.
+        answers in well under a second, so this is no performance assertion. `port` 0 lets
+        the server pick one; a restart passes the port it had, so that clients keep their URL.
         """
         port_file = os.path.join(self.data_dir or tempfile.gettempdir(), f"aviary-port-{os.getpid()}-{id(self)}")
         if os.path.exists(port_file):
@@ -56,7 +57,7 @@ class Server:
         command = [self.aviary, "serve"]
         if self.scenario:
             command.append(self.scenario)
-        command += ["--host", "127.0.0.1", "--port", "0", "--port-file", port_file]
+        command += ["--host", "127.0.0.1", "--port", str(port), "--port-file", port_file]
         if self.data_dir:
             command += ["--data-dir", self.data_dir]
         command += self.extra
