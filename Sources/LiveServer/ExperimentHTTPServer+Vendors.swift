@@ -52,7 +52,8 @@ extension ExperimentHTTPServer {
             let body = try await vendorBody(request, limit: service.configuration.maxBodyBytes)
             let json = try VendorBatch.parse(body)
             let key = try VendorBatch.key(format, json: json)
-            if let key, key.isEmpty || !keys.permits(bodyKey: key) { return refusal(format, missing: key.isEmpty) }
+            // Without client keys the server is open, as on its other routes: an empty key passes.
+            if let key, !keys.permits(bodyKey: key) { return refusal(format, missing: key.isEmpty) }
             let batch = try VendorBatch(format, json: json, experiments: service.configuration.experiments, single: single)
             if !batch.events.isEmpty {
                 _ = try await ingest(Wire.EventBatch(events: batch.events), work: batch.count, service: service, started: started)

@@ -245,6 +245,20 @@ struct VendorIngestTests {
         }
     }
 
+    /// Without client keys the server is open on every route, as on its own: Amplitude's and
+    /// PostHog's body key may be empty or absent (a generator run without `AVIARY_WIRE_KEY`).
+    @Test func withoutClientKeysABodyKeyIsNotAskedFor() async throws {
+        try await HTTPTransportTests.withServer { service, port, client in
+            let amplitude = try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a")], key: ""), port: port, client: client)
+            #expect(amplitude.status == 200)
+            let posthog = try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: ""), port: port, client: client)
+            #expect(posthog.status == 200)
+            let absent = try await Self.post("/2/httpapi", #"{"events":[]}"#, port: port, client: client)
+            #expect(absent.status == 200)
+            #expect(service.stats().eventsAccepted == 2)
+        }
+    }
+
     @Test func resultsAreRebuiltByARestartAndKeptInASnapshot() async throws {
         let directory = ExperimentServiceTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
