@@ -158,6 +158,8 @@ extension ClientEngine {
 
     /// Events dropped because the queue was full.
     @inlinable public var eventsDroppedByOverflow: Int { Int(troubles.first?.eventsDroppedByOverflow ?? 0) }
+    /// Events deleted when the pipeline gave up after failures in a row.
+    public var eventsGivenUp: Int { Int(troubles.first?.eventsGivenUp ?? 0) }
     /// Events removed because a server permanently refused their batch.
     public var eventsRejectedPermanently: Int { Int(troubles.first?.eventsRejectedPermanently ?? 0) }
     /// Data responses that were not valid experiment data.
@@ -169,8 +171,8 @@ extension ClientEngine {
 }
 
 /// The state only trouble touches: the backoff's jitter generator, the failures it backs off
-/// from and the counts of things gone wrong. Most devices of a fleet never fail, so these
-/// 60 bytes live in one allocation made on the first trouble rather than in every engine.
+/// from, the counts of things gone wrong and what a failing pipeline waits for. Most devices of
+/// a fleet never fail, so these 76 bytes live in one allocation made on the first trouble rather than in every engine.
 @usableFromInline
 struct EngineTrouble: Sendable {
     // Created from the engine's seed when first needed: no draw precedes that, so the
@@ -189,6 +191,17 @@ struct EngineTrouble: Sendable {
     @usableFromInline var eventsRejectedPermanently: UInt32 = 0
     @usableFromInline var malformedPayloads: UInt32 = 0
     @usableFromInline var ignoredResponses: UInt32 = 0
+    /// Events deleted when the pipeline gave up (``DeliveryPolicy/GiveUp``).
+    @usableFromInline var eventsGivenUp: UInt32 = 0
+    /// After a 413 split, the most events a request carries until the queue empties; 0: no limit.
+    @usableFromInline var splitLimit: UInt16 = 0
+    /// Sends wait for the next queued event (``DeliveryPolicy/RetryTiming/nextEvent``).
+    @usableFromInline var waitsForEvent = false
+    /// Sends wait for connectivity to return (``DeliveryPolicy/GiveUp/goOffline(afterFailures:)``).
+    @usableFromInline var wentOffline = false
+    /// When the server began answering this device's sends with retried statuses, for
+    /// ``DeliveryPolicy/GiveUp/dropQueueAfterStreak(seconds:)``; NaN outside such a streak.
+    @usableFromInline var streakStart = Double.nan
 
     @inlinable init(seed: UInt64) {
         generator = Xoshiro256(seed: seed)

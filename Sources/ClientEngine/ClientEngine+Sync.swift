@@ -43,6 +43,14 @@ extension ClientEngine {
         return (_store.oldestCreatedAt ?? .infinity) + profile.settings.flushInterval
     }
 
+    /// The most events the next request carries: the pipeline's limit, or less after a 413.
+    @inlinable
+    var requestLimit: Int {
+        let limit = profile.settings.delivery.requestLimit(batchSize: profile.settings.batchSize)
+        guard let split = troubles.first?.splitLimit, split > 0 else { return limit }
+        return min(limit, Int(split))
+    }
+
     @usableFromInline
     mutating func startFetch(at now: Double) -> Request {
         let id = nextRequestID()
@@ -54,7 +62,7 @@ extension ClientEngine {
     mutating func startSend(at now: Double) -> Request {
         // A server must never see an event a crash could still lose.
         _store.commit(at: now)
-        let batch = _store.oldest(profile.settings.batchSize)
+        let batch = _store.oldest(requestLimit)
         let id = nextRequestID()
         send.start(id, deadline: now + profile.settings.requestTimeout)
         eventsInFlight = batch.count
@@ -129,10 +137,22 @@ extension ClientEngine {
                 return sendFailed(retryAfter: nil, at: now)
             }
             clearSendFailures()
+            if !troubles.isEmpty {
+                troubles[0].streakStart = .nan
+                if _store.count == 0, troubles[0].splitLimit != 0 { troubles[0].splitLimit = 0 }
+            }
             return -.infinity
         case .rejected(let status, let retryAfter):
-            if Self.isTransient(status: status) {
-                return sendFailed(retryAfter: retryAfter, at: now)
+            let delivery = profile.settings.delivery
+            let splits = status == 413 && delivery.tooLarge == .split
+            if splits, eventsInFlight > 1 {
+                // Half the batch goes at once; the rest follows in batches no larger.
+                trouble.splitLimit = UInt16(clamping: eventsInFlight / 2)
+                return -.infinity
+            }
+            // A single event too large to split is refused, whatever else is retried.
+            if !splits, delivery.retries(status: status) {
+                return sendFailed(retryAfter: retryAfter, status: status, at: now)
             }
             let setAside = _store.removeOldest(eventsInFlight)
             trouble.eventsRejectedPermanently.addSaturating(setAside.count)
@@ -177,12 +197,56 @@ extension ClientEngine {
         return now + retryDelay(failures: trouble.fetchFailures, retryAfter: retryAfter)
     }
 
-    /// Counts a failed batch; returns when the next may start, after a backoff.
+    /// Counts a failed batch; returns when the next may start: after a backoff, or as the
+    /// pipeline's ``DeliveryPolicy`` says (the next flush, the next event, a throttle wait), or
+    /// at once with an empty queue when the pipeline gives up.
     @usableFromInline
-    mutating func sendFailed(retryAfter: Double?, at now: Double) -> Double {
+    mutating func sendFailed(retryAfter: Double?, status: Int? = nil, at now: Double) -> Double {
         trouble.transientFailures.addSaturating(1)
         if trouble.sendFailures < .max { trouble.sendFailures += 1 }
-        return now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
+        let delivery = profile.settings.delivery
+        switch delivery.giveUp {
+        case .never:
+            break
+        case .dropQueue(let failures) where trouble.sendFailures >= failures:
+            return giveUp(at: now, because: "\(failures) failed sends in a row")
+        case .dropQueueAfterStreak(let seconds):
+            if status == nil {
+                trouble.streakStart = .nan
+            } else if trouble.streakStart.isNaN {
+                trouble.streakStart = now
+            } else if now - trouble.streakStart >= seconds {
+                return giveUp(at: now, because: "\(Int(seconds)) s of refusals")
+            }
+        case .goOffline(let failures) where trouble.sendFailures >= failures:
+            trouble.wentOffline = true
+            return .infinity
+        case .dropQueue, .goOffline:
+            break
+        }
+        if status == 429, let wait = delivery.throttleWait { return now + wait }
+        let honoured = profile.settings.honourRetryAfter ? retryAfter.flatMap { $0.isFinite ? $0 : nil } ?? 0 : 0
+        switch delivery.retry {
+        case .backoff:
+            return now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
+        case .nextFlush:
+            return now + max(profile.settings.flushInterval, honoured)
+        case .nextEvent:
+            trouble.waitsForEvent = true
+            return .infinity
+        }
+    }
+
+    /// Deletes every queued event, as a pipeline that gives up does; sends may start at once
+    /// (with nothing to send until the next event).
+    mutating func giveUp(at now: Double, because reason: String) -> Double {
+        let deleted = _store.removeOldest(_store.count).count
+        trouble.eventsGivenUp.addSaturating(deleted)
+        trouble.streakStart = .nan
+        eventsOffered = 0
+        lastError = "\(deleted) events deleted after \(reason)"
+        clearSendFailures()
+        return now
     }
 
     mutating func retryDelay(failures: UInt16, retryAfter: Double?) -> Double {

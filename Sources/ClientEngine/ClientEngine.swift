@@ -270,6 +270,10 @@ extension ClientEngine {
             }
         }
         _store.append(event, at: now)
+        if !troubles.isEmpty, troubles[0].waitsForEvent {
+            troubles[0].waitsForEvent = false
+            send.waiveBackoff()
+        }
     }
 }
 
@@ -339,6 +343,11 @@ extension ClientEngine {
         guard online && !wasOnline else { return }
         if _store.count > 0 { flushRequested = true }
         if data == nil { fetchWantedAt = min(fetchWantedAt, now) }
+        if !troubles.isEmpty, troubles[0].wentOffline {
+            troubles[0].wentOffline = false
+            send.waiveBackoff()
+            clearSendFailures()
+        }
         if profile.settings.resetBackoffOnReconnect {
             fetch.waiveBackoff()
             send.waiveBackoff()

@@ -34,6 +34,9 @@ public struct EngineSettings: Sendable, Hashable {
     /// flush interval. `true` treats the failures as explained by the lost connection and retries
     /// at once, which is what most mobile SDKs do but can stampede a recovering server.
     public var resetBackoffOnReconnect: Bool
+    /// The SDK's pipeline beyond the backoff: request limits, retry timing, statuses never
+    /// retried, 413s, giving up.
+    public var delivery: DeliveryPolicy
 
     /// Creates settings; every parameter has the documented default.
     public init(
@@ -46,7 +49,8 @@ public struct EngineSettings: Sendable, Hashable {
         dataTTL: Double = 3600,
         requestTimeout: Double = 30,
         persistence: PersistencePolicy = .everyAppend,
-        resetBackoffOnReconnect: Bool = false
+        resetBackoffOnReconnect: Bool = false,
+        delivery: DeliveryPolicy = DeliveryPolicy()
     ) {
         precondition(batchSize > 0, "batchSize must be positive (got \(batchSize))")
         precondition(queueCapacity > 0, "queueCapacity must be positive (got \(queueCapacity))")
@@ -61,6 +65,7 @@ public struct EngineSettings: Sendable, Hashable {
         self.requestTimeout = requestTimeout
         self.persistence = persistence
         self.resetBackoffOnReconnect = resetBackoffOnReconnect
+        self.delivery = delivery
     }
 }
 
@@ -75,6 +80,11 @@ public enum BackoffPolicy: Sendable, Hashable {
     /// After the *n*th consecutive failure wait `min(cap, base · multiplierⁿ⁻¹)` seconds, then
     /// apply `jitter`.
     case exponential(base: Double, multiplier: Double, cap: Double, jitter: Jitter)
+    /// After the *n*th consecutive failure wait the *n*th of `delays` (the last once they run
+    /// out), times a uniform factor in [1 − `spread`, 1 + `spread`].
+    case schedule([Double], spread: Double)
+    /// After the *n*th consecutive failure wait `min(cap, n · step)` seconds.
+    case linear(step: Double, cap: Double)
 
     /// The wait after `failures` consecutive failures (at least 1), drawing jitter from `generator`.
     func delay(afterFailures failures: Int, using generator: inout Xoshiro256) -> Double {
@@ -93,6 +103,13 @@ public enum BackoffPolicy: Sendable, Hashable {
             case .full: return generator.nextUniform() * bounded
             case .equal: return bounded / 2 + generator.nextUniform() * bounded / 2
             }
+        case .schedule(let delays, let spread):
+            guard let last = delays.last else { return 0 }
+            let delay = failures <= delays.count ? delays[max(0, failures - 1)] : last
+            guard spread > 0 else { return max(0, delay) }
+            return max(0, delay * (1 - spread + 2 * spread * generator.nextUniform()))
+        case .linear(let step, let cap):
+            return max(0, min(cap, Double(min(failures, 1 << 20)) * step))
         }
     }
 }

@@ -64,16 +64,19 @@ public enum LiveLoadTestReport {
         return table
     }
 
-    /// Writes `loadtest.csv` and `loadtest-timeseries.csv` to `folder`, creating it.
+    /// Writes `loadtest.csv` and `loadtest-timeseries.csv` to `folder`, creating it (and, with
+    /// SDK profiles, ``Simulation/DeliveryReport``'s files).
     ///
     /// - Throws: The file system's error.
     public static func write(_ results: [LiveLoadTest.Result], to folder: URL) throws -> [URL] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return try [("loadtest.csv", summary(results)), ("loadtest-timeseries.csv", timeseries(results))].map { name, table in
+        let written = try [("loadtest.csv", summary(results)), ("loadtest-timeseries.csv", timeseries(results))].map { name, table in
             let url = folder.appendingPathComponent(name)
             try table.write(to: url)
             return url
         }
+        let runs = results.map { (scenario: $0.scenario, policy: $0.policy, replicate: $0.replicate, metrics: $0.metrics.fleet) }
+        return try written + DeliveryReport.write(runs, to: folder)
     }
 
     static func stepRates(_ samples: [FleetMetrics.Sample]) -> [LoadTestReport.StepRate] {

@@ -230,4 +230,20 @@ struct LiveWireFormatTests {
     func aVendorRunAgainstAviaryServeBalances(vendor: String) async throws {
         try await Self.balancedRun(.vendor(vendor))
     }
+
+    /// An SDK profile runs live in its vendor's format, with its pipeline's rules in the engines.
+    @Test func aProfileRunsLiveInItsVendorsFormat() async throws {
+        let yaml = LiveLoadTestTests.yaml().replacingOccurrences(of: "client: {batch_size: 10, flush_interval: 30s, request_timeout: 60s}", with: "client: {profile: posthog-ios, request_timeout: 60s}")
+        let scenario = try Scenario(yaml: yaml, file: "profile-live")
+        #expect(scenario.client.wire == .vendor("posthog"))
+        #expect(scenario.client.delivery.maxBatchEvents == 50)
+        let server = try await LiveLoadTestTests.separateServer(scenario)
+        let live = try await LiveLoadTest(scenario: scenario, options: .init(url: "http://127.0.0.1:\(server.port)", speedup: 60, connections: 16)).run(stop: StopFlag())
+        await server.stop()
+        let run = try #require(live.first).metrics, m = run.fleet
+        #expect(m.eventsCreated > 1000)
+        #expect(run.isBalanced)
+        #expect(m.eventsAcked == server.ingestionCounts().accepted)
+        #expect(run.status2xx > 0 && run.statusOther == 0)
+    }
 }

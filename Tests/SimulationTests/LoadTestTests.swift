@@ -126,7 +126,7 @@ struct LoadTestTests {
     }
 
     @Test func policiesRejectUnknownKeys() {
-        #expect(throws: ScenarioError(file: "small-load.yaml", key: "policies[0].batchsize", "unknown key (did you mean 'batch_size'?); expected one of label, style, batch_size, flush_interval, backoff, honour_retry_after, queue_capacity, overflow, data_ttl, request_timeout, decision_timeout, first_view_wait, background_sync, persist_every, decision_cache, decision_sessions, remote_config, event_delivery, connections")) {
+        #expect(throws: ScenarioError(file: "small-load.yaml", key: "policies[0].batchsize", "unknown key (did you mean 'batch_size'?); expected one of label, style, batch_size, flush_interval, backoff, honour_retry_after, queue_capacity, overflow, data_ttl, request_timeout, decision_timeout, first_view_wait, background_sync, persist_every, decision_cache, decision_sessions, remote_config, event_delivery, connections, wire, profile, delivery")) {
             try Scenario(yaml: SmallLoad.yaml(policies: "  - {label: x, batchsize: 3}"), file: "small-load.yaml")
         }
     }

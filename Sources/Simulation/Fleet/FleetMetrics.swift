@@ -68,6 +68,8 @@ public struct FleetMetrics: Sendable, Codable {
     public package(set) var eventsAcked = 0
     public package(set) var eventsPending = 0
     public package(set) var eventsDropped = 0
+    /// Why the events dropped were lost, where the client says (Myna-style devices).
+    public package(set) var losses = Losses()
     public package(set) var duplicatesIgnored = 0
     /// The device style's own counters, by column name (see ``Scenario/ClientStyle/counters``).
     public package(set) var styleCounters: [String: Int] = [:]
@@ -88,6 +90,29 @@ public struct FleetMetrics: Sendable, Codable {
         public var rejectedRequests: Int
         /// Events the server holds unprocessed.
         public var serverBacklog: Double
+        /// Cumulative requests the devices sent.
+        public var requests = 0
+    }
+
+    /// Events a client deleted before any server acknowledged them, by reason.
+    ///
+    /// `Sendable`: plain values.
+    public struct Losses: Sendable, Codable, Hashable {
+        /// Dropped because the queue was full.
+        public var overflow = 0
+        /// Refused for good by a status the pipeline does not retry.
+        public var refused = 0
+        /// Deleted when the pipeline gave up after failures in a row.
+        public var givenUp = 0
+        /// Lost in a crash before they were persisted.
+        public var crashed = 0
+
+        mutating func add(_ other: Losses) {
+            overflow += other.overflow
+            refused += other.refused
+            givenUp += other.givenUp
+            crashed += other.crashed
+        }
     }
 
     package init(scenario: Scenario) {
@@ -161,7 +186,7 @@ public struct FleetMetrics: Sendable, Codable {
         samples.append(Sample(
             time: now, views: views, conversions: conversionsByVariant, regret: regretByVariant, queueDepth: queueDepth,
             onlineFraction: onlineFraction, offeredEvents: offeredEvents, acceptedEvents: acceptedEvents,
-            rejectedRequests: rejectedRequests, serverBacklog: serverBacklog
+            rejectedRequests: rejectedRequests, serverBacklog: serverBacklog, requests: requests
         ))
     }
 
@@ -198,7 +223,6 @@ public struct FleetMetrics: Sendable, Codable {
         defaultViews += other.defaultViews
         conversionsRecorded += other.conversionsRecorded
         crashes += other.crashes
-        requests += other.requests
         fetches += other.fetches
         batches += other.batches
         timeouts += other.timeouts
@@ -209,6 +233,7 @@ public struct FleetMetrics: Sendable, Codable {
         eventsAcked += other.eventsAcked
         eventsPending += other.eventsPending
         eventsDropped += other.eventsDropped
+        losses.add(other.losses)
         duplicatesIgnored += other.duplicatesIgnored
         styleCounters.merge(other.styleCounters, uniquingKeysWith: +)
     }
@@ -224,6 +249,7 @@ public struct FleetMetrics: Sendable, Codable {
         offeredEvents += other.offeredEvents
         acceptedEvents += other.acceptedEvents
         rejectedRequests += other.rejectedRequests
+        requests += other.requests
     }
 
     private static func add(_ a: inout [Int], _ b: [Int]) {

@@ -115,6 +115,7 @@ extension FleetMetrics {
                 sample.offeredEvents += other.offeredEvents
                 sample.acceptedEvents += other.acceptedEvents
                 sample.rejectedRequests += other.rejectedRequests
+                sample.requests += other.requests
                 sample.serverBacklog = max(sample.serverBacklog, other.serverBacklog)
             }
             return sample

@@ -81,13 +81,16 @@ public struct FleetSimulation: Sendable {
         case .none: .none
         case .fixed: .fixed(client.backoff.base)
         case .exponential: .exponential(base: client.backoff.base, multiplier: client.backoff.multiplier, cap: client.backoff.cap, jitter: jitter)
+        case .schedule: .schedule(client.backoff.delays, spread: client.backoff.spread)
+        case .linear: .linear(step: client.backoff.base, cap: client.backoff.cap)
         }
         let settings = EngineSettings(
             batchSize: client.batchSize, flushInterval: client.flushInterval, backoff: backoff,
             honourRetryAfter: client.honourRetryAfter, queueCapacity: client.queueCapacity,
             overflowPolicy: client.overflowDropsOldest ? .dropOldest : .dropNewest, dataTTL: client.dataTTL,
             requestTimeout: client.requestTimeout,
-            persistence: client.persistEvery <= 1 ? .everyAppend : .groupCommit(maxEvents: client.persistEvery, maxDelay: 5)
+            persistence: client.persistEvery <= 1 ? .everyAppend : .groupCommit(maxEvents: client.persistEvery, maxDelay: 5),
+            delivery: client.delivery
         )
         let experiments = scenario.experiments.map { experiment in
             ExperimentDefinition(

@@ -125,7 +125,11 @@ package enum MynaStyle: DeviceStyle {
     package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {
         metrics.retries += client.transientFailures
         metrics.eventsCreated += client.eventsCreated
-        metrics.eventsDropped += client.eventsDroppedByOverflow + client.eventsLostInCrashes + client.eventsRejectedPermanently
+        metrics.eventsDropped += client.eventsDroppedByOverflow + client.eventsLostInCrashes + client.eventsRejectedPermanently + client.eventsGivenUp
+        metrics.losses.overflow += client.eventsDroppedByOverflow
+        metrics.losses.refused += client.eventsRejectedPermanently
+        metrics.losses.givenUp += client.eventsGivenUp
+        metrics.losses.crashed += client.eventsLostInCrashes
         let depth = client.queueDepth
         if depth > 0 {
             for event in client.store.oldest(depth) where !server.hasIngested(event.id) {

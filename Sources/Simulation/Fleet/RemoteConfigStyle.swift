@@ -319,6 +319,11 @@ package enum RemoteConfigStyle: DeviceStyle {
             var delay = backoff.base
             for _ in 1..<max(1, Int(failures)) where delay < backoff.cap { delay *= backoff.multiplier }
             return min(delay, backoff.cap)
+        case .schedule:
+            let delays = backoff.delays
+            return delays.isEmpty ? client.flushInterval : delays[min(delays.count, max(1, Int(failures))) - 1]
+        case .linear:
+            return min(backoff.cap, Double(max(1, Int(failures))) * backoff.base)
         }
     }
 

@@ -64,12 +64,13 @@ public enum LoadTestReport {
     }
 
     /// Writes `loadtest.csv` and `loadtest-timeseries.csv` to `folder`, creating it, and the
-    /// charts' `loadtest-latency.csv` and `faults.csv`.
+    /// charts' `loadtest-latency.csv` and `faults.csv`; with SDK profiles, ``DeliveryReport``'s
+    /// files too.
     ///
     /// - Throws: The file system's error.
     public static func write(_ results: [LoadTest.Result], to folder: URL) throws -> [URL] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return try [
+        let written = try [
             ("loadtest.csv", summary(results)), ("loadtest-timeseries.csv", timeseries(results)),
             ("loadtest-latency.csv", latency(results)), ("faults.csv", faults(results)),
         ].map { name, table in
@@ -77,6 +78,10 @@ public enum LoadTestReport {
             try table.write(to: url)
             return url
         }
+        let runs = results.flatMap { result in
+            result.simulation.runs.map { (scenario: result.simulation.scenario, policy: result.policy, replicate: $0.replicate, metrics: $0.metrics) }
+        }
+        return try written + DeliveryReport.write(runs, to: folder)
     }
 
     package struct StepRate {

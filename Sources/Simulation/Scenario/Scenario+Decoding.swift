@@ -1,4 +1,5 @@
 import Allocators
+import ClientEngine
 import ExperimentModel
 import ExperimentServer
 import Foundation
@@ -312,13 +313,31 @@ extension Scenario {
     private static func client(_ r: ScenarioReader?, base: Client = defaultClient, extraKeys: [String] = []) throws(ScenarioError) -> Client {
         var client = base
         guard let r else { return client }
-        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions", "remote_config", "event_delivery", "connections", "wire"])
+        try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions", "remote_config", "event_delivery", "connections", "wire", "profile", "delivery"])
+        // A profile is the base the other keys change.
+        if let x = r.optional("profile") {
+            let name = try x.text
+            guard let profile = SDKProfile(rawValue: name) else {
+                throw x.error("is '\(name)'; expected one of \(SDKProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            profile.apply(to: &client)
+        }
         if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics, "vwo": .vwo, "remote_config": .remoteConfig]) }
         if let x = r.optional("batch_size") { client.batchSize = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
         if let b = r.optional("backoff") {
-            try b.requireKeys(allowed: ["policy", "base", "multiplier", "cap", "jitter"])
-            if let x = b.optional("policy") { client.backoff.policy = try x.choice(["none": .none, "fixed": .fixed, "exponential": .exponential]) }
+            try b.requireKeys(allowed: ["policy", "base", "multiplier", "cap", "jitter", "delays", "spread"])
+            if let x = b.optional("policy") {
+                client.backoff.policy = try x.choice(["none": .none, "fixed": .fixed, "exponential": .exponential, "schedule": .schedule, "linear": .linear])
+            }
+            if let x = b.optional("delays") {
+                client.backoff.delays = try x.elements(atMost: 100, "delays").map { item throws(ScenarioError) in try item.duration() }
+                guard !client.backoff.delays.isEmpty else { throw x.error("is empty; expected the waits after the first, second… failure, e.g. [1s, 8s, 32s]") }
+            }
+            if let x = b.optional("spread") { client.backoff.spread = try x.number(in: 0...1, "a fraction in [0, 1]") }
+            if client.backoff.policy == .schedule, client.backoff.delays.isEmpty {
+                throw b.error("has policy schedule without delays; expected delays, e.g. [1s, 8s, 32s, 128s, 300s]", at: "delays")
+            }
             if let x = b.optional("base") { client.backoff.base = try x.duration() }
             if let x = b.optional("multiplier") { client.backoff.multiplier = try x.number(in: 1...1000, "a multiplier in [1, 1000]") }
             if let x = b.optional("cap") { client.backoff.cap = try x.duration() }
@@ -344,7 +363,39 @@ extension Scenario {
         if let x = r.optional("remote_config") { client.remoteConfig = try RemoteConfig(x) }
         if let x = r.optional("connections") { client.connections = try x.choice(["pooled": .pooled, "per_device": .perDevice]) }
         if let x = r.optional("wire") { client.wire = try EventWire(x) }
+        if let x = r.optional("delivery") { try readDelivery(x, into: &client.delivery) }
         return client
+    }
+
+    /// `client.delivery`: an SDK pipeline's limits and rules beyond the backoff.
+    private static func readDelivery(_ r: ScenarioReader, into delivery: inout DeliveryPolicy) throws(ScenarioError) {
+        try r.requireKeys(allowed: ["max_batch_events", "max_batch_bytes", "event_bytes", "retry", "refused_statuses", "too_large", "give_up", "throttle_wait"])
+        if let x = r.optional("max_batch_events") { delivery.maxBatchEvents = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
+        if let x = r.optional("max_batch_bytes") { delivery.maxBatchBytes = try x.integer(in: 1...1_000_000_000, "bytes, 1 to 1000000000") }
+        if let x = r.optional("event_bytes") { delivery.eventBytes = try x.integer(in: 1...1_000_000, "bytes, 1 to 1000000") }
+        if let x = r.optional("retry") { delivery.retry = try x.choice(["backoff": .backoff, "next_flush": .nextFlush, "next_event": .nextEvent]) }
+        if let x = r.optional("refused_statuses") {
+            delivery.refusedStatuses = Set(try x.elements(atMost: 500, "statuses").map { item throws(ScenarioError) in try item.integer(in: 400...599, "an HTTP status, 400 to 599") })
+        }
+        if let x = r.optional("too_large") { delivery.tooLarge = try x.choice(["refuse": .refuse, "split": .split]) }
+        if let x = r.optional("give_up") {
+            if x.isMapping {
+                try x.requireKeys(allowed: ["drop_queue_after", "drop_queue_after_refusals_for", "offline_after"])
+                if let n = x.optional("drop_queue_after") {
+                    delivery.giveUp = .dropQueue(afterFailures: try n.integer(in: 1...65_535, "failures in a row, 1 to 65535"))
+                } else if let n = x.optional("drop_queue_after_refusals_for") {
+                    delivery.giveUp = .dropQueueAfterStreak(seconds: try n.duration(atLeast: 1))
+                } else if let n = x.optional("offline_after") {
+                    delivery.giveUp = .goOffline(afterFailures: try n.integer(in: 1...65_535, "failures in a row, 1 to 65535"))
+                } else {
+                    throw x.error("is empty; expected drop_queue_after, drop_queue_after_refusals_for or offline_after")
+                }
+            } else {
+                guard try x.text == "never" else { throw x.error("expected never, or a mapping with drop_queue_after, drop_queue_after_refusals_for or offline_after") }
+                delivery.giveUp = .never
+            }
+        }
+        if let x = r.optional("throttle_wait") { delivery.throttleWait = try x.duration() }
     }
 
     private static func network(_ r: ScenarioReader?) throws(ScenarioError) -> Network {

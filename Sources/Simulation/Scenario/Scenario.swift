@@ -1,4 +1,5 @@
 import Allocators
+import ClientEngine
 import ExperimentServer
 import Foundation
 import Randomness
@@ -162,6 +163,10 @@ public struct Scenario: Sendable {
         public var connections = Connections.pooled
         /// Live mode: the format the devices send their events in.
         public var wire = EventWire.aviary
+        /// The SDK whose pipeline the devices model (`client.profile`), or `nil` for Aviary's.
+        public var profile: String?
+        /// The pipeline beyond the backoff (`client.delivery`, or the profile's).
+        public var delivery = DeliveryPolicy()
     }
 
     /// How live devices reach the server (the simulated network has no connections).
@@ -185,13 +190,18 @@ public struct Scenario: Sendable {
 
     /// A retry policy.
     public struct Backoff: Sendable, Hashable {
-        public enum Policy: String, Sendable { case none, fixed, exponential }
+        public enum Policy: String, Sendable { case none, fixed, exponential, schedule, linear }
         public enum Jitter: String, Sendable { case none, full, equal }
         public var policy: Policy
+        /// `fixed`: the wait; `exponential`: the first wait; `linear`: the step.
         public var base: Double
         public var multiplier: Double
         public var cap: Double
         public var jitter: Jitter
+        /// `schedule`: the waits after the first, second… failure (the last repeats).
+        public var delays: [Double] = []
+        /// `schedule`: each wait is scaled by a uniform factor in [1 − spread, 1 + spread].
+        public var spread = 0.0
     }
 
     /// Connectivity, latency, loss and scheduled faults.

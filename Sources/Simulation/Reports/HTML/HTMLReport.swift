@@ -79,7 +79,9 @@ public enum HTMLReport {
             }
             sections += try LoadTestCharts(summary: summary, timeseries: timeseries,
                                            latency: try ReportTable.read("loadtest-latency.csv", in: folder),
-                                           faults: try ReportTable.read("faults.csv", in: folder)).sections()
+                                           faults: try ReportTable.read("faults.csv", in: folder),
+                                           delivery: try ReportTable.read("delivery.csv", in: folder),
+                                           deliveryTimeseries: try ReportTable.read("delivery-timeseries.csv", in: folder)).sections()
         }
         if let comparison = try ReportTable.read("bandit-comparison.csv", in: folder) {
             sections += try BanditCharts(comparison: comparison).sections()

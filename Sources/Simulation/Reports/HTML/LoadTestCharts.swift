@@ -1,12 +1,15 @@
 import Foundation
 
 /// The charts of `aviary loadtest`, drawn from `loadtest.csv`, `loadtest-timeseries.csv`,
-/// `loadtest-latency.csv` and `faults.csv`.
+/// `loadtest-latency.csv` and `faults.csv`, and, for SDK profiles, `delivery.csv` and
+/// `delivery-timeseries.csv`.
 struct LoadTestCharts {
     let summary: ReportTable
     let timeseries: ReportTable
     let latency: ReportTable?
     let faults: ReportTable?
+    var delivery: ReportTable?
+    var deliveryTimeseries: ReportTable?
 
     func sections() throws(ReportError) -> [ReportSection] {
         let scenarios = try summary.distinct("scenario")
@@ -100,6 +103,41 @@ struct LoadTestCharts {
                                 question: "How long after the fault ended were devices still catching up? Shorter is better; whiskers are 95 % intervals over replicates.",
                                 svg: chart.svg(kind: "drain")))
         }
+        charts += try deliveryCharts(scenario, prefix: prefix, policies: policies, color: color, axis: axis, spans: spans)
+        return charts
+    }
+
+    /// The SDK profiles' charts: requests per second (the storm after an outage), and the
+    /// events each pipeline lost, by reason.
+    func deliveryCharts(_ scenario: String, prefix: String, policies: [String], color: [String: Int], axis: TimeAxis, spans: [LineChart.Span]) throws(ReportError) -> [Chart] {
+        guard let delivery, let deliveryTimeseries else { return [] }
+        var charts: [Chart] = []
+        let rows = deliveryTimeseries.rows(where: "scenario", is: scenario)
+        let (p, t, r) = (try deliveryTimeseries.index("policy"), try deliveryTimeseries.index("time_hours"), try deliveryTimeseries.index("requests_per_second"))
+        var values: [String: [Double: [Double]]] = [:]
+        for row in rows { values[row[p], default: [:]][number(row[t]) / axis.divisor, default: []].append(number(row[r])) }
+        let series = policies.compactMap { policy in values[policy].map { LineChart.Series(name: policy, points: meanPoints($0), color: color[policy] ?? 0) } }
+        let storm = LineChart(title: "Requests per second", xLabel: axis.label, yLabel: "requests/s from all devices", series: series, spans: spans)
+        charts.append(Chart(id: prefix + "requests", kind: "requests", title: storm.title,
+                            question: "What does each SDK's queue do to the collector when the outage (shaded) ends? A spike is the retry storm: every device's backlog at once, in that SDK's batches and on its schedule.",
+                            svg: storm.svg(kind: "requests")))
+        let summaryRows = delivery.rows(where: "scenario", is: scenario)
+        let dp = try delivery.index("policy")
+        let reasons = [("lost_overflow", "queue full"), ("lost_refused", "refused"), ("lost_given_up", "given up"), ("lost_in_crashes", "crashes"), ("lost_other", "other")]
+        let indices = try reasons.map { column, name throws(ReportError) in (try delivery.index(column), name) }
+        let created = try delivery.index("events_created")
+        let bars = policies.map { policy in
+            let runs = summaryRows.filter { $0[dp] == policy }
+            let total = { (index: Int) in runs.map { number($0[index]) }.reduce(0, +) / Double(max(1, runs.count)) }
+            let lost = indices.map { total($0.0) }.reduce(0, +)
+            let parts = zip(indices, indices.map { total($0.0) }).filter { $0.1 > 0 }.map { "\($0.0.1) \(readable($0.1))" }
+            let share = total(created) > 0 ? " (\(readable(100 * lost / total(created))) % of events)" : ""
+            return BarChart.Bar(label: policy, color: color[policy] ?? 0, value: lost, text: parts.isEmpty ? "none" : parts.joined(separator: ", ") + share)
+        }
+        let lost = BarChart(title: "Events lost, by reason", valueLabel: "events deleted on the devices before the server had them (mean over replicates)", bars: bars)
+        charts.append(Chart(id: prefix + "lost", kind: "lost", title: lost.title,
+                            question: "How many events did each SDK's pipeline delete, and why? A full queue drops the oldest; a status the SDK does not retry deletes the batch; some SDKs give up after failures in a row.",
+                            svg: lost.svg(kind: "lost")))
         return charts
     }
 }

@@ -1,0 +1,78 @@
+/// How an SDK's event pipeline treats a batch beyond the backoff: how large a request may be,
+/// when a failed batch goes again, which answers it never retries, what a 413 does, and when it
+/// gives up. The defaults are Aviary's own client: batches of ``EngineSettings/batchSize``,
+/// retried after the backoff, 4xx other than 408 and 429 refused for good, never given up.
+///
+/// Each case models a behaviour read from a vendor's mobile SDK (the README's profile table
+/// names the SDK, its version and the files).
+///
+/// `DeliveryPolicy` is `Sendable`: it is a plain value.
+public struct DeliveryPolicy: Sendable, Hashable {
+    /// When a failed batch may go again.
+    public enum RetryTiming: Sendable, Hashable {
+        /// After ``EngineSettings/backoff`` (and `Retry-After`, when honoured).
+        case backoff
+        /// Kept and sent again at the next flush: a flush interval later, whatever the number
+        /// of failures (Segment's default). `Retry-After`, when honoured, lengthens the wait.
+        case nextFlush
+        /// Not before a new event is queued (Snowplow Android: the emitter stops until the
+        /// next event wakes it).
+        case nextEvent
+    }
+
+    /// What a 413 (payload too large) does.
+    public enum TooLarge: Sendable, Hashable {
+        /// Refuses the batch for good, as any status the pipeline does not retry.
+        case refuse
+        /// Sends half the batch at once, and batches no larger until the queue empties
+        /// (Amplitude splits, PostHog halves its batch size); a batch of one is refused.
+        case split
+    }
+
+    /// When the pipeline stops retrying.
+    public enum GiveUp: Sendable, Hashable {
+        case never
+        /// After this many failed sends in a row, every queued event is deleted.
+        case dropQueue(afterFailures: Int)
+        /// When the server has answered with a retried status (429, 5xx…) for this many
+        /// seconds in a row, every queued event is deleted; a send that reaches no server ends
+        /// the streak (PostHog iOS, `maxRetryWindowSeconds`).
+        case dropQueueAfterStreak(seconds: Double)
+        /// After this many failed sends in a row, nothing is sent until connectivity returns
+        /// (Amplitude-Swift goes offline).
+        case goOffline(afterFailures: Int)
+    }
+
+    /// The most events one request carries, when more than ``EngineSettings/batchSize`` (which
+    /// then only triggers a flush): PostHog flushes at 20 and sends up to 50.
+    public var maxBatchEvents: Int?
+    /// The most bytes one request carries, with ``eventBytes`` an event's size on the wire.
+    public var maxBatchBytes: Int?
+    /// An event's size on the wire, for ``maxBatchBytes``.
+    public var eventBytes = 400
+    public var retry = RetryTiming.backoff
+    /// The statuses that refuse a batch for good; `nil`: every 4xx but 408 and 429.
+    public var refusedStatuses: Set<Int>?
+    public var tooLarge = TooLarge.refuse
+    public var giveUp = GiveUp.never
+    /// A wait after a 429 that replaces the backoff's (Amplitude-Kotlin waits 30 s).
+    public var throttleWait: Double?
+
+    /// Aviary's own client.
+    public init() {}
+
+    /// Whether a refusal with `status` is retried.
+    @inlinable
+    public func retries(status: Int) -> Bool {
+        if let refusedStatuses { return !refusedStatuses.contains(status) }
+        return Response.isTransient(status: status)
+    }
+
+    /// The most events one request carries, before any 413 split.
+    @inlinable
+    public func requestLimit(batchSize: Int) -> Int {
+        let events = max(batchSize, maxBatchEvents ?? batchSize)
+        guard let maxBatchBytes else { return events }
+        return max(1, min(events, maxBatchBytes / max(1, eventBytes)))
+    }
+}
