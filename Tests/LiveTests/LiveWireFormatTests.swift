@@ -155,6 +155,10 @@ struct LiveWireFormatTests {
         // An acknowledgement without a readable list is retried.
         #expect(read(200, [], "not json") == "\(Response.rejected(status: 502, retryAfter: nil))")
         #expect(codec.answersFetchesLocally)
+        // The app's own experiments, every variant equally likely (not the defaults' control).
+        guard case .experimentData(let local) = codec.localFetchResponse else { Issue.record("no experiment data"); return }
+        #expect(local.experiments.map(\.id) == Self.data.experiments.map(\.id))
+        #expect(local.experiments[0].snapshot.weights == [0.5, 0.5])
     }
 
     @Test(arguments: [

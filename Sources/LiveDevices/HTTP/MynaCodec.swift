@@ -72,8 +72,22 @@ final class MynaCodec: Sendable {
         return true
     }
 
-    /// The answer to a fetch that never leaves the device.
-    var localFetchResponse: Response { .experimentData(defaults) }
+    /// The answer to a fetch that never leaves the device: the app's experiments, each variant
+    /// equally likely (the built-in defaults pin every experiment to its control).
+    var localFetchResponse: Response { .experimentData(localData) }
+
+    private var localData: ExperimentData {
+        if let data = cache.withLock({ $0.data }) { return data }
+        let data = ExperimentData(version: 1, experiments: defaults.experiments.map {
+            ExperimentDefinition(id: $0.id, variants: $0.variants, metadata: $0.metadata, sticky: $0.sticky)
+        })
+        // Kept, so every device of the run shares one object.
+        return cache.withLock { cache in
+            if let kept = cache.data { return kept }
+            cache.data = data
+            return data
+        }
+    }
 
     /// The HTTP request for `request`.
     func ask(for request: Request) -> HTTPAsk {
