@@ -225,12 +225,11 @@ extension ClientEngine {
             break
         }
         if status == 429, let wait = delivery.throttleWait { return now + wait }
-        let honoured = profile.settings.honourRetryAfter ? retryAfter.flatMap { $0.isFinite ? $0 : nil } ?? 0 : 0
         switch delivery.retry {
         case .backoff:
             return now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
         case .nextFlush:
-            return now + max(profile.settings.flushInterval, honoured)
+            return now + honouring(retryAfter, profile.settings.flushInterval)
         case .nextEvent:
             trouble.waitsForEvent = true
             return .infinity
@@ -250,10 +249,12 @@ extension ClientEngine {
     }
 
     mutating func retryDelay(failures: UInt16, retryAfter: Double?) -> Double {
-        let delay = profile.settings.backoff.delay(afterFailures: Int(failures), using: &trouble.generator)
-        if profile.settings.honourRetryAfter, let retryAfter, retryAfter.isFinite {
-            return max(delay, retryAfter)
-        }
-        return delay
+        honouring(retryAfter, profile.settings.backoff.delay(afterFailures: Int(failures), using: &trouble.generator))
+    }
+
+    /// `delay`, lengthened to a server's `Retry-After` when the settings honour it.
+    func honouring(_ retryAfter: Double?, _ delay: Double) -> Double {
+        guard profile.settings.honourRetryAfter, let retryAfter, retryAfter.isFinite else { return delay }
+        return max(delay, retryAfter)
     }
 }

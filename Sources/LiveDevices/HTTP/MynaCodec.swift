@@ -158,8 +158,7 @@ final class MynaCodec: Sendable {
             let offset = deviceOffset
             return (.acknowledged(ack.ids.map { EventID(device: $0.device &- offset, sequence: $0.sequence) }), ack.duplicates)
         default:
-            let retryAfter = answer.headers.first(name: "Retry-After").flatMap(Double.init).map { $0 * retryAfterScale }
-            return (.rejected(status: status, retryAfter: retryAfter), 0)
+            return (.rejected(status: status, retryAfter: retryAfter(in: answer, header: "Retry-After")), 0)
         }
     }
 
@@ -168,29 +167,30 @@ final class MynaCodec: Sendable {
         return false
     }
 
-    /// A vendor's or a template's answer to a batch. Vendors acknowledge a batch whole (a 2xx);
-    /// 408, 429 and 5xx are retried, after `Retry-After` when given; any other status refuses
-    /// the batch for good (the engine counts it), 413 included: a device's batch is kept under
-    /// the vendor's limits instead.
+    /// A vendor's or a template's answer to a batch. A vendor acknowledges a batch whole (any
+    /// 2xx); any other status goes to the engine as it came, whose ``DeliveryPolicy`` decides
+    /// what is retried, as for Aviary's own answers. A template says itself which statuses
+    /// acknowledge and which are retried, so a status the engine would read otherwise reaches it as
+    /// 503 (retried) or 400 (refused for good).
     private func readVendor(_ answer: HTTPAnswer, for events: [ExperimentModel.Event]) -> Response {
         let status = answer.status
-        let retryHeader: String
-        switch format {
-        case .template(let template):
-            retryHeader = template.template.retryAfter
-            if template.template.acknowledged.contains(where: { $0.matches(status) }) {
-                // A list the device cannot read acknowledges nothing; the batch is retried.
-                guard let ids = template.accepted(in: answer, of: events, offset: deviceOffset) else { return .rejected(status: 502, retryAfter: nil) }
-                return .acknowledged(ids)
-            }
-            if !template.template.retry.contains(where: { $0.matches(status) }) { return .rejected(status: status < 400 || status >= 500 ? 400 : status, retryAfter: nil) }
-        default:
-            retryHeader = "Retry-After"
+        guard case .template(let template) = format else {
             if (200..<300).contains(status) { return .acknowledged(events.map(\.id)) }
-            if !Response.isTransient(status: status) { return .rejected(status: status < 400 || status >= 500 ? 400 : status, retryAfter: nil) }
+            return .rejected(status: status, retryAfter: retryAfter(in: answer, header: "Retry-After"))
         }
-        let retryAfter = answer.headers.first(name: retryHeader).flatMap(Double.init).map { $0 * retryAfterScale }
-        // The engine retries the statuses it calls transient; 503 stands for any other the format retries.
-        return .rejected(status: Response.isTransient(status: status) ? status : 503, retryAfter: retryAfter)
+        let rules = template.template
+        if rules.acknowledged.contains(where: { $0.matches(status) }) {
+            // A list the device cannot read acknowledges nothing; the batch is retried.
+            guard let ids = template.accepted(in: answer, of: events, offset: deviceOffset) else { return .rejected(status: 502, retryAfter: nil) }
+            return .acknowledged(ids)
+        }
+        // The status as it came where the engine reads it the same way; else one it does.
+        guard rules.retry.contains(where: { $0.matches(status) }) else { return .rejected(status: Response.isTransient(status: status) ? 400 : status, retryAfter: nil) }
+        return .rejected(status: Response.isTransient(status: status) ? status : 503, retryAfter: retryAfter(in: answer, header: rules.retryAfter))
+    }
+
+    /// `header`'s seconds, in the engine's time scale.
+    private func retryAfter(in answer: HTTPAnswer, header: String) -> Double? {
+        answer.headers.first(name: header).flatMap(Double.init).map { $0 * retryAfterScale }
     }
 }

@@ -88,10 +88,16 @@ extension Scenario {
             }
         }
 
+        /// A header of the request; its value may hold `{{key}}`.
+        public struct Header: Sendable, Hashable {
+            public var name: String
+            public var value: [Part]
+        }
+
         public var method: String = "POST"
         public var path: String
-        /// Header names and values, in order; values may hold `{{key}}`.
-        public var headers: [(name: String, value: [Part])] = []
+        /// Header names and values, in order.
+        public var headers: [Header] = []
         public var batch: [Part]
         public var event: [Part]
         public var separator = ","
@@ -105,17 +111,6 @@ extension Scenario {
         public var acceptedIDs: String?
         /// The header that says how long to wait before a retry, in seconds.
         public var retryAfter = "Retry-After"
-
-        public static func == (lhs: WireTemplate, rhs: WireTemplate) -> Bool {
-            lhs.method == rhs.method && lhs.path == rhs.path && lhs.batch == rhs.batch && lhs.event == rhs.event && lhs.separator == rhs.separator
-                && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
-                && lhs.acknowledged == rhs.acknowledged && lhs.retry == rhs.retry && lhs.acceptedIDs == rhs.acceptedIDs && lhs.retryAfter == rhs.retryAfter
-        }
-
-        public func hash(into hasher: inout Hasher) {
-            hasher.combine(path)
-            hasher.combine(batch)
-        }
 
         /// Reads a template file (`--wire template:FILE`): the mapping a scenario's
         /// `client.wire.template` holds.
@@ -152,7 +147,7 @@ extension Scenario {
                     let reader = ScenarioReader(file: r.file, node: value, path: "\(h.path).\(name)")
                     let text = try reader.text
                     guard !text.contains(where: { $0 == "\n" || $0 == "\r" }) else { throw reader.error("spans lines; expected one line") }
-                    headers.append((name, try Self.parts(text, in: reader, allowed: [.key])))
+                    headers.append(Header(name: name, value: try Self.parts(text, in: reader, allowed: [.key])))
                 }
             }
             let batchReader = try r.required("batch", "the body of a batch, with {{events}} where the events go")
