@@ -17,6 +17,9 @@ enum Bounds {
     static let nameLength = 256
     /// A Conductrics choice code or decision name.
     static let codeLength = 64
+    /// A VWO pixel's extra data (`ed`), a JSON object in a query parameter: room for what the
+    /// seed recommends sending and an event id many times over.
+    static let extraDataLength = 4096
     /// Choices in one Conductrics decision (as many as a served experiment may have variants).
     static let choices = 64
     /// Decisions in one `…/decisions/` request.

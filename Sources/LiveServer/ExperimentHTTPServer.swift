@@ -9,7 +9,9 @@ import WireFormat
 
 /// The HTTP face of an ``ExperimentService``: Aviary's JSON API under `/v1/`, the Conductrics
 /// wrapper's wire format (`GET /{owner}/{agent}/decision/a,b`, `POST /{owner}/{agent}/goal`),
-/// the API's OpenAPI document at `/openapi.yaml`, and Prometheus metrics at `/metrics`.
+/// VWO's mobile API (`GET /mobile`, `/l.gif`, `/c.gif`), MSActiveConfig's download
+/// (`GET /activeconfig/user/{user}`), analytics vendors' batches, the API's OpenAPI document at
+/// `/openapi.yaml`, and Prometheus metrics at `/metrics`.
 ///
 /// Every refusal is a 4xx or 503 with a JSON ``Wire/ErrorBody``; no input makes it answer 500.
 /// With keys (``ServerConfiguration/keys``), every route but `/health` and `/openapi.yaml`
@@ -229,6 +231,8 @@ public struct ExperimentHTTPServer: Sendable {
                 return Wire.encode(ConductricsGoal(status: "ok", credited: []))
             }
         }
+        addVWORoutes(to: router)
+        addActiveConfigRoutes(to: api)
         addVendorRoutes(to: router)
         return router
     }

@@ -160,7 +160,8 @@ public final class ExperimentService: Sendable {
     }
 
     public let configuration: ServerConfiguration
-    private let clock: @Sendable () -> Double
+    /// Seconds since 1970: the server's clock, which the routes that write a time read too.
+    let clock: @Sendable () -> Double
     private let state: Mutex<State>
     /// The log's flushes, awaited outside `state`'s lock; `nil` without `--fsync`.
     private let commits: GroupCommit?
@@ -295,6 +296,19 @@ public final class ExperimentService: Sendable {
             state.published = published
             state.stats.dataVersion = data.version
             return published
+        }
+    }
+
+    /// The data ``published()`` serves, as values rather than a body: its version and each
+    /// served experiment's published weights, for the routes that give devices the same policy
+    /// in another client's format (VWO's settings, a remote configuration).
+    public func publishedData() -> ExperimentData {
+        let now = clock()
+        return state.withLock { state in
+            Self.tick(&state, at: now, cadence: configuration.cadence)
+            let data = state.server.published
+            state.stats.dataVersion = data.version
+            return data
         }
     }
 

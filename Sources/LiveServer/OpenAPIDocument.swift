@@ -16,7 +16,13 @@ enum OpenAPIDocument {
         for variant in experiments.flatMap({ $0.variants.map(\.id) }) where !variants.contains(variant) {
             variants.append(variant)
         }
-        return template
+        // VWO's ids are positions from 1: the campaigns, and the variations of the largest.
+        let campaigns = String(max(1, experiments.count))
+        let combinations = String(experiments.map(\.variants.count).max() ?? 1)
+        let document = template
+            .replacingOccurrences(of: "__CAMPAIGNS__", with: campaigns)
+            .replacingOccurrences(of: "__COMBINATIONS__", with: combinations)
+        return document
             .replacingOccurrences(of: "__EXPERIMENTS__", with: flow(experiments.map(\.id)))
             .replacingOccurrences(of: "__VARIANTS__", with: flow(variants))
             .replacingOccurrences(of: "__EXPERIMENT__", with: flow(experiments.first?.id ?? "checkout-button"))
@@ -60,6 +66,20 @@ info:
     (`Content-Encoding: gzip`). With client keys: Segment's write key as the Basic user name
     (or a bearer key); Snowplow a bearer key (its collectors ask for none: without one this
     server answers 401); Amplitude and PostHog their body's `api_key`.
+
+    Devices written against VWO's mobile API and MSActiveConfig are served too. VWO: the
+    settings (`GET /mobile`) list every served experiment as a running campaign, its id the
+    experiment's index + 1, its variations' ids the variants' indices + 1 and their weights the
+    published policy's in percent; a participation (`GET /l.gif`) and a goal (`GET /c.gif`) are
+    each one event, ingested as /v1/events ingests it, once per device and campaign (per goal
+    for c.gif) or once per `ed.id` when the extra data carries a DEVICE#SEQUENCE id, and
+    answered with a transparent 1×1 GIF whose `aviary-ingested` header is 1 for a new event, 0
+    for a repeat. With client keys the app key must be one: `i` on the settings, `ed.i` on a
+    pixel (else 401). MSActiveConfig: `GET /activeconfig/user/{user}` answers in its
+    Configuration Exchange Format, one section `Experiments` with one setting per experiment,
+    `v0_baseline` for its first variant and `v1`, `v2`… for the others: the variant the
+    published weights give at the user's fixed bucket, so a user keeps it while the policy
+    stands.
 servers:
   - url: /
 paths:
@@ -353,6 +373,81 @@ paths:
         "415": {$ref: "#/components/responses/PostHogError"}
         "429": {$ref: "#/components/responses/PostHogError"}
         "503": {$ref: "#/components/responses/PostHogError"}
+  /mobile:
+    get:
+      operationId: vwoSettings
+      summary: "VWO's mobile settings: every served experiment as a running campaign, weighted by the published policy."
+      security: []
+      parameters:
+        - {name: a, in: query, required: false, description: "The account id; not checked.", schema: {type: string}, example: "10"}
+        - {name: i, in: query, required: false, description: "The app key: one of the client keys when the server has keys (else 401); not checked without.", schema: {type: string}}
+        - {name: dt, in: query, required: false, description: "The device type; not checked.", schema: {type: string}, example: "iPhone7,1"}
+        - {name: os, in: query, required: false, description: "The operating system; not checked.", schema: {type: string}, example: "iOS 9"}
+        - {$ref: "#/components/parameters/VWODevice"}
+        - {name: r, in: query, required: false, description: "A random number; not checked.", schema: {type: string}}
+        - {name: k, in: query, required: false, description: "The device's campaigns and variations, e.g. {\"1\":2}; not checked.", schema: {type: string}}
+        - {name: v, in: query, required: false, description: "The library version; not checked.", schema: {type: string}}
+      responses:
+        "200":
+          description: "The campaigns: campaign id = the experiment's index + 1, variation id = the variant's index + 1, weight = its published weight × 100; one goal each, id 1, named after the experiment."
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/VWOSettings"}
+        "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/AppKeyUnauthorized"}
+        "422": {$ref: "#/components/responses/Error"}
+  /l.gif:
+    get:
+      operationId: vwoParticipation
+      summary: "VWO: the device became part of a campaign; one participation event, once per device and campaign (or per ed.id)."
+      security: []
+      parameters:
+        - {$ref: "#/components/parameters/VWOCampaign"}
+        - {$ref: "#/components/parameters/VWOAccount"}
+        - {$ref: "#/components/parameters/VWOCombination"}
+        - {$ref: "#/components/parameters/VWODevice"}
+        - {$ref: "#/components/parameters/VWOSession"}
+        - {$ref: "#/components/parameters/VWORandom"}
+        - {$ref: "#/components/parameters/VWOExtraData"}
+      responses: &vwoPixelResponses
+        "200": {$ref: "#/components/responses/Pixel"}
+        "400": {$ref: "#/components/responses/Error"}
+        "401": {$ref: "#/components/responses/AppKeyUnauthorized"}
+        "422": {$ref: "#/components/responses/Error"}
+        "429": {$ref: "#/components/responses/OverCapacity"}
+        "503": {$ref: "#/components/responses/OverCapacity"}
+  /c.gif:
+    get:
+      operationId: vwoGoal
+      summary: "VWO: a goal of a campaign; one goal event worth r (1 without), once per device, campaign and goal (or per ed.id)."
+      security: []
+      parameters:
+        - {$ref: "#/components/parameters/VWOCampaign"}
+        - {$ref: "#/components/parameters/VWOAccount"}
+        - {$ref: "#/components/parameters/VWOCombination"}
+        - {$ref: "#/components/parameters/VWODevice"}
+        - {$ref: "#/components/parameters/VWOSession"}
+        - {$ref: "#/components/parameters/VWORandom"}
+        - {$ref: "#/components/parameters/VWOExtraData"}
+        - {name: goal_id, in: query, required: true, description: "The goal id (each campaign's goal is 1).", schema: {type: integer, minimum: 1, format: int64}, example: 1}
+        - {name: r, in: query, required: false, description: "The revenue, a decimal number; 1 when absent.", schema: {type: number, minimum: \#(Bounds.describe(Bounds.value.lowerBound)), maximum: \#(Bounds.describe(Bounds.value.upperBound))}, example: 3.99}
+      responses: *vwoPixelResponses
+  /activeconfig/user/{user}:
+    get:
+      operationId: activeConfig
+      summary: "MSActiveConfig's download: the user's variant of every experiment, in its Configuration Exchange Format."
+      security: __CLIENT_SECURITY__
+      parameters:
+        - {name: user, in: path, required: true, description: "The user (or device) id; any name.", schema: {type: string, minLength: 1, maxLength: \#(Bounds.nameLength)}, example: alice}
+      responses:
+        "200":
+          description: "One section, Experiments, with one setting per served experiment: v0_baseline for its first variant, v1, v2… for the others, the variant the published weights give at the user's fixed bucket (the same while the policy stands). meta.policy_version is the policy's version, meta.creation_time the server's clock."
+          content:
+            application/json:
+              schema: {$ref: "#/components/schemas/ActiveConfiguration"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {$ref: "#/components/responses/Error"}
+        "422": {$ref: "#/components/responses/Error"}
   /metrics:
     get:
       operationId: getMetrics
@@ -522,6 +617,65 @@ components:
       description: The goal's value, 1 when absent.
       schema: {type: number, minimum: \#(Bounds.describe(Bounds.value.lowerBound)), maximum: \#(Bounds.describe(Bounds.value.upperBound))}
       example: 3.99
+    VWOCampaign:
+      name: experiment_id
+      in: query
+      required: true
+      description: "The campaign id of GET /mobile: the served experiment's index + 1."
+      schema: {type: integer, minimum: 1, maximum: __CAMPAIGNS__}
+      example: 1
+    VWOAccount:
+      name: account_id
+      in: query
+      required: false
+      description: The account id; not checked.
+      schema: {type: string}
+      example: "10"
+    VWOCombination:
+      name: combination
+      in: query
+      required: true
+      description: "The variation id: the variant's index + 1 (one above the campaign's variations gets 400)."
+      schema: {type: integer, minimum: 1, maximum: __COMBINATIONS__}
+      example: 1
+    VWODevice:
+      name: u
+      in: query
+      required: true
+      description: The device's id (its UUID).
+      schema: {type: string, minLength: 1, maxLength: \#(Bounds.nameLength)}
+      example: "1F4140267B594340AFEA983544A8E985"
+    VWOSession:
+      name: s
+      in: query
+      required: false
+      description: The session number; not checked.
+      schema: {type: string}
+      example: "1"
+    VWORandom:
+      name: random
+      in: query
+      required: false
+      description: A random number; not checked.
+      schema: {type: string}
+    VWOExtraData:
+      name: ed
+      in: query
+      required: false
+      description: "Extra data, a JSON object of at most \#(Bounds.extraDataLength) characters: lt (seconds since 1970, the event's time), i (the app key: a client key when the server has keys, else 401), av, dt, os, v (not checked), and id: a DEVICE#SEQUENCE event id, which makes the event that id (de-duplicated by it) instead of the device's and campaign's."
+      content:
+        application/json:
+          schema:
+            type: object
+            properties:
+              lt: {type: number, minimum: \#(Bounds.describe(Bounds.createdAt.lowerBound)), maximum: \#(Bounds.describe(Bounds.createdAt.upperBound)), nullable: true}
+              i: {description: "The app key, a string"}
+              id: {description: "DEVICE#SEQUENCE; any other value is not an id, and is ignored"}
+              av: {description: "The app version; not checked"}
+              dt: {description: "The device type; not checked"}
+              os: {description: "The operating system; not checked"}
+              v: {description: "The library version; not checked"}
+          example: {lt: 1443187441.434723, i: "39c9fe3503ba2887a1584451a0158b3c", av: "1.0", os: "8.2", dt: x86_64}
   responses:
     Error:
       description: The request is refused; the body names the field and what was expected.
@@ -542,6 +696,19 @@ components:
       content:
         application/json:
           schema: {$ref: "#/components/schemas/Error"}
+    AppKeyUnauthorized:
+      description: "The app key (VWO's i, or ed.i on a pixel) is missing or not a client key (a server started with keys)."
+      content:
+        application/json:
+          schema: {$ref: "#/components/schemas/Error"}
+    Pixel:
+      description: "The event is ingested, or was before: a transparent 1×1 GIF."
+      headers:
+        aviary-ingested: {schema: {type: string, enum: ["0", "1"]}, required: true, description: "1: the event is new; 0: the server had it (a repeat, counted once)"}
+        Cache-Control: {schema: {type: string, enum: [no-store]}, required: true}
+      content:
+        image/gif:
+          schema: {type: string, format: binary, minLength: 43, maxLength: 43}
     SegmentSuccess:
       description: Every call is acknowledged; repeats (by messageId) are counted once.
       content:
@@ -774,6 +941,59 @@ components:
               uuid: {type: string, nullable: true, description: "The de-duplication key; without it an event is keyed by what it says"}
               timestamp: {type: string, nullable: true, description: "ISO 8601: the event's creation time"}
               properties: {type: object, nullable: true}
+    VWOSettings:
+      type: array
+      items:
+        type: object
+        required: [id, name, status, variations, goals]
+        properties:
+          id: {type: integer, minimum: 1}
+          name: {type: string}
+          status: {type: string, enum: [RUNNING]}
+          variations:
+            type: array
+            minItems: 1
+            items:
+              type: object
+              required: [id, name, weight]
+              properties:
+                id: {type: integer, minimum: 1}
+                name: {type: string}
+                weight: {type: number, minimum: 0, maximum: 100}
+          goals:
+            type: array
+            items:
+              type: object
+              required: [id, identifier]
+              properties:
+                id: {type: integer, minimum: 1}
+                identifier: {type: string}
+    ActiveConfiguration:
+      type: object
+      required: [meta, config_sections]
+      properties:
+        meta:
+          type: object
+          required: [format_version_string, creation_time, policy_version]
+          properties:
+            format_version_string: {type: string, enum: ["1.0"]}
+            creation_time: {type: string, pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"}
+            policy_version: {type: integer, minimum: 0}
+        config_sections:
+          type: object
+          required: [Experiments]
+          properties:
+            Experiments:
+              type: object
+              required: [settings]
+              properties:
+                settings:
+                  type: object
+                  additionalProperties:
+                    type: object
+                    required: [value]
+                    properties:
+                      value: {type: string, pattern: "^v(0_baseline|[1-9][0-9]*)$"}
     Acknowledgement:
       type: object
       required: [acknowledged, accepted, duplicates]

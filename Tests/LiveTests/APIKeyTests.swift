@@ -148,15 +148,15 @@ struct APIKeyTests {
 
     @Test func theDocumentStatesWhatTheServerAsksFor() {
         let keyed = OpenAPIDocument.yaml(experiments: ExperimentServiceTests.experiments, keys: APIKeys(clientKeys: ["k"], adminKey: "a"))
-        #expect(keyed.components(separatedBy: "security: [{clientKey: []}]").count - 1 == 5, "the JSON API's four and Snowplow's")
+        #expect(keyed.components(separatedBy: "security: [{clientKey: []}]").count - 1 == 6, "the JSON API's four, the configuration download and Snowplow's")
         #expect(keyed.components(separatedBy: "security: [{conductricsKey: []}, {clientKey: []}]").count - 1 == 5)
         #expect(keyed.components(separatedBy: "security: [{adminKey: []}]").count - 1 == 3, "/v1/stats, /v1/results and /metrics")
         #expect(keyed.components(separatedBy: "security: [{segmentWriteKey: []}, {clientKey: []}]").count - 1 == 2, "/v1/batch and /v1/track")
-        #expect(keyed.components(separatedBy: "security: []").count - 1 == 2, "Amplitude's and PostHog's key is in the body")
-        #expect(keyed.components(separatedBy: ##""401": {$ref: "#/components/responses/Unauthorized"}"##).count - 1 == 13)
+        #expect(keyed.components(separatedBy: "security: []").count - 1 == 5, "Amplitude's and PostHog's key is in the body, VWO's in the query (i) or the extra data (ed.i)")
+        #expect(keyed.components(separatedBy: ##""401": {$ref: "#/components/responses/Unauthorized"}"##).count - 1 == 14)
         #expect(keyed.contains("name: x-mpath-apikey"))
         let open = OpenAPIDocument.yaml(experiments: ExperimentServiceTests.experiments)
-        #expect(open.components(separatedBy: "security: []").count - 1 == 17)
+        #expect(open.components(separatedBy: "security: []").count - 1 == 21)
         #expect(open.contains("securitySchemes:"))
     }
 
