@@ -29,9 +29,12 @@ public final class ScenarioClock: Sendable {
         Double(DispatchTime.now().uptimeNanoseconds &- origin) / 1e9
     }
 
-    /// Scenario seconds since the start.
+    /// Scenario seconds since the start; 0 before it, so that what starts before the clock (the
+    /// embedded server, whose policy updates count from its start) starts at scenario time 0.
     public var now: Double {
-        wallSeconds * speedup
+        let origin = self.origin
+        guard origin != 0 else { return 0 }
+        return Double(DispatchTime.now().uptimeNanoseconds &- origin) / 1e9 * speedup
     }
 
     /// The scenario time of a wall-clock reading.
