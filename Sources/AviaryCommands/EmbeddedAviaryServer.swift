@@ -37,8 +37,8 @@ struct EmbeddedAviaryServer: EmbeddedServer {
 }
 
 extension ServerConfiguration {
-    /// The server a scenario describes: its experiments, first allocator, cadence, capacity
-    /// and data TTL.
+    /// The server a scenario describes: its experiments, first allocator, cadence, capacity,
+    /// data TTL and campaigns.
     init(scenario: Scenario) {
         let experiments = scenario.experiments.map { experiment in
             ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
@@ -46,6 +46,9 @@ extension ServerConfiguration {
         self.init(
             experiments: experiments, allocator: scenario.allocators[0].spec, seed: scenario.seed, cadence: scenario.server.update,
             capacity: scenario.server.capacity, dataTTL: scenario.client.dataTTL)
+        campaigns = scenario.campaignPlans.map { plan in
+            CampaignSchedule(status: plan.status.rawValue, changes: plan.schedule.map { ($0.at, $0.status.rawValue) }, segment: plan.segment)
+        }
     }
 }
 #endif

@@ -5,8 +5,9 @@ import Simulation
 import LiveDevices
 #endif
 
-/// `aviary loadtest --live`: the flags of a real-time run.
-struct LiveOptions: ParsableArguments {
+/// The flags of a real-time run that `aviary run --live` and `aviary loadtest --live` share: where
+/// the devices connect, how fast scenario time runs, and what they send.
+struct LiveLinkOptions: ParsableArguments {
     @Flag(name: .long, help: "Run in real time over real sockets instead of simulating.")
     var live = false
 
@@ -25,26 +26,11 @@ struct LiveOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("With --live and an https:// --url: a PEM file of certificates to trust besides the system's.", valueName: "file"))
     var cacert: String?
 
-    @Option(name: .long, help: ArgumentHelp("With --live and --url: run only the K-th of N equal slices of the devices, and write live-shard.json for aviary merge; auto/N takes K from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.", valueName: "K/N"))
-    var shard: String?
-
-    @Option(name: .customLong("metrics-port"), help: ArgumentHelp("With --live: serve the generator's counts for Prometheus at http://HOST:PORT/metrics while the run lasts.", valueName: "port"))
-    var metricsPort: Int?
-
-    @Option(name: .customLong("metrics-host"), help: ArgumentHelp("With --metrics-port: the address to listen on (default 127.0.0.1; 0.0.0.0 for a Prometheus on another machine).", valueName: "host"))
-    var metricsHost = "127.0.0.1"
-
     @Option(name: .long, help: ArgumentHelp("With --live: what the devices send their events in: aviary (default), segment, snowplow, amplitude, posthog, or template:FILE; overrides client.wire. The vendor's key comes from AVIARY_WIRE_KEY.", valueName: "format"))
     var wire: String?
 
     @Flag(name: .long, help: "With --live: apply outages, partitions and loss in the kernel, on a veth link into a network namespace (Linux, root, iproute2, iptables).")
     var netns = false
-
-    @Flag(name: .customLong("find-capacity"), help: "With --live: raise the load step by step (the speed-up, ×1.5 a step from --speedup) until the scenario's objective (request p99, error rate) breaks; report the last step that held.")
-    var findCapacity = false
-
-    @Option(name: .customLong("step-seconds"), help: "With --find-capacity: wall-clock seconds each step runs.")
-    var stepSeconds = 10.0
 
     func validate() throws {
         guard live || (url == nil && !netns) else { throw ValidationError(url != nil ? "--url needs --live" : "--netns needs --live") }
@@ -55,6 +41,37 @@ struct LiveOptions: ParsableArguments {
             guard live, url?.hasPrefix("https://") == true else { throw ValidationError("--cacert needs --live and an https:// --url") }
             guard FileManager.default.isReadableFile(atPath: cacert) else { throw ValidationError("--cacert \(cacert): no such readable file") }
         }
+        if wire != nil {
+            guard live else { throw ValidationError("--wire needs --live") }
+            _ = try resolvedWire()
+        }
+    }
+}
+
+/// `aviary loadtest --live`: the flags of a real-time run.
+struct LiveOptions: ParsableArguments {
+    @OptionGroup var link: LiveLinkOptions
+
+    @Option(name: .long, help: ArgumentHelp("With --live and --url: run only the K-th of N equal slices of the devices, and write live-shard.json for aviary merge; auto/N takes K from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.", valueName: "K/N"))
+    var shard: String?
+
+    @Option(name: .customLong("metrics-port"), help: ArgumentHelp("With --live: serve the generator's counts for Prometheus at http://HOST:PORT/metrics while the run lasts.", valueName: "port"))
+    var metricsPort: Int?
+
+    @Option(name: .customLong("metrics-host"), help: ArgumentHelp("With --metrics-port: the address to listen on (default 127.0.0.1; 0.0.0.0 for a Prometheus on another machine).", valueName: "host"))
+    var metricsHost = "127.0.0.1"
+
+    @Flag(name: .customLong("find-capacity"), help: "With --live: raise the load step by step (the speed-up, ×1.5 a step from --speedup) until the scenario's objective (request p99, error rate) breaks; report the last step that held.")
+    var findCapacity = false
+
+    @Option(name: .customLong("step-seconds"), help: "With --find-capacity: wall-clock seconds each step runs.")
+    var stepSeconds = 10.0
+
+    var live: Bool { link.live }
+    var url: String? { link.url }
+    var speedup: Double { link.speedup }
+
+    func validate() throws {
         if let metricsPort {
             guard live else { throw ValidationError("--metrics-port needs --live") }
             guard (1...65_535).contains(metricsPort) else { throw ValidationError("--metrics-port is \(metricsPort); it must be between 1 and 65535") }
@@ -64,15 +81,11 @@ struct LiveOptions: ParsableArguments {
             guard !findCapacity else { throw ValidationError("--shard and --find-capacity cannot be combined: a capacity search runs on one machine") }
         }
         guard live || !findCapacity else { throw ValidationError("--find-capacity needs --live") }
-        if wire != nil {
-            guard live else { throw ValidationError("--wire needs --live") }
-            _ = try resolvedWire()
-        }
         guard stepSeconds.isFinite, (1...600).contains(stepSeconds) else { throw ValidationError("--step-seconds is \(stepSeconds); it must be between 1 and 600") }
     }
 }
 
-extension LiveOptions {
+extension LiveLinkOptions {
     /// The event format `--wire` names, or `nil` for the scenario's own.
     func resolvedWire() throws -> Scenario.EventWire? {
         guard let wire else { return nil }
@@ -94,7 +107,7 @@ extension LiveOptions {
 }
 
 #if Live
-extension LiveOptions {
+extension LiveLinkOptions {
     /// The options of a live run; the key comes from `AVIARY_API_KEY`, so that it is never on
     /// the command line or in a scenario file.
     func testOptions(slice: Shard? = nil, metrics: GeneratorMetrics? = nil) -> LiveLoadTest.Options {
@@ -107,6 +120,12 @@ extension LiveOptions {
         options.slice = slice
         options.metrics = metrics
         return options
+    }
+}
+
+extension LiveOptions {
+    func testOptions(slice: Shard? = nil, metrics: GeneratorMetrics? = nil) -> LiveLoadTest.Options {
+        link.testOptions(slice: slice, metrics: metrics)
     }
 
     /// The shard asked for, or `nil` for a whole run.
@@ -140,19 +159,10 @@ extension LoadTestCommand {
         if slice != nil, base.count > 1 { throw CommandFailure("--shard runs one scenario; \(scenario ?? "the scenario") is a sweep of \(base.count)") }
         let name = (base[0].sweepParent ?? base[0].name) + "-live"
         let folder = options.folder(default: slice.map { "\(name)/shard-\($0.index)-of-\($0.count)" } ?? name)
-        let stop = StopFlag()
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        signal(SIGINT, SIG_IGN)
-        interrupt.setEventHandler {
-            FileHandle.standardError.write(Data("\naviary loadtest: stopping; writing what was measured\n".utf8))
-            stop.stop()
-        }
-        interrupt.resume()
-        defer {
-            interrupt.cancel()
-            signal(SIGINT, SIG_DFL)
-        }
-        let wire = try live.resolvedWire()
+        let interrupt = Interrupt("aviary loadtest")
+        defer { interrupt.end() }
+        let stop = interrupt.stop
+        let wire = try live.link.resolvedWire()
         if live.findCapacity {
             var scenario = try overrides.apply(to: base[0])
             if let wire { scenario.client.wire = wire }
@@ -307,6 +317,30 @@ final class LiveProgress: @unchecked Sendable {
         FileHandle.standardError.write(Data("\n".utf8))
     }
 }
+
+#if Live
+/// Ctrl-C during a live run: it sets ``stop``, so the run ends and writes what it measured,
+/// until ``end()`` restores the default.
+struct Interrupt {
+    let stop = StopFlag()
+    private let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+
+    init(_ command: String) {
+        let stop = self.stop
+        signal(SIGINT, SIG_IGN)
+        source.setEventHandler {
+            FileHandle.standardError.write(Data("\n\(command): stopping; writing what was measured\n".utf8))
+            stop.stop()
+        }
+        source.resume()
+    }
+
+    func end() {
+        source.cancel()
+        signal(SIGINT, SIG_DFL)
+    }
+}
+#endif
 
 /// Runs `body` to completion from synchronous code (a command's `run()`), keeping the simulated
 /// commands synchronous and their tests plain function calls.

@@ -9,7 +9,11 @@ struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Simulate a fleet of devices and compare allocators; writes summary.csv, timeseries.csv and comparison.csv.",
-        discussion: "With no scenario file, runs the built-in default (Scenarios/default.yaml)."
+        discussion: """
+            With no scenario file, runs the built-in default (Scenarios/default.yaml). With --live, the same devices \
+            (any client style) run in real time (scenario time sped up by --speedup) over real sockets to --url or to an \
+            embedded `aviary serve`, each allocator in turn; summary.csv gains the live columns.
+            """
     )
 
     @Argument(help: "A scenario file (YAML or JSON). Omit for the built-in default.")
@@ -18,9 +22,15 @@ struct RunCommand: ParsableCommand {
     @OptionGroup var overrides: ScenarioOverrides
     @OptionGroup var options: RunOptions
     @OptionGroup var sharding: ShardOptions
+    @OptionGroup var live: LiveLinkOptions
 
     func run() throws {
         let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
+        if live.live {
+            guard try sharding.resolved() == nil else { throw CommandFailure("--shard splits a simulated run; a live run is split with aviary loadtest --live --shard") }
+            try waitFor { try await runLive(scenarios) }
+            return
+        }
         guard try ResourceCheck.beforeRunning(scenarios, jobs: options.jobs, dryRun: options.dryRun) else { return }
         if let shard = try sharding.resolved() { return try runShard(shard, scenarios: scenarios) }
         let name = scenarios[0].sweepParent ?? scenarios[0].name

@@ -3,7 +3,8 @@ import Simulation
 /// The readable summary `aviary run` prints: one line per allocator, means over replicates with
 /// 95 % intervals, and the paired difference from the baseline.
 enum SummaryTable {
-    static func render(scenario: Scenario, runs: [FleetSimulation.Run], wallSeconds: Double) -> String {
+    /// - Parameter live: The speed-up of a live run, whose sessions ran in real time; `nil` for a simulation.
+    static func render(scenario: Scenario, runs: [FleetSimulation.Run], wallSeconds: Double, live: Double? = nil) -> String {
         let order = scenario.allocators.map(\.label)
         let grouped = Dictionary(grouping: runs, by: \.allocator).mapValues { $0.sorted { $0.replicate < $1.replicate } }
         let baseline = grouped[order[0]]!
@@ -26,7 +27,7 @@ enum SummaryTable {
         let sessions = runs.map(\.metrics.sessions).reduce(0, +)
         let header = """
         \(scenario.name): \(scenario.population.devices) devices, \(formatDuration(scenario.horizon)), \(scenario.replicates) replicate(s) × \(order.count) allocator(s), seed \(scenario.seed)
-        \(sessions) sessions simulated in \(fixed(wallSeconds, 1)) s (\(fixed(Double(sessions) / max(wallSeconds, 1e-9) / 1e6, 2)) M sessions/s)
+        \(live.map { "\(sessions) sessions live in \(fixed(wallSeconds, 1)) s of wall-clock time at \(fixed($0, 0))×" } ?? "\(sessions) sessions simulated in \(fixed(wallSeconds, 1)) s (\(fixed(Double(sessions) / max(wallSeconds, 1e-9) / 1e6, 2)) M sessions/s)")
 
         """
         return header + table.rendered

@@ -253,10 +253,26 @@ public struct LiveLoadTest: Sendable {
             }
             let wire = ConductricsWire(owner: "/" + Self.owner, timeout: scenario.client.decisionTimeout * speedup, apiKey: options.apiKey)
             metrics = await run.drive { _ in wire }
-        case .vwo, .remoteConfig:
-            await proxy.stop()
-            await service?.stop()
-            throw Failure(description: "client.style \(scenario.client.style.rawValue): live mode runs myna and conductrics devices; the server routes vwo and remote_config devices need are not built yet")
+        case .vwo:
+            if scenario.client.wire != .aviary {
+                await proxy.stop()
+                await service?.stop()
+                throw Failure(description: "client.wire \(scenario.client.wire.name): vwo devices send VWO's pixels; the event formats carry myna and remote_config devices' events")
+            }
+            let wire = VWOWire(
+                accountID: "1", appKey: options.apiKey ?? "aviary", timeout: scenario.client.requestTimeout * speedup,
+                deviceOffset: options.deviceOffset, clock: clock)
+            metrics = await run.drive { _ in wire }
+        case .remoteConfig:
+            let profile = FleetSimulation(scenario: devices).profile
+            let retryAfterScale = options.url == nil ? 1 : speedup
+            let codec = MynaCodec(
+                defaults: profile.defaults, retryAfterScale: retryAfterScale, deviceOffset: options.deviceOffset, apiKey: options.apiKey,
+                format: EventFormat(scenario.client.wire, key: options.wireKey), wireKey: options.wireKey, clock: clock)
+            let wire = RemoteConfigWire(
+                events: codec, timeout: scenario.client.requestTimeout * speedup, apiKey: options.apiKey, deviceOffset: options.deviceOffset,
+                wallClock: options.url == nil ? nil : clock)
+            metrics = await run.drive { _ in wire }
         }
         if let faults {
             faults.cancel()
@@ -275,9 +291,10 @@ public struct LiveLoadTest: Sendable {
     /// The devices of `scenario` as live mode runs them, on two clocks. What shapes the offered
     /// load (sessions, views, conversions, connectivity, flush intervals, the client's backoff)
     /// is scenario time, sped up `speedup` times. What is measured against the server's real
-    /// behaviour is real time: a request's and a decision's timeout are the scenario's values in
-    /// wall-clock seconds, as a phone's socket timeout is, so a server that answers within them
-    /// is never seen timing out, whatever the speed-up.
+    /// behaviour is real time: a request's and a decision's timeout, and how long a session's
+    /// first views wait for the app's data, are the scenario's values in wall-clock seconds, as
+    /// a phone's socket timeout is, so a server that answers within them is never seen timing
+    /// out, whatever the speed-up.
     ///
     /// The socket gives its verdict (an answer or a timeout) at the timeout; the clients' own
     /// deadlines, in scenario seconds, are a backstop set ``deadlineSlack`` later, so the verdict
@@ -287,6 +304,9 @@ public struct LiveLoadTest: Sendable {
         var devices = scenario
         devices.client.requestTimeout = (scenario.client.requestTimeout + deadlineSlack) * speedup
         devices.client.decisionTimeout = (scenario.client.decisionTimeout + deadlineSlack) * speedup
+        // The app waits for its data in real time too; the views are shown as the answer comes
+        // (`FleetReplicate.deliverLive`), and never later than the session's end.
+        devices.client.firstViewWait = min(scenario.client.firstViewWait * speedup, max(scenario.client.firstViewWait, scenario.population.sessionLength))
         return devices
     }
 

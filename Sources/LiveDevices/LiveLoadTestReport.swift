@@ -33,14 +33,21 @@ public enum LiveLoadTestReport {
                 .integer(m.deviceDepthP50), .integer(m.deviceDepthP95), .integer(m.deviceDepthMax),
                 .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .text(live.isBalanced ? "true" : "false"),
                 .decimal(live.wallSeconds, places: 3),
-                .text(result.target), .decimal(result.speedup, places: 3),
-                .integer(live.status2xx), .integer(live.status304), .integer(live.status429), .integer(live.status503), .integer(live.statusOther), .integer(live.connectionErrors), .integer(live.connectionsOpened), .integer(live.requestsHeldForSockets),
-                .decimal(live.requestLatencyMilliseconds(percentile: 50), places: 3), .decimal(live.requestLatencyMilliseconds(percentile: 99), places: 3),
-                .decimal(live.requestLatencyMilliseconds(percentile: 100), places: 3), .decimal(live.serverIngestP99Milliseconds, places: 3),
-                .decimal(live.clientCPUSeconds, places: 3), .decimal(live.maxLagSeconds, places: 3),
-            ])
+            ] + liveCells(result))
         }
         return table
+    }
+
+    /// A run's values in ``liveColumns``.
+    public static func liveCells(_ result: LiveLoadTest.Result) -> [CSVCell] {
+        let live = result.metrics
+        return [
+            .text(result.target), .decimal(result.speedup, places: 3),
+            .integer(live.status2xx), .integer(live.status304), .integer(live.status429), .integer(live.status503), .integer(live.statusOther), .integer(live.connectionErrors), .integer(live.connectionsOpened), .integer(live.requestsHeldForSockets),
+            .decimal(live.requestLatencyMilliseconds(percentile: 50), places: 3), .decimal(live.requestLatencyMilliseconds(percentile: 99), places: 3),
+            .decimal(live.requestLatencyMilliseconds(percentile: 100), places: 3), .decimal(live.serverIngestP99Milliseconds, places: 3),
+            .decimal(live.clientCPUSeconds, places: 3), .decimal(live.maxLagSeconds, places: 3),
+        ]
     }
 
     /// One row per policy × replicate × sample time, with the simulated load test's columns.

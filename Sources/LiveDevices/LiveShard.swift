@@ -441,6 +441,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
     }
 
     private func count(_ exchange: LiveExchange<Style.Reply>) {
+        if exchange.fetched { fleet.metrics.fetches += 1 }
         switch exchange.status {
         case nil:
             if exchange.timedOut { fleet.metrics.timeouts += 1 } else { live.connectionErrors += 1 }

@@ -49,6 +49,8 @@ struct LiveExchange<Reply: Sendable>: Sendable {
     var acknowledgedCreatedAt: [Double] = []
     /// Of those, events the server had already ingested.
     var duplicates = 0
+    /// A download the server answered (a style whose server half counts its fetches).
+    var fetched = false
 }
 
 /// Myna's API (`GET /v1/experiments`, `POST /v1/events`), or events alone in another format,

@@ -53,13 +53,15 @@ extension ExperimentHTTPServer {
             try vwoKey(query["i"], field: "i", keys: service.configuration.keys)
             _ = try vwoDevice(query)
             let data = service.publishedData()
+            let (schedules, elapsed) = (service.configuration.campaigns, service.clock() - service.started)
             let campaigns = data.experiments.enumerated().map { index, experiment in
-                VWOCampaign(
-                    id: index + 1, name: experiment.id,
+                let schedule = schedules.indices.contains(index) ? schedules[index] : nil
+                return VWOCampaign(
+                    id: index + 1, name: experiment.id, status: schedule?.status(after: elapsed) ?? "RUNNING",
                     variations: zip(experiment.variants, experiment.snapshot.weights).enumerated().map { position, pair in
                         VWOCampaign.Variation(id: position + 1, name: pair.0.id, weight: pair.1 * 100)
                     },
-                    goals: [VWOCampaign.Goal(id: 1, identifier: experiment.id)])
+                    goals: [VWOCampaign.Goal(id: 1, identifier: experiment.id)], segmentObject: schedule?.segment)
             }
             return json(200, Wire.encode(campaigns))
         } catch {
@@ -232,8 +234,14 @@ extension ExperimentHTTPServer {
 
         var id: Int
         var name: String
-        var status = "RUNNING"
+        var status: String
         var variations: [Variation]
         var goals: [Goal]
+        var segmentObject: JSONValue?
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, status, variations, goals
+            case segmentObject = "segment_object"
+        }
     }
 }

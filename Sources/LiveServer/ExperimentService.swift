@@ -162,6 +162,8 @@ public final class ExperimentService: Sendable {
     public let configuration: ServerConfiguration
     /// Seconds since 1970: the server's clock, which the routes that write a time read too.
     let clock: @Sendable () -> Double
+    /// The clock's reading when the service started: campaign schedules count from it.
+    let started: Double
     private let state: Mutex<State>
     /// The log's flushes, awaited outside `state`'s lock; `nil` without `--fsync`.
     private let commits: GroupCommit?
@@ -192,6 +194,7 @@ public final class ExperimentService: Sendable {
         }
         guard configuration.dedupeWindow > 0 else { throw ServeError("the de-duplication window is \(configuration.dedupeWindow) events; it must be at least 1") }
         let now = clock()
+        started = now
         var log: EventLog?
         var recovered = EventLog.Recovered(snapshot: nil, records: [])
         var snapshot: Snapshot?

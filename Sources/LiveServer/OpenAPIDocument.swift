@@ -949,7 +949,8 @@ components:
         properties:
           id: {type: integer, minimum: 1}
           name: {type: string}
-          status: {type: string, enum: [RUNNING]}
+          status: {type: string, enum: [RUNNING, PAUSED, EXCLUDED], description: "The scenario's campaign schedule, counted from the server's start; RUNNING without one."}
+          segment_object: {type: object, description: "VWO's segment object: who may join the campaign. Absent for everyone."}
           variations:
             type: array
             minItems: 1

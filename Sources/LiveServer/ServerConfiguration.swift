@@ -38,6 +38,9 @@ public struct ServerConfiguration: Sendable {
     public var keys = APIKeys()
     /// The certificate and key to serve HTTP/1.1 over TLS with, or `nil` for plain HTTP.
     public var tls: TLSCredentials?
+    /// Each served experiment's VWO campaign, in the order of ``experiments``; an experiment
+    /// without one runs for everyone.
+    public var campaigns: [CampaignSchedule] = []
     /// Compact the log into a snapshot once the records since the last compaction reach this
     /// many bytes, at the next moment no feedback waits for a policy update; `nil` never
     /// compacts. Only for allocators whose state is their statistics (``Snapshot/supports(_:)``).
@@ -61,5 +64,28 @@ public struct ServerConfiguration: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.dataDirectory = dataDirectory
         self.syncWrites = syncWrites
+    }
+}
+
+/// An experiment as a VWO campaign on the dashboard: its status over time and who may join it.
+///
+/// `Sendable`: a plain value.
+public struct CampaignSchedule: Sendable {
+    /// `RUNNING`, `PAUSED` or `EXCLUDED` from the server's start.
+    public var status: String
+    /// Later changes, in increasing order of seconds since the server's start.
+    public var changes: [(at: Double, status: String)]
+    /// VWO's `segment_object`, or `nil` for everyone.
+    public var segment: JSONValue?
+
+    public init(status: String, changes: [(at: Double, status: String)] = [], segment: JSONValue? = nil) {
+        self.status = status
+        self.changes = changes
+        self.segment = segment
+    }
+
+    /// The status `elapsed` seconds after the server started.
+    public func status(after elapsed: Double) -> String {
+        changes.last { $0.at <= elapsed }?.status ?? status
     }
 }

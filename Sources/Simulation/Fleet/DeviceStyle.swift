@@ -210,6 +210,9 @@ package struct DecidedView {
 package struct DeviceFacts {
     /// The device's index in its replicate (its shard's numbering in a split fleet).
     package var local: Int
+    /// The device's index in the whole fleet: its id wherever devices are told apart (its
+    /// events' ids, its requests), so that no two shards' devices share one.
+    package var fleet: Int
     /// Whether the device's link is up.
     package var online: Bool
     /// The app is in the foreground until then.

@@ -16,6 +16,8 @@ extension FleetReplicate {
     /// network, which the OS reports at once, as in simulation.
     @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
     @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == VWOStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == RemoteConfigStyle)
     package mutating func startLive(carrier: @escaping (_ device: Int, _ request: Style.Request, _ now: Double) -> Void) {
         liveCarrier = carrier
         // Answers come in as they arrive, so the queue runs in plain time order.
@@ -27,6 +29,8 @@ extension FleetReplicate {
     /// how far behind `now` the earliest of them was: the generator's lag.
     @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
     @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == VWOStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == RemoteConfigStyle)
     package mutating func advance(until now: Double) -> Double {
         var lag = 0.0
         var prefetched = UInt32.max
@@ -49,15 +53,23 @@ extension FleetReplicate {
     /// never runs backwards.
     @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
     @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == VWOStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == RemoteConfigStyle)
     package mutating func deliverLive(_ reply: Style.Reply, to d: Int, received: Double) {
         let time = max(liveTime, received)
         liveTime = time
         deliver(reply, to: d, at: time)
+        // Views waiting for the app's data are shown as its answer comes, not at the wait's end.
+        if !liveWaitingViews.isEmpty, let crashes = liveWaitingViews.removeValue(forKey: d) {
+            appRuns(d, at: time) { fleet in fleet.views(d, crashes: crashes, at: time) }
+        }
     }
 
     /// Records a sample of the fleet at `time`, with the server's backlog if it is known.
     @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
     @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == VWOStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == RemoteConfigStyle)
     package mutating func sampleLive(at time: Double, serverBacklog: Double) {
         metrics.sample(at: time, onlineFraction: onlineFraction(at: time), serverBacklog: serverBacklog)
     }
@@ -87,6 +99,8 @@ extension FleetReplicate {
     /// Until when (scenario seconds) device `d`'s app is in the foreground.
     @_specialize(exported: true, where A == UniformSplit, Style == MynaStyle)
     @_specialize(exported: true, where A == UniformSplit, Style == ConductricsStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == VWOStyle)
+    @_specialize(exported: true, where A == UniformSplit, Style == RemoteConfigStyle)
     package func foregroundUntil(_ d: Int) -> Double {
         devices[d].foregroundUntil
     }

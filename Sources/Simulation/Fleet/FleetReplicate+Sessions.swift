@@ -31,19 +31,25 @@ extension FleetReplicate {
         case .awaitData(let until):
             if reachable(d, at: now) {
                 runClient(d, at: now)
-                schedule(.views(d, crashes: crashes), at: until)
+                scheduleViews(d, crashes: crashes, at: until)
             } else {
                 views(d, crashes: crashes, at: now)
             }
         case .send(let request, let viewsAt, let ifRefused):
             let refused = carry(request, from: d, at: now)
             if let time = refused ? ifRefused : viewsAt {
-                schedule(.views(d, crashes: crashes), at: time)
+                scheduleViews(d, crashes: crashes, at: time)
             } else {
                 views(d, crashes: crashes, at: now)
             }
         }
         noteDepth(d, before: depthBefore)
+    }
+
+    /// The session's views wait until `time` for the app's data.
+    mutating func scheduleViews(_ d: Int, crashes: Bool, at time: Double) {
+        if liveCarrier != nil { liveWaitingViews[d] = crashes }
+        schedule(.views(d, crashes: crashes), at: time)
     }
 
     /// The session's views, conversions and (if the app crashes) the restart.

@@ -69,6 +69,10 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     var liveCarrier: ((_ device: Int, _ request: Style.Request, _ now: Double) -> Void)?
     /// On the wall clock, the latest scenario time the kernel has run at.
     var liveTime = 0.0
+    /// On the wall clock, the devices whose session's views wait for an answer, and whether the
+    /// session crashes: the first answer shows them, as an app shows its screen when the data
+    /// comes, or the wait's end does (see `+Live`).
+    var liveWaitingViews: [Int: Bool] = [:]
 
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
@@ -235,6 +239,8 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         switch occurrence.kind {
         case .session: session(d, at: now)
         case .views:
+            // Live, an answer may have shown them already.
+            if liveCarrier != nil, liveWaitingViews.removeValue(forKey: d) == nil { break }
             appRuns(d, at: now) { fleet in fleet.views(d, crashes: occurrence.crashes, at: now) }
         case .conversion: delayedConversion(d, occurrence.conversion, at: now)
         case .wake:
@@ -304,7 +310,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// What device `d`'s client may know of its device.
     @inline(__always)
     func facts(_ d: Int) -> DeviceFacts {
-        DeviceFacts(local: d, online: devices[d].online, foregroundUntil: devices[d].foregroundUntil)
+        DeviceFacts(local: d, fleet: deviceRange.lowerBound + d, online: devices[d].online, foregroundUntil: devices[d].foregroundUntil)
     }
 
     /// Adds what only the clients, the style and the server know, at the horizon.

@@ -54,6 +54,22 @@ public struct FleetSimulation: Sendable {
         /// Why the run failed (an external policy that broke), if it did: its metrics are then
         /// meaningless and reports leave it out (see ``Result/separatingFailures()``).
         public var failure: AllocatorError?
+
+        /// A run measured elsewhere (in real time, say) of the replicate `replicate` of `allocator`.
+        public init(allocator: String, replicate: Int, seed: UInt64, metrics: FleetMetrics, wallSeconds: Double, failure: AllocatorError? = nil) {
+            self.allocator = allocator
+            self.replicate = replicate
+            self.seed = seed
+            self.metrics = metrics
+            self.wallSeconds = wallSeconds
+            self.failure = failure
+        }
+    }
+
+    /// The seed replicate `replicate` of `scenario` derives its streams from: the same for every
+    /// allocator, so they meet the same users.
+    public static func replicateSeed(_ scenario: Scenario, replicate: Int) -> UInt64 {
+        StreamSeed(scenario.seed).derive(replicate).value
     }
 
     /// Progress of a whole run, reported as replicates advance through virtual time.
@@ -152,7 +168,7 @@ public struct FleetSimulation: Sendable {
         let start = DispatchTime.now().uptimeNanoseconds
         let (metrics, failure) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: StreamSeed(scenario.seed).derive(replicate).value, metrics: metrics, wallSeconds: wall, failure: failure)
+        return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: Self.replicateSeed(scenario, replicate: replicate), metrics: metrics, wallSeconds: wall, failure: failure)
     }
 
     /// A replicate's metrics, and the first failure its allocators threw from ``Allocator/finish()``.

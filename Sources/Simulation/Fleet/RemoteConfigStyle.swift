@@ -65,14 +65,14 @@ package enum RemoteConfigStyle: DeviceStyle {
 
     /// What the app asks of the service.
     package enum Request {
-        /// A configuration download.
-        case fetch(id: Int32)
+        /// A configuration download for device `device` (the fleet's numbering: its user id).
+        case fetch(id: Int32, device: Int)
         /// A batch of analytics events.
         case events(id: Int32, [Event])
 
-        var id: Int32 {
+        package var id: Int32 {
             switch self {
-            case .fetch(let id), .events(let id, _): id
+            case .fetch(let id, _), .events(let id, _): id
             }
         }
     }
@@ -87,6 +87,11 @@ package enum RemoteConfigStyle: DeviceStyle {
 
         var request: Int32
         var content: Content
+
+        package init(request: Int32, content: Content) {
+            self.request = request
+            self.content = content
+        }
     }
 
     package struct Shared {
@@ -113,7 +118,7 @@ package enum RemoteConfigStyle: DeviceStyle {
     static let assignedBit: UInt8 = 0x80
 
     /// The section of the configuration that holds the experiments.
-    static let section = "Experiments"
+    package static let section = "Experiments"
 
     package static func makeShared(_ scenario: Scenario) -> Shared {
         Shared(keys: scenario.experiments.map { ExperimentKey(name: $0.id) }, settings: scenario.client.remoteConfig)
@@ -197,7 +202,7 @@ package enum RemoteConfigStyle: DeviceStyle {
         let sequence = client.nextSequence
         client.nextSequence += 1
         let event = Event(
-            id: EventID(device: UInt64(device.local), sequence: sequence), kind: kind, experiment: Int32(e), variant: Int32(variant),
+            id: EventID(device: UInt64(device.fleet), sequence: sequence), kind: kind, experiment: Int32(e), variant: Int32(variant),
             value: kind == .conversion ? 1 : 0, createdAt: now
         )
         client.queue.append(event)
@@ -285,7 +290,7 @@ package enum RemoteConfigStyle: DeviceStyle {
         let request = newRequest(&client)
         client.fetch.start(channelID(request), deadline: now + environment.client.requestTimeout)
         metrics.fetches += 1
-        return .fetch(id: request)
+        return .fetch(id: request, device: device.fleet)
     }
 
     static func fetchFailed(_ client: inout Client, reason: String, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
@@ -343,7 +348,7 @@ package enum RemoteConfigStyle: DeviceStyle {
     /// batch goes through the server's capacity.
     package static func serve<A>(_ request: Request, from client: inout Client, device: DeviceFacts, server: inout ExperimentServer<A>, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at arrival: Double) -> ServerAnswer<Reply> {
         switch request {
-        case .fetch(let id):
+        case .fetch(let id, _):
             return .reply(Reply(request: id, content: .config(configuration(for: &client, published: server.published, shared: environment.shared, at: arrival))))
         case .events(let id, let batch):
             return .events(batch, acknowledged: Reply(request: id, content: .acknowledged))
@@ -384,7 +389,7 @@ package enum RemoteConfigStyle: DeviceStyle {
 
     /// `now` seconds after 1970-01-01T00:00Z as `YYYY-MM-DDTHH:MM:SS.fffZ`, the exchange
     /// format's creation time (virtual time 0 is the epoch).
-    static func timestamp(_ now: Double) -> String {
+    package static func timestamp(_ now: Double) -> String {
         let millis = Int((now * 1000).rounded(.down))
         let (days, dayMillis) = millis.quotientAndRemainder(dividingBy: 86_400_000)
         // Hinnant's civil_from_days.

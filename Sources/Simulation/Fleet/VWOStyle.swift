@@ -42,6 +42,9 @@ package enum VWOStyle: DeviceStyle {
         var eventsCreated: UInt32 = 0
         var requestsSent: UInt32 = 0
         var launched = false
+        /// Events sent and forgotten (fire-and-forget) whose request timed out on a real socket:
+        /// whether the server has them is known only to the server, so the totals ask it.
+        var unconfirmed: [EventID] = []
     }
 
     /// An event on its way out.
@@ -53,8 +56,8 @@ package enum VWOStyle: DeviceStyle {
 
     /// What the app asks of the server.
     package enum Request {
-        /// The settings payload.
-        case settings
+        /// The settings payload, for device `device` (the seed's `u`).
+        case settings(device: Int)
         /// One event's pixel (`l.gif` for a participation, `c.gif` for a goal).
         case event(Event)
     }
@@ -66,6 +69,13 @@ package enum VWOStyle: DeviceStyle {
         /// The pixel of an event's request (queued events only: fire-and-forget ignores it);
         /// `firstGoal` when the server had not seen this goal before.
         case acknowledged(EventID, firstGoal: Bool)
+        /// A real server's answer to an event's pixel (live mode): the event is acknowledged, and
+        /// `newGoal` when it was a goal the server had not seen, counted here since no server
+        /// half runs.
+        case pixel(EventID, newGoal: Bool)
+        /// No good answer to `request` on a real socket (live mode): an error status, a refused
+        /// or lost connection, or, when `timedOut`, none in time.
+        case failed(Request, timedOut: Bool)
     }
 
     /// Per experiment: its campaign plan, its id (the goal's identifier) and its variants' ids.
@@ -118,7 +128,7 @@ package enum VWOStyle: DeviceStyle {
         }
         guard now - client.settingsAt >= environment.client.dataTTL, now >= client.awaitingSettingsUntil else { return .viewsNow }
         let wait = environment.client.firstViewWait
-        return .send(.settings, viewsAt: wait > 0 && client.settingsAt == -.infinity ? now + wait : nil, ifRefused: nil)
+        return .send(.settings(device: device.fleet), viewsAt: wait > 0 && client.settingsAt == -.infinity ? now + wait : nil, ifRefused: nil)
     }
 
     package static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
@@ -160,7 +170,7 @@ package enum VWOStyle: DeviceStyle {
     static func enqueue(_ events: [CampaignEvent], in client: inout Client, device: DeviceFacts) {
         for campaignEvent in events {
             let event = Event(
-                id: EventID(device: UInt64(device.local), sequence: client.eventsCreated),
+                id: EventID(device: UInt64(device.fleet), sequence: client.eventsCreated),
                 kind: campaignEvent.kind == .participation ? .view : .conversion,
                 experiment: Int32(campaignEvent.experimentID - 1), variant: Int32(campaignEvent.combination - 1),
                 value: 1, createdAt: campaignEvent.createdAt)
@@ -224,7 +234,28 @@ package enum VWOStyle: DeviceStyle {
             }
         case .acknowledged(let id, _):
             client.outbox.removeAll { $0.event.id == id }
+        case .pixel(let id, let newGoal):
+            if newGoal { counters.goalsIngested += 1 }
+            client.outbox.removeAll { $0.event.id == id }
+        case .failed(.settings, _):
+            client.awaitingSettingsUntil = -.infinity
+        case .failed(.event(let event), let timedOut):
+            failedLive(event, timedOut: timedOut, client: &client, environment: environment, counters: &counters, at: now)
         }
+    }
+
+    /// An event's request failed on a real socket. Fire-and-forget has already forgotten the
+    /// event: it is lost, unless it timed out, when the server may have it after all. A queue
+    /// sends it again: at once after a timeout (as the simulated client, which gives up on an
+    /// answer at the timeout), after the flush interval when the server or the network refused it.
+    static func failedLive(_ event: Event, timedOut: Bool, client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
+        guard environment.shared.queues else {
+            if timedOut { client.unconfirmed.append(event.id) } else { counters.eventsLost += 1 }
+            return
+        }
+        guard let index = client.outbox.firstIndex(where: { $0.event.id == event.id }) else { return }
+        client.outbox[index].awaitedUntil = -.infinity
+        if !timedOut { client.retryAt = now + environment.client.flushInterval }
     }
 
     /// The state persists (as the client asks); requests in flight are abandoned.
@@ -289,10 +320,11 @@ package enum VWOStyle: DeviceStyle {
     package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {
         metrics.eventsCreated += Int(client.eventsCreated)
         for outgoing in client.outbox where !server.hasIngested(outgoing.event.id) { metrics.eventsPending += 1 }
+        for id in client.unconfirmed where !server.hasIngested(id) { metrics.eventsDropped += 1 }
     }
 
     package static func close(_ counters: Counters, into metrics: inout FleetMetrics) {
         for (name, value) in zip(Counters.names, counters.values) { metrics.styleCounters[name, default: 0] += value }
-        metrics.eventsDropped = counters.eventsLost
+        metrics.eventsDropped += counters.eventsLost
     }
 }

@@ -31,6 +31,17 @@ public struct CSVTable: Sendable {
         rows.append(cells)
     }
 
+    /// The table with `more` columns after its own, each row extended by the row of `cells`
+    /// at its index.
+    ///
+    /// - Precondition: `cells` has one row per row of the table, each a cell per new column.
+    public func appending(columns more: [String], _ cells: [[CSVCell]]) -> CSVTable {
+        precondition(cells.count == rows.count, "\(cells.count) rows of new cells for \(rows.count) rows")
+        var table = CSVTable(columns: columns + more)
+        for (row, extra) in zip(rows, cells) { table.appendRaw(row + extra.map(\.text)) }
+        return table
+    }
+
     /// The table as CSV text.
     public var text: String {
         var out = columns.map(Self.escape).joined(separator: ",") + "\n"

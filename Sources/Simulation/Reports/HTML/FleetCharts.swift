@@ -47,6 +47,9 @@ struct FleetCharts {
         if let sweep {
             sections.append(try sweepSection(sweep))
         }
+        if summary.table.columns.contains("http_2xx") {
+            sections.append(try liveSection(scenarios))
+        }
         for scenario in scenarios {
             let prefix = scenarios.count > 1 ? slug(scenario) + "-" : ""
             var section = ReportSection(title: scenarios.count > 1 ? "Scenario \(scenario)" : "Results")
@@ -55,6 +58,44 @@ struct FleetCharts {
             sections.append(section)
         }
         return sections
+    }
+
+    // MARK: Live
+
+    /// `aviary run --live`: what the real network and server did, a row per scenario and
+    /// allocator (summed over replicates; latencies the largest replicate's), so that the
+    /// values of a sweep (client styles, say) sit side by side.
+    func liveSection(_ scenarios: [String]) throws(ReportError) -> ReportSection {
+        let columns = [
+            "sessions", "views", "default_views", "requests", "http_2xx", "http_429", "http_503", "connection_errors", "timeouts",
+            "request_latency_p50_ms", "request_latency_p99_ms", "events_dropped", "accounting_balanced", "http_304",
+        ]
+        let (s, a) = (try summary.index("scenario"), try summary.index("allocator"))
+        let at = try columns.map { column throws(ReportError) in try summary.index(column) }
+        var out = "<table class=\"headline\"><thead><tr><th>scenario</th><th>allocator</th><th>sessions</th><th>views showing the default</th><th>requests</th>"
+        out += "<th>2xx / 304</th><th>429 / 503</th><th>connection errors</th><th>timeouts</th><th>request latency p50 / p99 (ms)</th><th>events lost</th><th>balanced</th></tr></thead><tbody>\n"
+        for scenario in scenarios {
+            let rows = summary.rows.filter { $0[s] == scenario }
+            for allocator in rows.map({ $0[a] }).uniqued() {
+                let runs = rows.filter { $0[a] == allocator }
+                func sum(_ k: Int) -> Double { runs.map { number($0[at[k]]) }.reduce(0, +) }
+                func largest(_ k: Int) -> Double { runs.map { number($0[at[k]]) }.max() ?? .nan }
+                func count(_ x: Double) -> String { x.isFinite ? String(Int(x)) : "–" }
+                let views = sum(1)
+                let cells = [
+                    html(scenario), html(allocator), count(sum(0)),
+                    count(sum(2)) + (views > 0 ? " <small>(" + readable(sum(2) / views * 100) + " %)</small>" : ""),
+                    count(sum(3)), count(sum(4)) + " / " + count(sum(13)), count(sum(5) + sum(6)), count(sum(7)), count(sum(8)),
+                    readable(largest(9)) + " / " + readable(largest(10)), count(sum(11)),
+                    runs.allSatisfy { $0[at[12]] == "true" } ? "yes" : "<strong>no</strong>",
+                ]
+                out += "<tr>" + cells.map { "<td>\($0)</td>" }.joined() + "</tr>\n"
+            }
+        }
+        out += "</tbody></table>\n"
+        var section = ReportSection(title: "Live run")
+        section.introduction = "<p>The devices ran in real time over real sockets (<code>aviary run --live</code>); the rest of the report reads the same columns a simulated run writes. A view showing the default is the in-app default: offline, a fallback after a failed or late decision, no configuration.</p>\n" + out
+        return section
     }
 
     // MARK: Headline
