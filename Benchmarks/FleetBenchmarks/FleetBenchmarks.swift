@@ -75,6 +75,21 @@ let benchmarks: @Sendable () -> Void = {
         runReplicates(of: conductricsModel, benchmark)
     }
 
+    // The same fleet with VWO-style and remote-config devices: a settings payload or a
+    // configuration document made by the server half and parsed by the seed's client on every
+    // download, so these measure what those libraries cost a session.
+    for (style, label) in [(Scenario.ClientStyle.vwo, "vwo"), (.remoteConfig, "remote-config")] {
+        var model = smallFleetModel
+        model.client.style = style
+        let styled = model
+        Benchmark(
+            "Fleet fleet-model 10k devices 7d thompson \(label)",
+            configuration: .init(maxDuration: .seconds(30), maxIterations: 3)
+        ) { benchmark in
+            runReplicates(of: styled, benchmark)
+        }
+    }
+
     // Six client policies, three replicates each, 3,000 devices for 6 hours with a 1-hour outage:
     // the event path (queue, batching, backoff, server capacity) under load. Offered events
     // count every retry, so they are many times the events created (the policies without backoff

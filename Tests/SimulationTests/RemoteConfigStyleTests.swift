@@ -141,6 +141,17 @@ struct RemoteConfigStyleTests {
         #expect(values.keeper.rawValue(forKey: "button") == "1")
     }
 
+    /// 2000 is a leap year; 3650 days is the longest horizon.
+    static let creationTimes: [(Double, String)] = [
+        (0, "1970-01-01T00:00:00.000Z"), (3599.999, "1970-01-01T00:59:59.999Z"), (31_581_296.789, "1971-01-01T12:34:56.789Z"),
+        (951_868_799.5, "2000-02-29T23:59:59.500Z"), (315_360_000, "1979-12-30T00:00:00.000Z"),
+    ]
+
+    @Test(arguments: creationTimes)
+    func creationTimesAreWrittenInTheExchangeFormatsForm(seconds: Double, text: String) {
+        #expect(RemoteConfigStyle.timestamp(seconds) == text)
+    }
+
     @Test(arguments: [0.0, 3599.999, 86_400 * 366 + 45_296.789])
     func creationTimesReadBackAsTheVirtualTime(seconds: Double) {
         let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: RemoteConfigStyle.timestamp(seconds))

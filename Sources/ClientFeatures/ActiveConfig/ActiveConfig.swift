@@ -139,7 +139,7 @@ public struct ActiveConfig<Store: ConfigStore> {
             let removed = changes(from: current, to: nil)
             current = nil
             return removed.isEmpty ? nil : ConfigurationUpdate(
-                userID: userID, meta: nil, changes: removed, notifications: notifications(for: removed), appliedAt: now)
+                userID: userID, configurationMeta: nil, changes: removed, notifications: notifications(for: removed), appliedAt: now)
         }
         return replaceCurrent(with: configuration, at: now)
     }
@@ -148,29 +148,32 @@ public struct ActiveConfig<Store: ConfigStore> {
         let changed = changes(from: current, to: configuration)
         current = configuration
         return ConfigurationUpdate(
-            userID: userID, meta: configuration.meta.dictionary, changes: changed,
+            userID: userID, configurationMeta: configuration.meta, changes: changed,
             notifications: notifications(for: changed), appliedAt: now)
     }
 
     private func changes(from old: ConfigurationState?, to new: ConfigurationState?) -> [SectionChange] {
         let oldSections = old?.sections ?? [:]
         let newSections = new?.sections ?? [:]
-        let names = Set(oldSections.keys).union(newSections.keys).sorted()
-        return names.compactMap { name -> SectionChange? in
-            switch (oldSections[name], newSections[name]) {
-            case (nil, let added?):
-                SectionChange(name: name, kind: .added, section: added)
-            case (_?, nil):
-                SectionChange(name: name, kind: .removed, section: ConfigSection(name: name))
-            case (let before?, let after?) where before.settings != after.settings:
-                SectionChange(name: name, kind: .modified, section: after)
-            default:
-                nil
+        // A download usually changes nothing, or a setting or two: the sections are walked
+        // in place, and only what changed is collected and put in order.
+        var changes: [SectionChange] = []
+        for (name, after) in newSections {
+            if let before = oldSections[name] {
+                if before.settings != after.settings { changes.append(SectionChange(name: name, kind: .modified, section: after)) }
+            } else {
+                changes.append(SectionChange(name: name, kind: .added, section: after))
             }
         }
+        for name in oldSections.keys where newSections[name] == nil {
+            changes.append(SectionChange(name: name, kind: .removed, section: ConfigSection(name: name)))
+        }
+        if changes.count > 1 { changes.sort { $0.name < $1.name } }
+        return changes
     }
 
     private func notifications(for changes: [SectionChange]) -> [ListenerNotification] {
+        guard !changes.isEmpty, !listeners.isEmpty else { return [] }
         let watchers = listeners.sorted { $0.key.rawValue < $1.key.rawValue }
         return changes.flatMap { change in
             watchers.filter { $0.value == change.name }.map {

@@ -42,6 +42,18 @@ public struct ConfigurationMeta: Hashable, Sendable {
     static let formatVersionKey = "format_version_string"
     static let creationTimeKey = "creation_time"
 
+    /// The meta in `value`, or `nil` when it lacks a required key (``init(parsing:path:)`` says
+    /// which).
+    init?(quickly value: JSONValue?) {
+        guard let members = value?.objectValue, let version = members[Self.formatVersionKey]?.stringValue,
+              let time = members[Self.creationTimeKey]?.stringValue
+        else { return nil }
+        var others = members
+        others[Self.formatVersionKey] = nil
+        others[Self.creationTimeKey] = nil
+        self.init(formatVersion: version, creationTimeText: time, otherKeys: others)
+    }
+
     init(parsing value: JSONValue?, path: String) throws(ActiveConfigError) {
         guard let members = value?.objectValue else {
             throw ActiveConfigError(path: path, expected: "an object", value: value)

@@ -26,12 +26,23 @@ public struct ConfigurationState: Hashable, Sendable {
         self.sections = Dictionary(sections.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
     }
 
+    private init(meta: ConfigurationMeta, sectionsByName: [String: ConfigSection]) {
+        self.meta = meta
+        self.sections = sectionsByName
+    }
+
     /// Parses a configuration in the exchange format.
     ///
     /// - Parameter payload: The decoded JSON dictionary.
     /// - Throws: ``ActiveConfigError`` naming the first path that does not follow the format.
     /// - Complexity: O(*n*) in the number of settings.
     public init(parsing payload: JSONValue) throws(ActiveConfigError) {
+        // Almost every payload is good: it is read in one pass, and only a bad one is read again
+        // in a fixed order, with the paths, to name its first problem.
+        if let configuration = Self.parsedQuickly(payload) {
+            self = configuration
+            return
+        }
         guard let root = payload.objectValue else {
             throw ActiveConfigError(path: "(root)", expected: "an object", value: payload)
         }
@@ -67,6 +78,24 @@ public struct ConfigurationState: Hashable, Sendable {
             sections[name] = ConfigSection(name: name, settings: settings)
         }
         self.sections = sections
+    }
+
+    /// `payload` as a configuration, or `nil` when anything in it does not follow the format.
+    private static func parsedQuickly(_ payload: JSONValue) -> ConfigurationState? {
+        guard let root = payload.objectValue, let meta = ConfigurationMeta(quickly: root["meta"]),
+              let sectionMembers = root["config_sections"]?.objectValue
+        else { return nil }
+        var sections: [String: ConfigSection] = [:]
+        for (name, section) in sectionMembers {
+            guard let settingMembers = section.objectValue?["settings"]?.objectValue else { return nil }
+            var settings: [String: JSONValue] = [:]
+            for (key, setting) in settingMembers {
+                guard let value = setting.objectValue?["value"], value != .null else { return nil }
+                settings[key] = value
+            }
+            sections[name] = ConfigSection(name: name, settings: settings)
+        }
+        return ConfigurationState(meta: meta, sectionsByName: sections)
     }
 
     /// The configuration back in the exchange format; parsing it gives an equal value.

@@ -43,7 +43,9 @@ public struct ConfigurationUpdate: Hashable, Sendable {
     public let userID: String?
     /// The new configuration's meta dictionary (what the "update finished" notification carries);
     /// `nil` when switching to a user with no configuration at all.
-    public let meta: [String: JSONValue]?
+    public var meta: [String: JSONValue]? { configurationMeta?.dictionary }
+    /// The meta itself: its dictionary is made only when asked for.
+    let configurationMeta: ConfigurationMeta?
     /// The sections that changed, sorted by name; unchanged sections are absent.
     public let changes: [SectionChange]
     /// The listeners to notify, grouped by section in name order, then by registration order.

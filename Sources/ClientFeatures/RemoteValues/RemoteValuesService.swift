@@ -57,18 +57,20 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
         var incorrect: [String] = []
         for key in keys {
             let (value, source) = resolve(key)
-            values[key.name] = value
-            sources[key.name] = source
+            let name = key.name
+            values[name] = value
+            sources[name] = source
+            resolved[name] = value
             switch source {
             case .defaultForMissingKey:
-                events.append(.keyNotFound(key: key.name))
-                missing.append(key.name)
+                events.append(.keyNotFound(key: name))
+                missing.append(name)
             case .defaultForIncorrectValue:
-                events.append(.incorrectValue(key: key.name, rawValue: keeper.rawValue(forKey: key.name) ?? ""))
-                incorrect.append(key.name)
+                events.append(.incorrectValue(key: name, rawValue: keeper.rawValue(forKey: name) ?? ""))
+                incorrect.append(name)
             case .remote:
                 if let trackable = value as? any ExperimentalGroupTrackable {
-                    events.append(.experimentalGroup(key: key.name, group: trackable.experimentalGroup))
+                    events.append(.experimentalGroup(key: name, group: trackable.experimentalGroup))
                 }
             case .debug:
                 break
@@ -76,7 +78,6 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
         }
         if !missing.isEmpty { events.append(.keysNotFound(missing)) }
         if !incorrect.isEmpty { events.append(.incorrectValues(incorrect)) }
-        resolved.merge(values) { _, new in new }
         return RemoteValuesResolution(values: values, sources: sources, events: events)
     }
 
@@ -100,7 +101,8 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
 
     /// The debug override of `key`, or `nil` if there is none.
     public func debugValue(for key: any RemoteKey) -> (any RemoteValue)? {
-        debugValues[key.name]
+        // Overrides are rare: without any, no key is hashed.
+        debugValues.isEmpty ? nil : debugValues[key.name]
     }
 
     /// Sets or, with `nil`, clears the debug override of `key`.
@@ -119,7 +121,7 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     }
 
     private func resolve(_ key: any RemoteKey) -> (value: any RemoteValue, source: RemoteValueSource) {
-        if let debug = debugValues[key.name] {
+        if let debug = debugValue(for: key) {
             return (debug, .debug)
         }
         guard let raw = keeper.rawValue(forKey: key.name) else {

@@ -97,6 +97,12 @@ package enum RemoteConfigStyle: DeviceStyle {
     package struct Shared {
         var keys: [any RemoteKey]
         var settings: Scenario.RemoteConfig
+        /// Per experiment and variant, the setting the service sends (`{"value": "v1"}`) and the
+        /// wrong-typed one of a payload fault (`{"value": 1}`): made once, shared by every download.
+        var served: [[JSONValue]]
+        var wrongTyped: [[JSONValue]]
+        /// The experiments' ids, the settings' keys.
+        var names: [String]
     }
 
     /// What the framework tracked and the app did with its configuration.
@@ -121,7 +127,11 @@ package enum RemoteConfigStyle: DeviceStyle {
     package static let section = "Experiments"
 
     package static func makeShared(_ scenario: Scenario) -> Shared {
-        Shared(keys: scenario.experiments.map { ExperimentKey(name: $0.id) }, settings: scenario.client.remoteConfig)
+        let variants = scenario.experiments.map { $0.rates.indices }
+        return Shared(
+            keys: scenario.experiments.map { ExperimentKey(name: $0.id) }, settings: scenario.client.remoteConfig,
+            served: variants.map { $0.map { v in .object(["value": .string(VariantValue(serving: v).remoteString)]) } },
+            wrongTyped: variants.map { $0.map { v in .object(["value": .number(Double(v))]) } }, names: scenario.experiments.map(\.id))
     }
 
     package static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client {
@@ -363,13 +373,17 @@ package enum RemoteConfigStyle: DeviceStyle {
         if shared.settings.incorrectValues > 0, client.faults.nextUniform() < shared.settings.incorrectValues {
             wrongType = Int(client.faults.next() % UInt64(keys.count))
         }
+        // The exchange format written out directly (what `ConfigurationState.exchangeFormat`
+        // gives), its settings made once per scenario.
         var settings: [String: JSONValue] = [:]
-        for (e, key) in keys.enumerated() {
+        for e in keys.indices {
             let variant = published.experiments[e].snapshot.variant(forUniform: client.buckets[e])
-            settings[key.name] = e == wrongType ? .number(Double(variant)) : .string(VariantValue(serving: variant).remoteString)
+            settings[shared.names[e]] = e == wrongType ? shared.wrongTyped[e][variant] : shared.served[e][variant]
         }
-        let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: timestamp(now), otherKeys: ["policy_version": .number(Double(published.version))])
-        return ConfigurationState(meta: meta, sections: [ConfigSection(name: section, settings: settings)]).exchangeFormat
+        let meta: [String: JSONValue] = [
+            "format_version_string": "1.0", "creation_time": .string(timestamp(now)), "policy_version": .number(Double(published.version)),
+        ]
+        return .object(["meta": .object(meta), "config_sections": .object([section: .object(["settings": .object(settings)])])])
     }
 
     package static func refusal(for request: Request) -> Reply? {
@@ -402,9 +416,32 @@ package enum RemoteConfigStyle: DeviceStyle {
         let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
         let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ n: Int, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(n).count)) + String(n) }
-        let (h, m, s, ms) = (dayMillis / 3_600_000, dayMillis / 60_000 % 60, dayMillis / 1000 % 60, dayMillis % 1000)
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(h, 2)):\(pad(m, 2)):\(pad(s, 2)).\(pad(ms, 3))Z"
+        let (hour, minute, second, milli) = (dayMillis / 3_600_000, dayMillis / 60_000 % 60, dayMillis / 1000 % 60, dayMillis % 1000)
+        guard (0...9999).contains(year), dayMillis >= 0 else {
+            func pad(_ n: Int, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(n).count)) + String(n) }
+            return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(milli, 3))Z"
+        }
+        // One a download: written into the string's own bytes, with no string per field.
+        return String(unsafeUninitializedCapacity: 24) { bytes in
+            var at = 0
+            func put(_ value: Int, _ width: Int, _ then: Unicode.Scalar) {
+                var rest = value
+                for place in stride(from: width - 1, through: 0, by: -1) {
+                    bytes[at + place] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                bytes[at + width] = UInt8(ascii: then)
+                at += width + 1
+            }
+            put(year, 4, "-")
+            put(month, 2, "-")
+            put(day, 2, "T")
+            put(hour, 2, ":")
+            put(minute, 2, ":")
+            put(second, 2, ".")
+            put(milli, 3, "Z")
+            return at
+        }
     }
 
     // MARK: - Totals

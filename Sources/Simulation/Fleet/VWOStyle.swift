@@ -84,6 +84,17 @@ package enum VWOStyle: DeviceStyle {
         var names: [String]
         var variantNames: [[String]]
         var queues: Bool
+        /// The settings payload last made: every device fetching under the same policy and
+        /// statuses gets this one value, made once. One replicate's, on its one thread.
+        let lastSettings = SettingsPayload()
+    }
+
+    /// A settings payload and what it was made from.
+    final class SettingsPayload {
+        var version = -1
+        /// How many of the campaigns' scheduled changes had happened.
+        var changes = -1
+        var payload = JSONValue.null
     }
 
     /// What the campaigns did that the kernel does not count.
@@ -278,7 +289,14 @@ package enum VWOStyle: DeviceStyle {
         switch request {
         case .settings:
             metrics.fetches += 1
-            return .reply(.settings(settings(published: server.published, shared: environment.shared, at: arrival)))
+            let published = server.published, shared = environment.shared, cache = shared.lastSettings
+            var changes = 0
+            for plan in shared.plans { changes += plan.schedule.count { $0.at <= arrival } }
+            if cache.version != published.version || cache.changes != changes {
+                (cache.version, cache.changes) = (published.version, changes)
+                cache.payload = settings(published: published, shared: shared, at: arrival)
+            }
+            return .reply(.settings(cache.payload))
         case .event(let event):
             metrics.offeredEvents += 1
             let firstGoal = event.kind == .conversion && !server.hasIngested(event.id)
