@@ -63,22 +63,11 @@ let benchmarks: @Sendable () -> Void = {
         runReplicates(of: fleetMillion, benchmark, jobs: 2)
     }
 
-    // The same fleet model with Conductrics-style devices driving the decision client: every
-    // view is a request and a reply, so this measures the cost of a style, not of the kernel.
-    var conductrics = smallFleetModel
-    conductrics.client.style = .conductrics
-    let conductricsModel = conductrics
-    Benchmark(
-        "Fleet fleet-model 10k devices 7d thompson conductrics",
-        configuration: .init(maxDuration: .seconds(30), maxIterations: 3)
-    ) { benchmark in
-        runReplicates(of: conductricsModel, benchmark)
-    }
-
-    // The same fleet with VWO-style and remote-config devices: a settings payload or a
-    // configuration document made by the server half and parsed by the seed's client on every
-    // download, so these measure what those libraries cost a session.
-    for (style, label) in [(Scenario.ClientStyle.vwo, "vwo"), (.remoteConfig, "remote-config")] {
+    // The same fleet model in the other styles, each driving its seed's client: a Conductrics
+    // device asks for every view's decision, a VWO device parses the settings payload and a
+    // remote-config device the configuration document the server half writes for each
+    // download. These measure what a style costs a session, not the kernel.
+    for (style, label) in [(Scenario.ClientStyle.conductrics, "conductrics"), (.vwo, "vwo"), (.remoteConfig, "remote-config")] {
         var model = smallFleetModel
         model.client.style = style
         let styled = model
