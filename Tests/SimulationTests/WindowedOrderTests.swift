@@ -52,6 +52,27 @@ struct WindowedOrderTests {
             "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.05}, {id: green, rate: 0.10}]",
             "allocators": allAllocators,
         ],
+        // VWO devices with queued pixels, offline spells, an outage and a campaign paused off the
+        // hour (a status is a function of the request's time, not of other devices).
+        "vwo-queue": [
+            "client": "client:\n  style: vwo\n  event_delivery: queue\n  data_ttl: 2h\n  first_view_wait: 2s",
+            "network": "network:\n  offline_fraction: 0.3\n  mean_offline: 1h\n  outages:\n    - {start: 1d, end: 1d8h, mode: fail}",
+            "server": "campaigns:\n  - {experiment: button, schedule: [{at: 1d1h10m, status: paused}, {at: 1d20h, status: running}]}",
+            "allocators": allAllocators,
+        ],
+        "vwo-fire-and-forget": [
+            "client": "client:\n  style: vwo\n  data_ttl: 1h",
+            "network": "network:\n  loss: 0.02\n  outages:\n    - {start: 1d, end: 1d6h, mode: timeout}",
+            "allocators": allAllocators,
+        ],
+        // Remote configuration with the server's wrong-typed values, debug overrides, crashes,
+        // offline spells and a hung server.
+        "remote-config": [
+            "population": "population:\n  devices: 200\n  sessions_per_day: 4\n  crash_probability: 0.2",
+            "client": "client:\n  style: remote_config\n  data_ttl: 1h\n  first_view_wait: 2s\n  remote_config: {incorrect_values: 0.05, debug_overrides: 0.05}",
+            "network": "network:\n  offline_fraction: 0.2\n  mean_offline: 2h\n  outages:\n    - {start: 1d, end: 1d6h, mode: timeout}",
+            "allocators": allAllocators,
+        ],
         "rate-change": [
             "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.10}, {id: green, rate: 0.05}]\n    rate_changes:\n      - {at: 1d, rates: [0.05, 0.10]}\n  - id: title\n    variants: [{id: a, rate: 0.2}, {id: b, rate: 0.3}, {id: c, rate: 0.25}]",
             "allocators": allAllocators,

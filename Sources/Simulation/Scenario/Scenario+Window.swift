@@ -4,7 +4,9 @@ extension Scenario {
     /// fleet then runs each device's events in a window back to back (see ``EventQueue``), with
     /// the same result as in time order.
     ///
-    /// Myna-style devices meet only through the server. When it publishes every Δ, devices see
+    /// Myna-, VWO- and remote-config-style devices meet only through the server (a VWO
+    /// campaign's scheduled status is a function of the request's time, a configuration's
+    /// variant of the device's bucket). When it publishes every Δ, devices see
     /// nothing new between publications, and what they send it is only gathered until the next
     /// one (and then learnt in arrival order, whatever order it was handed in); nothing the
     /// server does to one device depends on another while it has no capacity limit.
@@ -15,7 +17,7 @@ extension Scenario {
     /// allocator's shared stream, and a capacity limit serves requests first come first served:
     /// both need time order.
     var independentWindow: Double? {
-        guard client.style == .myna, server.capacity == nil,
+        guard client.style != .conductrics, server.capacity == nil,
               case .every(let width) = server.update else { return nil }
         func onBoundary(_ t: Double) -> Bool { (t / width).rounded() * width == t }
         let changes = experiments.flatMap { $0.rateChanges.map(\.at) }
@@ -41,9 +43,8 @@ extension Scenario {
     public var serialReason: String? {
         guard independentWindow == nil else { return nil }
         switch client.style {
-        case .myna: break
+        case .myna, .vwo, .remoteConfig: break
         case .conductrics: return "every decision draws from the server's allocator, which all devices share"
-        case .vwo, .remoteConfig: return "only Myna-style devices are split among threads so far"
         }
         if server.capacity != nil { return "the server's capacity serves requests first come, first served, across all devices" }
         guard case .every = server.update else {
