@@ -45,17 +45,17 @@ struct EventQueue<Payload: EventQueuePayload> {
     /// Events at `last`, ordered by payload, and any scheduled between the last popped time and
     /// `last` (a live run's answers arrive when they arrive, not only when an event is due), which
     /// come first by their times.
-    private var ties = MinHeap<Entry>()
+    var ties = MinHeap<Entry>()
     /// `buckets[i]` holds the events whose time's bits first differ from `last` at bit `i`
     /// (from 1 at the lowest bit to 64 at the highest); `buckets[0]` is unused, `ties` stands
     /// for it.
-    private var buckets: [[Entry]] = []
+    var buckets: [[Entry]] = []
     /// Which buckets are non-empty, one bit each.
-    private var occupied: UInt128 = 0
-    private var last: UInt64 = 0
+    var occupied: UInt128 = 0
+    var last: UInt64 = 0
     /// The bits of the time last popped, before which nothing may be scheduled. (`last` runs
     /// ahead of it whenever a peek at ``nextTime`` refills the buckets.)
-    private var popped: UInt64 = 0
+    var popped: UInt64 = 0
 
     // Windowed order: the windows ahead wait unsorted in a ring (and, beyond its span, in a heap);
     // the current window is sorted once when it starts and read in order, so the groups to come
@@ -63,25 +63,25 @@ struct EventQueue<Payload: EventQueuePayload> {
     // event's window is where it waits, and its group is its payload's, so entries carry no key.
 
     /// The current group's events.
-    private var group = MinHeap<Entry>()
+    var group = MinHeap<Entry>()
     /// The key of the current group: its window in the high 32 bits, its group in the low 32.
-    private var currentKey: UInt64 = 0
+    var currentKey: UInt64 = 0
     /// The current window's events, sorted by group, from `cursor` on.
-    private var sorted: [Entry] = []
-    private var cursor = 0
+    var sorted: [Entry] = []
+    var cursor = 0
     /// The radix sort's second buffer.
-    private var scratch: [Entry] = []
+    var scratch: [Entry] = []
     /// Events scheduled for later groups of the current window after it was sorted.
-    private var late = MinHeap<ByGroup>()
+    var late = MinHeap<ByGroup>()
     /// Windows `current + 1 ..< current + ring.count`, at `window % ring.count`.
-    private var ring: [[Entry]] = []
-    private var ringOccupied: [UInt64] = []
-    private var ringCount = 0
+    var ring: [[Entry]] = []
+    var ringOccupied: [UInt64] = []
+    var ringCount = 0
     /// Events in windows beyond the ring.
-    private var far = MinHeap<Far>()
+    var far = MinHeap<Far>()
 
     /// An event of the current window, ordered by group first.
-    private struct ByGroup: HeapOrdered {
+    struct ByGroup: HeapOrdered {
         var entry: Entry
 
         @inline(__always)
@@ -92,7 +92,7 @@ struct EventQueue<Payload: EventQueuePayload> {
     }
 
     /// An event beyond the ring, with its window.
-    private struct Far: HeapOrdered {
+    struct Far: HeapOrdered {
         var window: UInt64
         var entry: Entry
 
@@ -199,139 +199,6 @@ struct EventQueue<Payload: EventQueuePayload> {
         return scaled < 0x1p31 ? UInt64(scaled) : 1 << 31
     }
 
-    // MARK: Time order
-
-    @inline(__always)
-    private func bucket(_ time: Double) -> Int {
-        Int(truncatingIfNeeded: 64 - (time.bitPattern ^ last).leadingZeroBitCount)
-    }
-
-    /// Puts an event in the bucket its time names relative to `last`.
-    @inline(__always)
-    private mutating func file(_ entry: Entry) {
-        if entry.time.bitPattern <= last {
-            ties.push(entry)
-        } else {
-            let b = bucket(entry.time)
-            buckets[b].append(entry)
-            occupied |= 1 << UInt128(b)
-        }
-    }
-
-    /// Moves the events of the lowest non-empty bucket down to their new buckets, relative to
-    /// their smallest time, which becomes `last`.
-    private mutating func refill() -> Bool {
-        guard occupied != 0 else { return false }
-        let b = occupied.trailingZeroBitCount
-        var moving: [Entry] = []
-        swap(&moving, &buckets[b])
-        occupied &= ~(1 << UInt128(b))
-        var minimum = UInt64.max
-        for entry in moving where entry.time.bitPattern < minimum { minimum = entry.time.bitPattern }
-        last = minimum
-        for entry in moving { file(entry) }
-        // Hand the emptied buffer back so the bucket does not allocate when it fills again.
-        moving.removeAll(keepingCapacity: true)
-        swap(&moving, &buckets[b])
-        return true
-    }
-
-    // MARK: Windowed order
-
-    /// Puts an event of a later window in the ring, or beyond it in the far heap.
-    private mutating func place(_ entry: Entry, window: UInt64) {
-        let ahead = window &- (currentKey >> 32)
-        if ahead < UInt64(ring.count) {
-            let slot = Int(window) & (ring.count - 1)
-            // Half again, not twice: a fleet's windows ahead hold one or two events a device,
-            // and doubling would leave a third of that allocated and unused on average.
-            let filled = ring[slot].count
-            if filled == ring[slot].capacity { ring[slot].reserveCapacity(max(64, filled + filled / 2)) }
-            ring[slot].append(entry)
-            ringOccupied[slot >> 6] |= 1 << UInt64(slot & 63)
-            ringCount += 1
-        } else {
-            far.push(Far(window: window, entry: entry))
-        }
-    }
-
-    /// Makes the next group (of this window or a later one) current, with all its events in
-    /// the group heap; false when nothing is left.
-    private mutating func nextGroup() -> Bool {
-        while true {
-            let windowBits = currentKey & ~0xFFFF_FFFF
-            let fromSorted = cursor < sorted.count ? windowBits | UInt64(sorted[cursor].payload.group) : .max
-            let fromLate = late.first.map { windowBits | UInt64($0.entry.payload.group) } ?? .max
-            let key = min(fromSorted, fromLate)
-            if key == .max {
-                guard startNextWindow() else { return false }
-                continue
-            }
-            currentKey = key
-            let g = UInt32(truncatingIfNeeded: key)
-            while cursor < sorted.count && sorted[cursor].payload.group == g {
-                group.push(sorted[cursor])
-                cursor += 1
-            }
-            while let first = late.first, first.entry.payload.group == g {
-                group.push(late.pop()!.entry)
-            }
-            return true
-        }
-    }
-
-    /// Sorts the next non-empty window into `sorted`.
-    private mutating func startNextWindow() -> Bool {
-        let current = currentKey >> 32
-        let nextInRing = ringCount > 0 ? nextOccupiedWindow(after: current) : .max
-        let nextFar = far.first?.window ?? .max
-        let next = min(nextInRing, nextFar)
-        guard next != .max else { return false }
-        currentKey = next << 32
-        // Far events the ring now reaches move in.
-        while let first = far.first, first.window - next < UInt64(ring.count) {
-            place(far.pop()!.entry, window: first.window)
-        }
-        let slot = Int(next) & (ring.count - 1)
-        // The window's buffer becomes `sorted` and the slot starts afresh: handing `sorted`'s old
-        // buffer back would leave every slot of the ring holding a window's worth of capacity.
-        sorted = []
-        swap(&sorted, &ring[slot])
-        ringOccupied[slot >> 6] &= ~(1 << UInt64(slot & 63))
-        ringCount -= sorted.count
-        cursor = 0
-        sortByGroup()
-        return true
-    }
-
-    /// Sorts the window's events by group alone (a group's events meet again in the group heap,
-    /// which orders them fully): a least-significant-digit radix sort (``RadixSort``), a byte a
-    /// pass, skipping bytes that are the same throughout. A comparison sort of a million-device window costs
-    /// several times more.
-    private mutating func sortByGroup() {
-        guard sorted.count > 256 else {
-            sorted.sort { $0.payload.group < $1.payload.group }
-            return
-        }
-        RadixSort.sort(&sorted, scratch: &scratch) { $0.payload.group }
-        // Not kept for the next window: in a fleet split into shards, every shard would hold a
-        // window's worth of entries it uses only while it sorts.
-        scratch = []
-    }
-
-    /// The first window after `current` whose ring slot holds events.
-    private func nextOccupiedWindow(after current: UInt64) -> UInt64 {
-        let mask = ring.count - 1
-        let start = Int(current + 1) & mask
-        var word = start >> 6
-        var bits = ringOccupied[word] & (~0 << UInt64(start & 63))
-        while bits == 0 {
-            word = (word + 1) & (ringOccupied.count - 1)
-            bits = ringOccupied[word]
-        }
-        let slot = word << 6 | bits.trailingZeroBitCount
-        return current + 1 + UInt64((slot - start) & mask)
-    }
 }
 
 /// What an ``EventQueue`` holds: ordered by itself among events at the same time and, in

@@ -24,12 +24,13 @@ import Synchronization
 ///
 /// `~Copyable`: it owns its shards.
 struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
-    /// A shard: a replicate of some of the fleet's devices, on the heap so threads can take one
-    /// each (an array cannot hold the non-copyable replicate itself).
+    /// A part of the fleet (one of its shards; not ``Shard``, a process's slice of a sweep): a
+    /// replicate of some of the fleet's devices, on the heap so threads can take one each (an
+    /// array cannot hold the non-copyable replicate itself).
     ///
     /// `@unchecked Sendable`: in a window each shard is run by exactly one thread, and between
     /// windows only by the fleet's own thread; the window's barrier orders the two.
-    final class Shard: @unchecked Sendable {
+    final class Part: @unchecked Sendable {
         var fleet: FleetReplicate<A, Style>
         /// The fleet's data that `fleet.server` serves a copy of.
         private var served: ExperimentData?
@@ -59,7 +60,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
     let window: Double
     /// The server that learns and publishes; the shards hold copies that only ingest.
     var server: ExperimentServer<A>
-    private let shards: [Shard]
+    private let shards: [Part]
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
 
@@ -84,9 +85,9 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
             let range = devices * k / count ..< devices * (k + 1) / count
             var ingesting = server
             ingesting.expectDevices(UInt64(range.lowerBound) ..< UInt64(range.upperBound))
-            // Each shard's engines share a profile of their own, for the reason `Shard.serve` gives.
+            // Each shard's engines share a profile of their own, for the reason `Part.serve` gives.
             let own = k == 0 ? profile : profile.unshared()
-            return Shard(FleetReplicate(scenario: scenario, replicate: replicate, server: ingesting, profile: own, devices: range))
+            return Part(FleetReplicate(scenario: scenario, replicate: replicate, server: ingesting, profile: own, devices: range))
         }
     }
 
