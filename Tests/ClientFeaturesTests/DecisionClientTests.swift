@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ClientFeatures
 import Randomness
@@ -105,6 +106,24 @@ struct DecisionRequestTests {
         #expect([8, 13, 18, 23].allSatisfy { characters[$0] == "-" })
         #expect(characters[14] == "4")
         #expect(try DecisionClient(configuration: .init(sessionID: "mine")).sessionID == "mine")
+    }
+
+    /// The id is the RFC 4122 text of a version-4 UUID made of the seed's two draws, as
+    /// Foundation writes it (lowercased).
+    @Test(arguments: [UInt64(0), 1, 42, 0xDEAD_BEEF, .max])
+    func generatedSessionIDIsTheUUIDOfTheSeedsDraws(seed: UInt64) throws {
+        var generator = StreamSeed(seed).derive("decision-session").makeGenerator()
+        let high = (generator.next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
+        let low = (generator.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
+        var uuid = UUID().uuid
+        withUnsafeMutableBytes(of: &uuid) { raw in
+            for k in 0..<8 {
+                raw[k] = UInt8(truncatingIfNeeded: high >> UInt64(56 - 8 * k))
+                raw[8 + k] = UInt8(truncatingIfNeeded: low >> UInt64(56 - 8 * k))
+            }
+        }
+        let text = UUID(uuid: uuid).uuidString.lowercased()
+        #expect(try DecisionClient(configuration: .init(seed: StreamSeed(seed))).sessionID == text)
     }
 }
 

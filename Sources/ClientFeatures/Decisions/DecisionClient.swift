@@ -78,7 +78,9 @@ public struct DecisionClient: Sendable {
     /// deterministic.
     private var pending: [Pending] = []
     private var sticky: [StickyKey: DecisionSelection] = [:]
-    private var decidedAgents: Set<String> = []
+    /// The agents decided since their session began. An app has a few: a list, whose strings
+    /// (the app's own, usually one storage each) compare without hashing on every decision.
+    private var decidedAgents: [String] = []
     private var epochs: [String: Int] = [:]
     private var lastTicket = 0
     private var lastRequest = 0
@@ -176,7 +178,7 @@ public struct DecisionClient: Sendable {
     public mutating func expireSession(agent: String, at now: Double) throws(DecisionError) -> Int {
         try DecisionCode.validate(agent, as: "agent")
         sticky = sticky.filter { $0.key.agent != agent }
-        decidedAgents.remove(agent)
+        decidedAgents.removeAll { $0 == agent }
         epochs[agent, default: 0] += 1
         let ticket = nextTicket()
         enqueue(agent: agent, kind: .expireSession, tickets: [ticket], at: now)
@@ -259,7 +261,7 @@ public struct DecisionClient: Sendable {
 
     private mutating func decide(agent: String, point: String?, choices: DecisionChoices, at now: Double) -> DecisionTicket {
         let ticket = nextTicket()
-        decidedAgents.insert(agent)
+        if !decidedAgents.contains(agent) { decidedAgents.append(agent) }
         let key = StickyKey(agent: agent, point: point)
         if configuration.sticky {
             if let cached = sticky[key], choices.accepts(cached) {
@@ -326,14 +328,21 @@ public struct DecisionClient: Sendable {
         var generator = seed.derive("decision-session").makeGenerator()
         let high = (generator.next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let low = (generator.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        let hex = hexDigits(high, 16) + hexDigits(low, 16)
-        let chars = Array(hex)
-        return [chars[0..<8], chars[8..<12], chars[12..<16], chars[16..<20], chars[20..<32]]
-            .map { String($0) }.joined(separator: "-")
-    }
-
-    private static func hexDigits(_ value: UInt64, _ width: Int) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: width - digits.count) + digits
+        // 8-4-4-4-12 lowercase hex digits, written into the string's own bytes: every device
+        // makes one.
+        return String(unsafeUninitializedCapacity: 36) { bytes in
+            var at = 0
+            for n in 0..<32 {
+                if n == 8 || n == 12 || n == 16 || n == 20 {
+                    bytes[at] = UInt8(ascii: "-")
+                    at += 1
+                }
+                let word = n < 16 ? high : low
+                let digit = UInt8(truncatingIfNeeded: (word >> UInt64(60 - 4 * (n % 16))) & 0xF)
+                bytes[at] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                at += 1
+            }
+            return at
+        }
     }
 }
