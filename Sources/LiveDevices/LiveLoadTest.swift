@@ -232,47 +232,36 @@ public struct LiveLoadTest: Sendable {
         var run = ShardedRun(scenario: devices, replicate: replicate, devices: slice, threads: threads, network: shardNetwork, server: embedded, clock: clock, stop: stop, progress: progress)
         run.metrics = options.metrics
         var metrics: LiveMetrics
-        switch scenario.client.style {
+        let style = scenario.client.style
+        if style == .conductrics || style == .vwo, scenario.client.wire != .aviary {
+            await proxy.stop()
+            await service?.stop()
+            throw Failure(description: "client.wire \(scenario.client.wire.name): \(style.rawValue) devices make their seed's own calls; the event formats carry myna and remote_config devices' events")
+        }
+        // The event codec of myna and remote_config devices, one per shard so that no two event
+        // loops share its cache's lock.
+        let profile = FleetSimulation(scenario: devices).profile
+        // A real server's Retry-After is real seconds; the embedded one runs on the scenario's clock.
+        let retryAfterScale = options.url == nil ? 1 : speedup
+        let (timeout, offset, key, wireKey) = (scenario.client.requestTimeout * speedup, options.deviceOffset, options.apiKey, options.wireKey)
+        let format = EventFormat(scenario.client.wire, key: wireKey)
+        let codec = { @Sendable in
+            MynaCodec(defaults: profile.defaults, retryAfterScale: retryAfterScale, deviceOffset: offset, apiKey: key, format: format, wireKey: wireKey, clock: clock)
+        }
+        switch style {
         case .myna:
-            let profile = FleetSimulation(scenario: devices).profile
-            // A real server's Retry-After is real seconds; the embedded one runs on the scenario's clock.
-            let retryAfterScale = options.url == nil ? 1 : speedup
-            let (timeout, offset, key) = (scenario.client.requestTimeout * speedup, options.deviceOffset, options.apiKey)
-            let format = EventFormat(scenario.client.wire, key: options.wireKey)
-            let wireKey = options.wireKey
-            metrics = await run.drive { _ in
-                MynaWire(
-                    codec: MynaCodec(defaults: profile.defaults, retryAfterScale: retryAfterScale, deviceOffset: offset, apiKey: key, format: format, wireKey: wireKey, clock: clock),
-                    timeout: timeout)
-            }
+            metrics = await run.drive { _ in MynaWire(codec: codec(), timeout: timeout) }
         case .conductrics:
-            if scenario.client.wire != .aviary {
-                await proxy.stop()
-                await service?.stop()
-                throw Failure(description: "client.wire \(scenario.client.wire.name): conductrics devices speak the Conductrics API; the event formats carry myna devices' events")
-            }
-            let wire = ConductricsWire(owner: "/" + Self.owner, timeout: scenario.client.decisionTimeout * speedup, apiKey: options.apiKey)
+            let wire = ConductricsWire(owner: "/" + Self.owner, timeout: scenario.client.decisionTimeout * speedup, apiKey: key)
             metrics = await run.drive { _ in wire }
         case .vwo:
-            if scenario.client.wire != .aviary {
-                await proxy.stop()
-                await service?.stop()
-                throw Failure(description: "client.wire \(scenario.client.wire.name): vwo devices send VWO's pixels; the event formats carry myna and remote_config devices' events")
-            }
-            let wire = VWOWire(
-                accountID: "1", appKey: options.apiKey ?? "aviary", timeout: scenario.client.requestTimeout * speedup,
-                deviceOffset: options.deviceOffset, clock: clock)
+            let wire = VWOWire(accountID: "1", appKey: key ?? "aviary", timeout: timeout, deviceOffset: offset, clock: clock)
             metrics = await run.drive { _ in wire }
         case .remoteConfig:
-            let profile = FleetSimulation(scenario: devices).profile
-            let retryAfterScale = options.url == nil ? 1 : speedup
-            let codec = MynaCodec(
-                defaults: profile.defaults, retryAfterScale: retryAfterScale, deviceOffset: options.deviceOffset, apiKey: options.apiKey,
-                format: EventFormat(scenario.client.wire, key: options.wireKey), wireKey: options.wireKey, clock: clock)
-            let wire = RemoteConfigWire(
-                events: codec, timeout: scenario.client.requestTimeout * speedup, apiKey: options.apiKey, deviceOffset: options.deviceOffset,
-                wallClock: options.url == nil ? nil : clock)
-            metrics = await run.drive { _ in wire }
+            let wallClock = options.url == nil ? nil : clock
+            metrics = await run.drive { _ in
+                RemoteConfigWire(events: codec(), timeout: timeout, apiKey: key, deviceOffset: offset, wallClock: wallClock)
+            }
         }
         if let faults {
             faults.cancel()

@@ -146,12 +146,7 @@ extension ExperimentHTTPServer {
     /// The goal's revenue `r`, or `nil` (the goal is worth 1).
     private static func revenue(_ query: VWOQuery) throws(APIError) -> Double? {
         guard let text = query["r"] else { return nil }
-        // Decimal only: Double(_:) would also read "inf", "nan" and hexadecimal.
-        guard text.allSatisfy({ "0123456789+-.eE".contains($0) }), let revenue = Double(text) else {
-            throw APIError.badField("r", expected: "a decimal number such as 3.99", status: 400)
-        }
-        try Bounds.check(revenue, in: Bounds.value, field: "r", what: "a goal's revenue")
-        return revenue
+        return try amount(text, field: "r", what: "a goal's revenue")
     }
 
     /// The extra data `ed`: a JSON object, or none.
@@ -186,6 +181,9 @@ extension ExperimentHTTPServer {
         0x01, 0x00, 0x01, 0x00, 0x00, 0x02, 0x02, 0x44, 0x01, 0x00, 0x3B,
     ]
 
+    /// ``transparentGIF`` in one buffer that every answer shares.
+    private static let gifBuffer = ByteBuffer(bytes: transparentGIF)
+
     /// Says whether a pixel's event was new (`1`) or one the server had (`0`).
     static let ingestedHeader = HTTPFields.Element.Name("aviary-ingested")!
 
@@ -193,7 +191,7 @@ extension ExperimentHTTPServer {
         // no-store: a cache that answered a repeat itself would hide the repeat from the server.
         Response(
             status: .ok, headers: [.contentType: "image/gif", .cacheControl: "no-store", ingestedHeader: new ? "1" : "0"],
-            body: .init(byteBuffer: ByteBuffer(bytes: transparentGIF)))
+            body: .init(byteBuffer: gifBuffer))
     }
 
     /// A query string as an HTML form encodes it (`application/x-www-form-urlencoded`): a `+` is a

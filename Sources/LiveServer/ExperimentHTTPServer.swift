@@ -207,14 +207,7 @@ public struct ExperimentHTTPServer: Sendable {
                     throw APIError.badField("session", expected: "a session query parameter or x-mpath-session header naming the session that saw the decision", status: 400)
                 }
                 var value = 1.0
-                if let reward = request.uri.queryParameters["reward"] {
-                    // Decimal only: Double(_:) would also read "inf", "nan" and hexadecimal.
-                    guard reward.allSatisfy({ "0123456789+-.eE".contains($0) }), let parsed = Double(String(reward)) else {
-                        throw APIError.badField("reward", expected: "a decimal number such as 3.99", status: 400)
-                    }
-                    try Bounds.check(parsed, in: Bounds.value, field: "reward", what: "a reward")
-                    value = parsed
-                }
+                if let reward = request.uri.queryParameters["reward"] { value = try Self.amount(reward, field: "reward", what: "a reward") }
                 let credited = try await service.goal(agent, session: session, value: value)
                 return Wire.encode(ConductricsGoal(status: credited.isEmpty ? "ignored" : "ok", credited: credited))
             }
@@ -330,6 +323,17 @@ public struct ExperimentHTTPServer: Sendable {
     /// (the pattern `^[A-Za-z0-9_-]+$` of the OpenAPI document).
     static func isCode<S: StringProtocol>(_ text: S) -> Bool {
         !text.isEmpty && text.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_" || $0 == "-") }
+    }
+
+    /// A goal's worth given in a query (Conductrics' `reward`, VWO's `r`): a decimal number within
+    /// ``Bounds/value``.
+    static func amount<S: StringProtocol>(_ text: S, field: String, what: String) throws(APIError) -> Double {
+        // Decimal only: Double(_:) would also read "inf", "nan" and hexadecimal.
+        guard text.allSatisfy({ "0123456789+-.eE".contains($0) }), let parsed = Double(String(text)) else {
+            throw APIError.badField(field, expected: "a decimal number such as 3.99", status: 400)
+        }
+        try Bounds.check(parsed, in: Bounds.value, field: field, what: what)
+        return parsed
     }
 
     /// The agent code of a Conductrics route, its owner's length checked too (the owner is not
