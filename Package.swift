@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "ExperimentModel", dependencies: ["Randomness"]),
         .target(name: "Allocators", dependencies: ["ExperimentModel", "Randomness", "CGSL"]),
         .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
-        .target(name: "ClientFeatures", dependencies: ["ExperimentModel", "Randomness"]),
+        .target(name: "ClientFeatures", dependencies: ["DataStructures", "ExperimentModel", "Randomness"]),
         .target(name: "ExperimentServer", dependencies: ["Allocators", "DataStructures", "ExperimentModel"]),
         .target(
             name: "Simulation",

@@ -1,3 +1,4 @@
+import DataStructures
 import Randomness
 
 /// The on-device client of a Conductrics-style decision service, as a sans-I/O state machine.
@@ -58,15 +59,28 @@ public struct DecisionClient: Sendable {
     struct Pending: Sendable {
         var request: DecisionRequest
         var sent = false
-        var tickets: [Int]
+        /// Usually one: a repeated sticky decision joins the request out.
+        var tickets: SmallList<Int>
         /// The agent's session epoch when the request was made; a decision answered after the
         /// session expired is not cached.
         var epoch: Int
     }
 
-    struct StickyKey: Hashable, Sendable {
+    /// What the client keeps of one agent in this session. Cheap to copy (a code is usually a
+    /// short string, stored inline), so a small list can hold it.
+    struct Agent: Sendable {
+        var code: String
+        /// Whether the agent decided since its session began: a goal needs a decision.
+        var decided = false
+        /// The agent's session epoch: its expiries so far.
+        var epoch = 0
+    }
+
+    /// A choice of the service's, kept while the agent's session lasts.
+    struct StickyChoice: Sendable {
         var agent: String
         var point: String?
+        var selection: DecisionSelection
     }
 
     /// The settings in force.
@@ -76,12 +90,15 @@ public struct DecisionClient: Sendable {
 
     /// Unanswered requests in the order they were made (ids ascending), so every scan is
     /// deterministic.
+    ///
     private var pending: [Pending] = []
-    private var sticky: [StickyKey: DecisionSelection] = [:]
-    /// The agents decided since their session began. An app has a few: a list, whose strings
-    /// (the app's own, usually one storage each) compare without hashing on every decision.
-    private var decidedAgents: [String] = []
-    private var epochs: [String: Int] = [:]
+    /// The agents used so far, in order of first use. An app has one or two: in a small list
+    /// they live in the client's own memory, where a fleet of clients finds them without a
+    /// cache miss, and a code is compared, not hashed. (As a set and a dictionary, every
+    /// decision hashed the code twice and touched two more buffers.)
+    private var agents: [Agent] = []
+    /// The service's choices per agent and point, while the sticky cache is on.
+    private var sticky: [StickyChoice] = []
     private var lastTicket = 0
     private var lastRequest = 0
 
@@ -163,9 +180,9 @@ public struct DecisionClient: Sendable {
         if let value, !value.isFinite {
             throw DecisionError("goal reward for agent \"\(agent)\" is \(value); it must be a finite number")
         }
-        guard decidedAgents.contains(agent) else { return .ignoredWithoutDecision }
+        guard let a = agents.firstIndex(where: { $0.code == agent }), agents[a].decided else { return .ignoredWithoutDecision }
         let ticket = nextTicket()
-        enqueue(agent: agent, kind: .goal(code: goalCode, value: value), tickets: [ticket], at: now)
+        enqueue(agent: a, kind: .goal(code: goalCode, value: value), ticket: ticket, at: now)
         return .sent(ticket: ticket)
     }
 
@@ -177,11 +194,12 @@ public struct DecisionClient: Sendable {
     /// - Throws: ``DecisionError`` for a bad agent code.
     public mutating func expireSession(agent: String, at now: Double) throws(DecisionError) -> Int {
         try DecisionCode.validate(agent, as: "agent")
-        sticky = sticky.filter { $0.key.agent != agent }
-        decidedAgents.removeAll { $0 == agent }
-        epochs[agent, default: 0] += 1
+        let a = index(of: agent)
+        sticky.removeAll { $0.agent == agent }
+        agents[a].decided = false
+        agents[a].epoch += 1
         let ticket = nextTicket()
-        enqueue(agent: agent, kind: .expireSession, tickets: [ticket], at: now)
+        enqueue(agent: a, kind: .expireSession, ticket: ticket, at: now)
         return ticket
     }
 
@@ -210,12 +228,15 @@ public struct DecisionClient: Sendable {
     ///
     /// - Complexity: O(*r* log *r*) for *r* outstanding requests.
     public mutating func advance(to now: Double) -> [DecisionCallback] {
+        guard pending.contains(where: { $0.request.deadline <= now }) else { return [] }
         let due = pending.filter { $0.request.deadline <= now }
-        guard !due.isEmpty else { return [] }
         pending.removeAll { $0.request.deadline <= now }
         let timeout = configuration.timeout
-        return due.sorted { ($0.request.deadline, $0.request.id) < ($1.request.deadline, $1.request.id) }
-            .flatMap { failed($0, error: "timed out after \(timeout) s") }
+        var callbacks: [DecisionCallback] = []
+        for entry in due.sorted(by: { ($0.request.deadline, $0.request.id) < ($1.request.deadline, $1.request.id) }) {
+            failed(entry, error: "timed out after \(timeout) s", into: &callbacks)
+        }
+        return callbacks
     }
 
     /// Delivers the service's answer to a sent request.
@@ -238,20 +259,24 @@ public struct DecisionClient: Sendable {
         case .decision(let point, let choices):
             switch response.selection(for: choices) {
             case .success(let selection):
-                if configuration.sticky, answered.epoch == epochs[request.agent, default: 0] {
-                    sticky[StickyKey(agent: request.agent, point: point)] = selection
+                if configuration.sticky, let a = agents.firstIndex(where: { $0.code == request.agent }), answered.epoch == agents[a].epoch {
+                    if let p = sticky.firstIndex(where: { $0.agent == request.agent && $0.point == point }) {
+                        sticky[p].selection = selection
+                    } else {
+                        sticky.append(StickyChoice(agent: request.agent, point: point, selection: selection))
+                    }
                 }
-                callbacks += answered.tickets.map { ticket in
-                    .decision(DecisionOutcome(ticket: ticket, agent: request.agent, point: point, selection: selection, source: .service, error: nil))
+                for ticket in answered.tickets {
+                    callbacks.append(.decision(DecisionOutcome(ticket: ticket, agent: request.agent, point: point, selection: selection, source: .service, error: nil)))
                 }
             case .failure(let error):
-                callbacks += failed(answered, error: error.message)
+                failed(answered, error: error.message, into: &callbacks)
             }
         case .goal, .expireSession:
             if case .failure(let reason) = response {
-                callbacks += failed(answered, error: reason)
+                failed(answered, error: reason, into: &callbacks)
             } else {
-                callbacks += succeeded(answered)
+                succeeded(answered, into: &callbacks)
             }
         }
         return callbacks
@@ -261,14 +286,14 @@ public struct DecisionClient: Sendable {
 
     private mutating func decide(agent: String, point: String?, choices: DecisionChoices, at now: Double) -> DecisionTicket {
         let ticket = nextTicket()
-        if !decidedAgents.contains(agent) { decidedAgents.append(agent) }
-        let key = StickyKey(agent: agent, point: point)
+        let a = index(of: agent)
+        agents[a].decided = true
         if configuration.sticky {
-            if let cached = sticky[key], choices.accepts(cached) {
+            if let cached = sticky.first(where: { $0.agent == agent && $0.point == point })?.selection, choices.accepts(cached) {
                 let outcome = DecisionOutcome(ticket: ticket, agent: agent, point: point, selection: cached, source: .sticky, error: nil)
                 return DecisionTicket(id: ticket, immediate: outcome)
             }
-            let epoch = epochs[agent, default: 0]
+            let epoch = agents[a].epoch
             let joinable = pending.firstIndex { entry in
                 guard entry.epoch == epoch, entry.request.agent == agent,
                     case .decision(let entryPoint, let entryChoices) = entry.request.kind
@@ -280,16 +305,23 @@ public struct DecisionClient: Sendable {
                 return DecisionTicket(id: ticket, immediate: nil)
             }
         }
-        enqueue(agent: agent, kind: .decision(point: point, choices: choices), tickets: [ticket], at: now)
+        enqueue(agent: a, kind: .decision(point: point, choices: choices), ticket: ticket, at: now)
         return DecisionTicket(id: ticket, immediate: nil)
     }
 
-    private mutating func enqueue(agent: String, kind: DecisionRequest.Kind, tickets: [Int], at now: Double) {
+    /// The index of `agent` in ``agents``, added if new.
+    private mutating func index(of agent: String) -> Int {
+        if let a = agents.firstIndex(where: { $0.code == agent }) { return a }
+        agents.append(Agent(code: agent))
+        return agents.count - 1
+    }
+
+    private mutating func enqueue(agent a: Int, kind: DecisionRequest.Kind, ticket: Int, at now: Double) {
         lastRequest += 1
         let request = DecisionRequest(
-            id: lastRequest, sessionID: sessionID, agent: agent, kind: kind,
+            id: lastRequest, sessionID: sessionID, agent: agents[a].code, kind: kind,
             issuedAt: now, deadline: now + configuration.timeout)
-        pending.append(Pending(request: request, tickets: tickets, epoch: epochs[agent, default: 0]))
+        pending.append(Pending(request: request, tickets: [ticket], epoch: agents[a].epoch))
     }
 
     private mutating func nextTicket() -> Int {
@@ -297,10 +329,12 @@ public struct DecisionClient: Sendable {
         return lastTicket
     }
 
-    private func failed(_ entry: Pending, error: String) -> [DecisionCallback] {
+    // The callbacks are appended to the caller's list: a reply usually settles one ticket, and
+    // one list made per reply costs less than one per helper joined into it.
+    private func failed(_ entry: Pending, error: String, into callbacks: inout [DecisionCallback]) {
         let agent = entry.request.agent
-        return entry.tickets.map { ticket in
-            switch entry.request.kind {
+        for ticket in entry.tickets {
+            let callback: DecisionCallback = switch entry.request.kind {
             case .decision(let point, let choices):
                 .decision(DecisionOutcome(ticket: ticket, agent: agent, point: point, selection: choices.fallback, source: .fallback, error: error))
             case .goal:
@@ -308,16 +342,17 @@ public struct DecisionClient: Sendable {
             case .expireSession:
                 .sessionExpired(ticket: ticket, agent: agent, error: error)
             }
+            callbacks.append(callback)
         }
     }
 
-    private func succeeded(_ entry: Pending) -> [DecisionCallback] {
+    private func succeeded(_ entry: Pending, into callbacks: inout [DecisionCallback]) {
         let agent = entry.request.agent
-        return entry.tickets.compactMap { ticket in
+        for ticket in entry.tickets {
             switch entry.request.kind {
-            case .decision: nil
-            case .goal: .goal(ticket: ticket, agent: agent, error: nil)
-            case .expireSession: .sessionExpired(ticket: ticket, agent: agent, error: nil)
+            case .decision: break
+            case .goal: callbacks.append(.goal(ticket: ticket, agent: agent, error: nil))
+            case .expireSession: callbacks.append(.sessionExpired(ticket: ticket, agent: agent, error: nil))
             }
         }
     }

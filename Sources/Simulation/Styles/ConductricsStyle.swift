@@ -2,6 +2,7 @@ import Allocators
 import ClientEngine
 import ExperimentServer
 import ClientFeatures
+import DataStructures
 import Randomness
 
 /// The Conductrics wrapper on every device, driving the real ``DecisionClient``: each view asks
@@ -22,12 +23,13 @@ import Randomness
 package enum ConductricsStyle: DeviceStyle {
     package struct Client {
         var decisions: DecisionClient
-        /// Views waiting for their decision, by ticket.
-        var waiting: [(ticket: Int, view: PendingView)] = []
+        /// Views waiting for their decision, by ticket. (Small lists, like the client's own:
+        /// a device has a view or two in hand, and its state then stays in its own record.)
+        var waiting: SmallList<(ticket: Int, view: PendingView)> = []
         /// Views decided, for the kernel to show.
-        var decided: [DecidedView] = []
+        var decided: SmallList<DecidedView> = []
         /// The server's sticky decision for this device's session, per experiment (−1: none).
-        var serverDecision: [Int8]
+        var serverDecision: SmallList<Int8>
     }
 
     package typealias Request = DecisionRequest
@@ -49,6 +51,9 @@ package enum ConductricsStyle: DeviceStyle {
         package var choices: [DecisionChoices]
         /// The choice codes, per experiment, in variant order.
         package var codes: [[String]]
+        /// The service's answer choosing each code, per experiment: made once, as the service
+        /// writes the same body for every device.
+        package var answers: [[DecisionResponse]]
         var expiresSessions: Bool
     }
 
@@ -75,7 +80,8 @@ package enum ConductricsStyle: DeviceStyle {
                 ?? (try! DecisionChoices(parsing: experiment.variantIDs.indices.map { "v\($0)" }.joined(separator: ",")))
         }
         let codes = choices.map { $0.facets[0].options }
-        return Shared(agents: agents, choices: choices, codes: codes, expiresSessions: scenario.client.decisionSessions == .appSession)
+        let answers = codes.map { $0.map(DecisionResponse.decision) }
+        return Shared(agents: agents, choices: choices, codes: codes, answers: answers, expiresSessions: scenario.client.decisionSessions == .appSession)
     }
 
     package static func makeClient(device index: Int, seed: StreamSeed, online: Bool, environment: StyleEnvironment<Self>) -> Client {
@@ -83,7 +89,9 @@ package enum ConductricsStyle: DeviceStyle {
         let configuration = DecisionClient.Configuration(timeout: client.decisionTimeout, sticky: client.decisionCache, seed: seed)
         // Validated with the scenario: the timeout is positive and the identifier generated.
         let decisions = try! DecisionClient(configuration: configuration)
-        return Client(decisions: decisions, serverDecision: Array(repeating: -1, count: environment.variantCounts.count))
+        var serverDecision = SmallList<Int8>()
+        for _ in environment.variantCounts { serverDecision.append(-1) }
+        return Client(decisions: decisions, serverDecision: serverDecision)
     }
 
     package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
@@ -137,7 +145,7 @@ package enum ConductricsStyle: DeviceStyle {
 
     @inline(__always)
     package static func takeDecided(_ client: inout Client) -> DecidedView? {
-        client.decided.isEmpty ? nil : client.decided.removeFirst()
+        client.decided.isEmpty ? nil : client.decided.remove(at: 0)
     }
 
     /// What the app's completion handlers receive: decided views wait for the kernel to show
@@ -175,7 +183,7 @@ package enum ConductricsStyle: DeviceStyle {
                 decided = server.decide(experiment: e, at: arrival)
                 client.serverDecision[e] = Int8(decided)
             }
-            response = .decision(shared.codes[e][decided])
+            response = shared.answers[e][decided]
         case .goal(_, let value):
             let decided = Int(client.serverDecision[e])
             if decided >= 0 {
