@@ -93,22 +93,14 @@ public struct BanditComparison: Sendable {
     public func run(jobs: Int = 1) throws(ScenarioError) -> [Outcome] {
         try validate()
         let tasks = allocators.indices.flatMap { a in (0..<replicates).map { (a, $0) } }
-        let results = ResultSlots<Outcome>(count: tasks.count)
-        let failures = ResultSlots<AllocatorError?>(count: tasks.count)
-        let comparison = self
-        DispatchQueue.concurrentPerform(iterations: max(1, min(jobs, tasks.count))) { worker in
-            var index = worker
-            while index < tasks.count {
-                let (a, replicate) = tasks[index]
-                (results[index], failures[index]) = comparison.runOne(allocator: a, replicate: replicate)
-                index += max(1, min(jobs, tasks.count))
-            }
+        let runs = mapConcurrently(tasks.count, threads: jobs) { index, _ in
+            runOne(allocator: tasks[index].0, replicate: tasks[index].1)
         }
         // An allocator that failed (an external policy that broke) makes the numbers meaningless.
-        if let index = failures.values.firstIndex(where: { $0 != nil }), let failure = failures.values[index] {
+        if let index = runs.firstIndex(where: { $0.1 != nil }), let failure = runs[index].1 {
             throw ScenarioError(key: "allocators[\(tasks[index].0)]", "replicate \(tasks[index].1): \(failure.message)")
         }
-        return results.values
+        return runs.map(\.0)
     }
 
     func runOne(allocator index: Int, replicate: Int) -> (Outcome, AllocatorError?) {
@@ -161,23 +153,4 @@ public struct BanditComparison: Sendable {
             bestVariantShare: Double(bestViews) / Double(views), wallSeconds: 0
         )
     }
-}
-
-/// Slots written by concurrent workers, each slot by exactly one worker.
-///
-/// `@unchecked Sendable` is safe because every index is written by one worker only and read after
-/// `concurrentPerform` returns, which orders the writes before the reads.
-final class ResultSlots<Value>: @unchecked Sendable {
-    private var storage: [Value?]
-
-    init(count: Int) {
-        storage = Array(repeating: nil, count: count)
-    }
-
-    subscript(index: Int) -> Value? {
-        get { storage[index] }
-        set { storage.withUnsafeMutableBufferPointer { $0[index] = newValue } }
-    }
-
-    var values: [Value] { storage.map { $0! } }
 }

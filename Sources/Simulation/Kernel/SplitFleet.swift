@@ -1,9 +1,7 @@
 import Allocators
 import ClientEngine
-import Dispatch
 import ExperimentModel
 import ExperimentServer
-import Synchronization
 
 /// One replicate whose devices are split into shards that run on several threads, window by
 /// window: conservative synchronisation with a fixed lookahead, as in YAWNS or ns-3's
@@ -96,7 +94,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         // The closures are made here, where the allocator and style are known, so the event
         // loop they run is specialised for them.
         let shards = self.shards
-        forEachConcurrently(shards.count, threads: threads) { shards[$0].fleet.start() }
+        forEachConcurrently(shards.count, threads: threads) { index, _ in shards[index].fleet.start() }
         let horizon = scenario.horizon
         var samples: [FleetMetrics.Sample] = []
         // The fleet-wide occurrences of the single-threaded kernel: server updates and samples.
@@ -106,7 +104,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         for k in 1...max(1, lastWindow) {
             let data = server.published
             for shard in shards { shard.serve(data) }
-            forEachConcurrently(shards.count, threads: threads) { index in
+            forEachConcurrently(shards.count, threads: threads) { index, _ in
                 shards[index].fleet.advance(throughWindow: k)
                 // Ordered here, on the shard's thread, the feedback is merged at the window's
                 // end rather than sorted there while the other threads wait. On one thread
@@ -155,34 +153,4 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         return (sum.samples[0], sum.sessions)
     }
 
-}
-
-/// Runs `body` for every index below `count`, on up to `threads` threads, and returns when all
-/// are done. Threads take the next index as they finish one, so a slow one delays only itself.
-///
-/// `body` need not be `Sendable`: the caller hands each index to one thread only, and what the
-/// bodies share they only read.
-func forEachConcurrently(_ count: Int, threads: Int, _ body: (Int) -> Void) {
-    guard threads > 1, count > 1 else {
-        for index in 0..<count { body(index) }
-        return
-    }
-    withoutActuallyEscaping(body) { body in
-        let work = UncheckedSendable(body)
-        let next = Atomic<Int>(0)
-        DispatchQueue.concurrentPerform(iterations: min(threads, count)) { _ in
-            while true {
-                let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                guard index < count else { return }
-                work.value(index)
-            }
-        }
-    }
-}
-
-/// A value handed to other threads under a guarantee the compiler cannot check (see
-/// ``forEachConcurrently(_:threads:_:)``).
-private struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

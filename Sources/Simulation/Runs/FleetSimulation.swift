@@ -137,25 +137,17 @@ public struct FleetSimulation: Sendable {
     ///   - progress: Called from worker threads as virtual time advances.
     /// - Returns: One run per pair, in the order of `tasks`.
     public func run(tasks: [(allocator: Int, replicate: Int)], jobs: Int = 1, progress: (@Sendable (Progress) -> Void)? = nil) -> [Run] {
-        let results = ResultSlots<Run>(count: tasks.count)
         let tracker = ProgressTracker(tasks: tasks.count, horizon: scenario.horizon, report: progress)
         let workers = max(1, min(jobs, tasks.count))
         // Fewer tasks than threads: each task's fleet is split among the threads left over
         // (where its scenario allows), so the threads are used whatever the shape of the work.
         let spare = max(1, jobs) - workers
-        let simulation = self
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            var index = worker
+        return mapConcurrently(tasks.count, threads: workers) { index, worker in
             let threads = 1 + spare / workers + (worker < spare % workers ? 1 : 0)
-            while index < tasks.count {
-                let (allocator, replicate) = tasks[index]
-                // A profile per task: replicates running side by side share no reference counts.
-                results[index] = simulation.runOne(allocator: allocator, replicate: replicate, profile: simulation.profile, task: index, threads: threads, tracker: tracker)
-                tracker.finish(task: index)
-                index += workers
-            }
+            let run = runOne(allocator: tasks[index].allocator, replicate: tasks[index].replicate, profile: profile, task: index, threads: threads, tracker: tracker)
+            tracker.finish(task: index)
+            return run
         }
-        return results.values
     }
 
     func runOne(allocator index: Int, replicate: Int, profile: EngineProfile, task: Int, threads: Int = 1, tracker: ProgressTracker) -> Run {
