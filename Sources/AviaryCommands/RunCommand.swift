@@ -24,8 +24,14 @@ struct RunCommand: ParsableCommand {
     @OptionGroup var sharding: ShardOptions
     @OptionGroup var live: LiveLinkOptions
 
+    @Flag(name: .long, help: "Also write windows.csv: for each replicate split among threads, every shard's time in every window and the serial work between windows (what keeps threads waiting; see scripts/window-profile).")
+    var windowProfile = false
+
     func run() throws {
         let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
+        if windowProfile, live.live || sharding.shard != nil {
+            throw CommandFailure("--window-profile profiles a simulated run on this machine; it cannot be used with \(live.live ? "--live" : "--shard")")
+        }
         if live.live {
             guard try sharding.resolved() == nil else { throw CommandFailure("--shard splits a simulated run; a live run is split with aviary loadtest --live --shard") }
             try waitFor { try await runLive(scenarios) }
@@ -44,7 +50,9 @@ struct RunCommand: ParsableCommand {
             }
             let progress = options.progressBar(for: scenario)
             let start = Date()
-            let runs = FleetSimulation(scenario: scenario).run(jobs: options.jobs) { progress.update($0) }
+            var simulation = FleetSimulation(scenario: scenario)
+            simulation.profilesWindows = windowProfile
+            let runs = simulation.run(jobs: options.jobs) { progress.update($0) }
             progress.finish()
             // A broken allocator's rows are left out; the others' are still written.
             let (result, failed) = FleetSimulation.Result(scenario: scenario, runs: runs).separatingFailures()
@@ -55,9 +63,25 @@ struct RunCommand: ParsableCommand {
             print("")
         }
         try writeReports(results, to: folder)
+        if windowProfile { try writeWindowProfile(results, to: folder) }
         if !failures.isEmpty {
             throw CommandFailure(failures.map(\.description).joined(separator: "\n"))
         }
+    }
+
+    private func writeWindowProfile(_ results: [FleetSimulation.Result], to folder: URL) throws {
+        let table = FleetReport.windows(results)
+        guard !table.rows.isEmpty else {
+            FileHandle.standardError.write(Data("aviary: no windows.csv: no replicate was split among threads (--jobs leaves none over, or the scenario runs in time order)\n".utf8))
+            return
+        }
+        let url = folder.appendingPathComponent("windows.csv")
+        do {
+            try table.write(to: url)
+        } catch {
+            throw CommandFailure("cannot write \(url.path): \(error.localizedDescription)")
+        }
+        print("Wrote \(url.path)")
     }
 
     private func writeReports(_ results: [FleetSimulation.Result], to folder: URL) throws {

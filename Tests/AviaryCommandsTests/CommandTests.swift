@@ -98,6 +98,21 @@ struct RunCommandTests {
         #expect(rows(comparison).count == 1 + 2 * FleetReport.comparisonMetrics.count)
     }
 
+    @Test func aWindowProfileIsWrittenBesideTheReports() throws {
+        let w = try Workspace()
+        let scenario = try w.file("tiny.yaml", tinyScenario)
+        try aviary(["run", scenario, "-o", w.path("out"), "--quiet", "--jobs", "1", "--window-profile"])
+        let windows = try w.read("out/windows.csv")
+        #expect(rows(windows).first == ["scenario", "allocator", "replicate", "threads", "window", "part", "thread", "start_s", "seconds"])
+        // Each allocator's replicate: one shard (60 devices) started, then 48 hour windows of
+        // the shard and the serial work after it.
+        #expect(column("allocator", windows).filter { $0 == "thompson" }.count == 1 + 48 * 2)
+        #expect(column("part", windows).filter { $0 == "serial" }.count == 2 * 48)
+        #expect(try w.read("out/summary.csv").contains("thompson"))
+        let message = try #require(failure(["run", scenario, "--window-profile", "--shard", "1/2", "-o", w.path("shard")]))
+        #expect(message.contains("--window-profile") && message.contains("--shard"))
+    }
+
     @Test func overridesTakeEffect() throws {
         let w = try Workspace()
         let scenario = try w.file("tiny.yaml", tinyScenario)

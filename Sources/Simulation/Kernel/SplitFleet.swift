@@ -32,6 +32,9 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         var fleet: FleetReplicate<A, Style>
         /// The fleet's data that `fleet.server` serves a copy of.
         private var served: ExperimentData?
+        /// How many of the shard's sampled devices were online at each of the window's sample
+        /// times, counted on the shard's thread at the window's end.
+        var online: [Int] = []
         /// Keeps the next shard's counters off the cache line of this one's last fields.
         private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
 
@@ -62,6 +65,11 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
 
+    /// The number of shards.
+    var shardCount: Int { shards.count }
+    /// The number of windows to the horizon.
+    var windowCount: Int { max(1, Int(EventQueue<FleetReplicate<A, Style>.Occurrence>.window(of: scenario.horizon, width: window))) }
+
     /// The shards for a fleet of `devices`: enough for 64 threads to share evenly in a large
     /// fleet, and at least 8,192 devices each, so that a small fleet does not spend its time
     /// at barriers.
@@ -89,12 +97,17 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         }
     }
 
-    /// Runs the replicate to the horizon on `threads` threads and returns what it measured.
-    mutating func run(threads: Int) -> FleetMetrics {
+    /// Runs the replicate to the horizon on `threads` threads and returns what it measured;
+    /// `recorder`, if given, takes the time of every window's parts.
+    mutating func run(threads: Int, recorder: WindowRecorder? = nil) -> FleetMetrics {
         // The closures are made here, where the allocator and style are known, so the event
         // loop they run is specialised for them.
         let shards = self.shards
-        forEachConcurrently(shards.count, threads: threads) { index, _ in shards[index].fleet.start() }
+        forEachConcurrently(shards.count, threads: threads) { index, thread in
+            let start = recorder?.now()
+            shards[index].fleet.start()
+            if let start { recorder?.shard(index, thread: thread, from: start) }
+        }
         let horizon = scenario.horizon
         var samples: [FleetMetrics.Sample] = []
         // The fleet-wide occurrences of the single-threaded kernel: server updates and samples.
@@ -103,14 +116,31 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         let lastWindow = EventQueue<FleetReplicate<A, Style>.Occurrence>.window(of: horizon, width: window)
         for k in 1...max(1, lastWindow) {
             let data = server.published
-            for shard in shards { shard.serve(data) }
-            forEachConcurrently(shards.count, threads: threads) { index, _ in
+            // The window's sample times: each shard counts its sampled devices online at them
+            // at the window's end, on its own thread, rather than all shards one after another
+            // between windows. (A device's timeline depends on its own stream alone, so when
+            // it is advanced changes nothing.)
+            var sampleTimes: [Double] = []
+            var time = nextSample
+            while time <= horizon, EventQueue<FleetReplicate<A, Style>.Occurrence>.window(of: time, width: window) <= k {
+                sampleTimes.append(time)
+                time = time < horizon ? min(time + scenario.timestep, horizon) : .infinity
+            }
+            forEachConcurrently(shards.count, threads: threads) { index, thread in
+                let start = recorder?.now()
+                // Each shard copies the server's data on its own thread: 64 copies one after
+                // another were serial work between windows.
+                shards[index].serve(data)
                 shards[index].fleet.advance(throughWindow: k)
                 // Ordered here, on the shard's thread, the feedback is merged at the window's
                 // end rather than sorted there while the other threads wait. On one thread
                 // there is no one to wait, and one sort of it all costs less.
                 if threads > 1 { shards[index].fleet.server.orderFeedback() }
+                shards[index].online = sampleTimes.map { shards[index].fleet.sampledOnline(at: $0) }
+                if let start { recorder?.shard(index, thread: thread, from: start) }
             }
+            let serialStart = recorder?.now()
+            defer { if let serialStart { recorder?.serial(from: serialStart) } }
             for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
             // At a window's end the kernel runs its fleet-wide occurrences by time, an update
             // before a sample at the same time.
@@ -121,7 +151,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
                     server.tick(at: time)
                     nextUpdate = max(server.nextUpdate(after: time) ?? (time + 60), time + 1)
                 } else {
-                    let sample = takeSample(at: time)
+                    let sample = takeSample(at: time, index: sampleTimes.firstIndex(of: time)!)
                     samples.append(sample.sample)
                     onSample?(time, sample.sessions)
                     nextSample = time < horizon ? min(time + scenario.timestep, horizon) : .infinity
@@ -138,14 +168,14 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         return result
     }
 
-    /// The fleet's sample at `time`: the shards' counts added, and the online fraction of the
-    /// devices sampled in every shard.
-    private func takeSample(at time: Double) -> (sample: FleetMetrics.Sample, sessions: Int) {
+    /// The fleet's sample at `time`, the window's sample time `index`: the shards' counts
+    /// added, and the online fraction of the devices sampled in every shard.
+    private func takeSample(at time: Double, index: Int) -> (sample: FleetMetrics.Sample, sessions: Int) {
         var sum = FleetMetrics(scenario: scenario)
         var online = 0, sampled = 0
         for shard in shards {
             sum.addSampled(shard.fleet.metrics)
-            online += shard.fleet.sampledOnline(at: time)
+            online += shard.online[index]
             sampled += shard.fleet.sampledLinks.count
         }
         let fraction = scenario.network.meanOnline == nil || sampled == 0 ? 1 : Double(online) / Double(sampled)

@@ -69,6 +69,26 @@ public enum FleetReport {
     }
 
 
+    /// `windows.csv`: one row per span of every run that recorded a ``WindowProfile``: the
+    /// shards' work in each window (window 0 is their start) and the serial work after it
+    /// (`part` is `serial`), in seconds from the replicate's start, to the nanosecond.
+    public static func windows(_ results: [FleetSimulation.Result]) -> CSVTable {
+        var table = CSVTable(columns: ["scenario", "allocator", "replicate", "threads", "window", "part", "thread", "start_s", "seconds"])
+        for result in results {
+            for run in result.runs {
+                guard let profile = run.windowProfile else { continue }
+                for span in profile.spans {
+                    table.append([
+                        .text(result.scenario.name), .text(run.allocator), .integer(run.replicate), .integer(profile.threads),
+                        .integer(span.window), span.part.map { .integer($0) } ?? "serial", .integer(span.thread),
+                        .decimal(span.start, places: 9), .decimal(span.seconds, places: 9),
+                    ])
+                }
+            }
+        }
+        return table
+    }
+
     /// One row per scenario × allocator × replicate × sample time × experiment × variant.
     public static func timeseries(_ results: [FleetSimulation.Result]) -> CSVTable {
         var table = CSVTable(columns: [

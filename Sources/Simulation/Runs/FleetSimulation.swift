@@ -23,6 +23,9 @@ public struct FleetSimulation: Sendable {
     /// Splits each replicate's devices into this many shards, not the scenario's number (see
     /// ``SplitFleet``), to check that the split changes nothing.
     var shardCount: Int?
+    /// Whether a replicate split among threads records where its time went
+    /// (``Run/windowProfile``).
+    public var profilesWindows = false
 
     /// Creates a simulation of `scenario`.
     public init(scenario: Scenario) {
@@ -54,6 +57,9 @@ public struct FleetSimulation: Sendable {
         /// Why the run failed (an external policy that broke), if it did: its metrics are then
         /// meaningless and reports leave it out (see ``Result/separatingFailures()``).
         public var failure: AllocatorError?
+        /// Where the replicate's time went, window by window, when the simulation was asked
+        /// (``FleetSimulation/profilesWindows``) and the replicate was split among threads.
+        public var windowProfile: WindowProfile?
 
         /// A run measured elsewhere (in real time, say) of the replicate `replicate` of `allocator`.
         public init(allocator: String, replicate: Int, seed: UInt64, metrics: FleetMetrics, wallSeconds: Double, failure: AllocatorError? = nil) {
@@ -158,13 +164,16 @@ public struct FleetSimulation: Sendable {
             try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let (metrics, failure) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        let (metrics, failure, windows) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: Self.replicateSeed(scenario, replicate: replicate), metrics: metrics, wallSeconds: wall, failure: failure)
+        var run = Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: Self.replicateSeed(scenario, replicate: replicate), metrics: metrics, wallSeconds: wall, failure: failure)
+        run.windowProfile = windows
+        return run
     }
 
-    /// A replicate's metrics, and the first failure its allocators threw from ``Allocator/finish()``.
-    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?)
+    /// A replicate's metrics, the first failure its allocators threw from
+    /// ``Allocator/finish()``, and its window profile if one was recorded.
+    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?)
 
     /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
     /// existential would leave the whole event loop running unspecialised generic code.
@@ -200,14 +209,15 @@ public struct FleetSimulation: Sendable {
         if !forcesTimeOrder, scenario.independentWindow != nil {
             var fleet = SplitFleet<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile, shards: shardCount)
             fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
-            let metrics = fleet.run(threads: threads)
-            return (metrics, Self.finish(fleet.server.allocators))
+            let recorder = profilesWindows ? WindowRecorder(shards: fleet.shardCount, windows: fleet.windowCount, threads: threads) : nil
+            let metrics = fleet.run(threads: threads, recorder: recorder)
+            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile())
         }
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
         fleet.forcesTimeOrder = forcesTimeOrder
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         let metrics = fleet.run()
-        return (metrics, Self.finish(fleet.server.allocators))
+        return (metrics, Self.finish(fleet.server.allocators), nil)
     }
 }
 
