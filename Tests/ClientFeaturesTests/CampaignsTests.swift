@@ -131,6 +131,23 @@ struct CampaignSettingsParsingTests {
         #expect(client.lastRejection?.error == error)
         #expect(client.lastRejection?.receivedAt == 9)
     }
+
+    /// Settings read once and handed to many clients leave each as reading them itself would.
+    @Test func settingsReadOnceApplyAsIfEachClientReadThem() throws {
+        let good: JSONValue = [campaignJSON(id: 34, weights: [0, 100]), campaignJSON(id: 29, status: "PAUSED")]
+        let bad: JSONValue = [campaignJSON(id: 34), campaignJSON(id: 34)]
+        var shared = client([campaignJSON(id: 1)]), own = client([campaignJSON(id: 1)])
+        let parsed = Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(good) }
+        #expect(shared.applySettings(parsed: parsed, at: 3) == own.applySettings(good, at: 3))
+        #expect(shared.campaigns == own.campaigns && shared.campaigns.map(\.id) == [34, 29])
+        var rng = Xoshiro256(seed: 1)
+        #expect(shared.variation(forCampaign: 34, at: 4, using: &rng).variation?.id == 2)
+        let rejected = Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(bad) }
+        #expect(shared.applySettings(parsed: rejected, at: 5) == own.applySettings(bad, at: 5))
+        #expect(shared.lastRejection == own.lastRejection)
+        #expect(shared.lastRejection?.error.path == "[1].id")
+        #expect(shared.campaigns.map(\.id) == [34, 29])
+    }
 }
 
 struct SemanticVersionTests {

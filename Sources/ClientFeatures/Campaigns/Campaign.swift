@@ -116,6 +116,15 @@ public struct Campaign: Hashable, Sendable {
     /// - Throws: ``CampaignSettingsError`` naming the first offending path.
     /// - Complexity: O(*n*) in the size of the payload.
     public static func parseSettings(_ payload: JSONValue) throws(CampaignSettingsError) -> [Campaign] {
+        do {
+            return try parseSettings(payload, tracking: false)
+        } catch {
+            // Read again, naming paths, for the message: the same reading finds the same problem.
+            return try parseSettings(payload, tracking: true)
+        }
+    }
+
+    private static func parseSettings(_ payload: JSONValue, tracking: Bool) throws(CampaignSettingsError) -> [Campaign] {
         let elements: [JSONValue]
         let prefix: String
         switch payload {
@@ -132,19 +141,21 @@ public struct Campaign: Hashable, Sendable {
             throw CampaignSettingsError(path: "(root)", expected: "an array of campaigns", value: payload)
         }
         var campaigns: [Campaign] = []
-        var seen: Set<Int> = []
+        campaigns.reserveCapacity(elements.count)
+        let root = tracking ? SettingsPath(text: prefix) : .untracked
         for (index, element) in elements.enumerated() {
-            let path = "\(prefix)[\(index)]"
+            let path = root.element(index)
             let campaign = try Campaign(parsing: element, path: path)
-            guard seen.insert(campaign.id).inserted else {
-                throw CampaignSettingsError(path: "\(path).id", expected: "an id not used by another campaign", found: "\(campaign.id)")
+            // An app's campaigns are few: compared in place, not hashed into a set.
+            guard campaigns.firstIndex(where: { $0.id == campaign.id }) == nil else {
+                throw CampaignSettingsError(path: path.child("id"), expected: "an id not used by another campaign", found: "\(campaign.id)")
             }
             campaigns.append(campaign)
         }
         return campaigns
     }
 
-    init(parsing value: JSONValue, path: String) throws(CampaignSettingsError) {
+    init(parsing value: JSONValue, path: SettingsPath) throws(CampaignSettingsError) {
         let reader = try SettingsReader(value, path: path)
         let id = try reader.id("id")
         let name = try reader.optionalString("name") ?? ""
@@ -161,9 +172,9 @@ public struct Campaign: Hashable, Sendable {
         }
         var variations: [CampaignVariation] = []
         for (index, element) in variationValues.enumerated() {
-            let variation = try SettingsReader(element, path: "\(variationsPath)[\(index)]")
+            let variation = try SettingsReader(element, path: variationsPath.element(index))
             let variationID = try variation.id("id")
-            guard !variations.contains(where: { $0.id == variationID }) else {
+            guard variations.firstIndex(where: { $0.id == variationID }) == nil else {
                 throw CampaignSettingsError(
                     path: variation.childPath("id"), expected: "an id not used by another variation", found: "\(variationID)")
             }
@@ -179,9 +190,9 @@ public struct Campaign: Hashable, Sendable {
 
         var goals: [CampaignGoal] = []
         for (index, element) in try reader.array("goals", optional: true).enumerated() {
-            let goal = try SettingsReader(element, path: "\(reader.childPath("goals"))[\(index)]")
+            let goal = try SettingsReader(element, path: reader.childPath("goals").element(index))
             let goalID = try goal.id("id")
-            guard !goals.contains(where: { $0.id == goalID }) else {
+            guard goals.firstIndex(where: { $0.id == goalID }) == nil else {
                 throw CampaignSettingsError(path: goal.childPath("id"), expected: "an id not used by another goal", found: "\(goalID)")
             }
             var identifier = try goal.optionalString("identifier")

@@ -92,18 +92,32 @@ public struct CampaignClient: Sendable {
     ///   ``lastRejection`` records it.
     @discardableResult
     public mutating func applySettings(_ payload: JSONValue, at now: Double) -> Result<[Campaign], CampaignSettingsError> {
-        do {
-            campaigns = try Campaign.parseSettings(payload)
-            return .success(campaigns)
-        } catch {
+        applySettings(parsed: Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(payload) }, at: now)
+    }
+
+    /// Replaces the campaigns with settings already read by ``Campaign/parseSettings(_:)``, as
+    /// ``applySettings(_:at:)`` does: for a caller that hands one payload to many clients (a
+    /// simulated fleet, a test), which reads it once and shares the campaigns.
+    ///
+    /// - Parameters:
+    ///   - parsed: The campaigns a payload holds, or why it was rejected.
+    ///   - now: The time of arrival, in seconds.
+    /// - Returns: `parsed`; on error the previous campaigns stay and ``lastRejection`` records it.
+    @discardableResult
+    public mutating func applySettings(parsed: Result<[Campaign], CampaignSettingsError>, at now: Double) -> Result<[Campaign], CampaignSettingsError> {
+        switch parsed {
+        case .success(let new):
+            campaigns = new
+        case .failure(let error):
             lastRejection = CampaignSettingsRejection(error: error, receivedAt: now)
-            return .failure(error)
         }
+        return parsed
     }
 
     /// The campaign with id `id` in the current settings.
     public func campaign(withID id: Int) -> Campaign? {
-        campaigns.first { $0.id == id }
+        // By index: `first(where:)` copies each campaign it passes, retaining all it holds.
+        campaigns.firstIndex { $0.id == id }.map { campaigns[$0] }
     }
 
     /// The variation to show for a campaign, enrolling the device if the rules allow.

@@ -34,18 +34,52 @@ public struct CampaignSettingsError: Error, Hashable, Sendable, CustomStringConv
         self.init(path: path, expected: expected, found: found)
     }
 
+    init(path: SettingsPath, expected: String, found: String) {
+        self.init(path: path.description, expected: expected, found: found)
+    }
+
+    init(path: SettingsPath, expected: String, value: JSONValue?) {
+        self.init(path: path.description, expected: expected, value: value)
+    }
+
     /// A one-line explanation, e.g. `[0].status: expected RUNNING, PAUSED or EXCLUDED, found "STOPPED"`.
     public var description: String {
         "\(path): expected \(expected), found \(found)"
     }
 }
 
+/// Where a value sits in a settings payload, such as `[0].variations[1]`, or nothing.
+///
+/// A payload is first read without paths (``untracked``): every device reads each download,
+/// and the text of every campaign's, variation's and goal's path was most of the cost. Only a
+/// payload found bad is read again with paths, to name its first problem (see
+/// ``Campaign/parseSettings(_:)``).
+struct SettingsPath: CustomStringConvertible {
+    /// The path's text; `nil` when paths are not tracked.
+    let text: String?
+
+    /// The path of no value: its children are untracked too.
+    static let untracked = SettingsPath(text: nil)
+
+    /// The path of the member `key`.
+    func child(_ key: String) -> SettingsPath {
+        SettingsPath(text: text.map { $0.isEmpty ? key : "\($0).\(key)" })
+    }
+
+    /// The path of the element at `index`.
+    func element(_ index: Int) -> SettingsPath {
+        SettingsPath(text: text.map { "\($0)[\(index)]" })
+    }
+
+    var description: String { text ?? "" }
+}
+
 /// Typed reads from a JSON object that throw ``CampaignSettingsError`` naming the path.
 struct SettingsReader {
     let members: [String: JSONValue]
-    let path: String
+    let path: SettingsPath
 
-    init(_ value: JSONValue?, path: String) throws(CampaignSettingsError) {
+    init(_ value: JSONValue?, path: SettingsPath) throws(CampaignSettingsError) {
         guard let members = value?.objectValue else {
             throw CampaignSettingsError(path: path, expected: "an object", value: value)
         }
@@ -53,8 +87,8 @@ struct SettingsReader {
         self.path = path
     }
 
-    func childPath(_ key: String) -> String {
-        path.isEmpty ? key : "\(path).\(key)"
+    func childPath(_ key: String) -> SettingsPath {
+        path.child(key)
     }
 
     func id(_ key: String) throws(CampaignSettingsError) -> Int {

@@ -142,7 +142,7 @@ public indirect enum SegmentExpression: Hashable, Sendable {
         }
     }
 
-    init(parsing value: JSONValue?, path: String) throws(CampaignSettingsError) {
+    init(parsing value: JSONValue?, path: SettingsPath) throws(CampaignSettingsError) {
         let reader = try SettingsReader(value, path: path)
         let combinators = ["and", "or", "not"].filter { reader.members[$0] != nil }
         if combinators.count > 1 || (combinators.count == 1 && reader.members.count > 1) {
@@ -159,7 +159,7 @@ public indirect enum SegmentExpression: Hashable, Sendable {
             }
             var parts: [SegmentExpression] = []
             for (index, element) in elements.enumerated() {
-                parts.append(try SegmentExpression(parsing: element, path: "\(reader.childPath(key))[\(index)]"))
+                parts.append(try SegmentExpression(parsing: element, path: reader.childPath(key).element(index)))
             }
             self = key == "and" ? .all(parts) : .any(parts)
         case "not"?:

@@ -74,7 +74,7 @@ struct VWOWire: LiveWire {
         case .settings:
             var exchange = LiveExchange(reply: VWOStyle.Reply.failed(request, timedOut: false), status: answer.status)
             exchange.fetched = true
-            if ok, let settings = try? JSONValue(parsing: Data(answer.body.readableBytesView)) { exchange.reply = .settings(settings) }
+            if ok, let settings = try? JSONValue(parsing: Data(answer.body.readableBytesView)) { exchange.reply = .settings(VWOStyle.SettingsDownload(settings)) }
             return exchange
         case .event(let event):
             guard ok else { return LiveExchange(reply: .failed(request, timedOut: false), status: answer.status) }

@@ -65,7 +65,7 @@ package enum VWOStyle: DeviceStyle {
     /// What the network carries back to a device.
     package enum Reply {
         /// The settings payload.
-        case settings(JSONValue)
+        case settings(SettingsDownload)
         /// The pixel of an event's request (queued events only: fire-and-forget ignores it);
         /// `firstGoal` when the server had not seen this goal before.
         case acknowledged(EventID, firstGoal: Bool)
@@ -94,7 +94,32 @@ package enum VWOStyle: DeviceStyle {
         var version = -1
         /// How many of the campaigns' scheduled changes had happened.
         var changes = -1
-        var payload = JSONValue.null
+        var download = SettingsDownload(.null)
+    }
+
+    /// A settings payload as devices download it, read once for all of them: every device
+    /// that gets this payload runs the same ``Campaign/parseSettings(_:)`` on the same value,
+    /// so the first reading is shared (with the campaigns, which devices then hold as one
+    /// array).
+    ///
+    /// `@unchecked Sendable` for live mode's replies, which cross into a device's event loop:
+    /// a download is read only by the devices of one shard, on the shard's thread, or in live
+    /// mode by the one device whose answer it is.
+    package final class SettingsDownload: @unchecked Sendable {
+        package let payload: JSONValue
+        private var read: Result<[Campaign], CampaignSettingsError>?
+
+        package init(_ payload: JSONValue) {
+            self.payload = payload
+        }
+
+        /// The payload's campaigns, or why it is rejected.
+        var campaigns: Result<[Campaign], CampaignSettingsError> {
+            if let read { return read }
+            let result = Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(payload) }
+            read = result
+            return result
+        }
     }
 
     /// What the campaigns did that the kernel does not count.
@@ -238,9 +263,9 @@ package enum VWOStyle: DeviceStyle {
 
     package static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
         switch reply {
-        case .settings(let payload):
+        case .settings(let download):
             client.awaitingSettingsUntil = -.infinity
-            if case .success = client.campaigns.applySettings(payload, at: now) {
+            if case .success = client.campaigns.applySettings(parsed: download.campaigns, at: now) {
                 client.settingsAt = now
             }
         case .acknowledged(let id, _):
@@ -294,9 +319,9 @@ package enum VWOStyle: DeviceStyle {
             for plan in shared.plans { changes += plan.schedule.count { $0.at <= arrival } }
             if cache.version != published.version || cache.changes != changes {
                 (cache.version, cache.changes) = (published.version, changes)
-                cache.payload = settings(published: published, shared: shared, at: arrival)
+                cache.download = SettingsDownload(settings(published: published, shared: shared, at: arrival))
             }
-            return .reply(.settings(cache.payload))
+            return .reply(.settings(cache.download))
         case .event(let event):
             metrics.offeredEvents += 1
             let firstGoal = event.kind == .conversion && !server.hasIngested(event.id)
