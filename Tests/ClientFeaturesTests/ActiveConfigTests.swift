@@ -215,6 +215,27 @@ struct ActiveConfigTests {
         #expect(update.meta?["creation_time"] == "2013-01-01T00:00Z", "the meta still updates")
     }
 
+    /// A configuration read once and handed to many clients under each one's own meta leaves
+    /// each as reading its own payload would: the same current configuration, updates,
+    /// notifications and persisted copy.
+    @Test func aConfigurationReadOnceAppliesAsItsPayloadWould() throws {
+        let sections: [String: [String: JSONValue]] = ["AppFeatures": ["Enabled": true, "Limit": 3], "Other": ["x": "y"]]
+        let read = try ConfigurationState(parsing: payload(created: "2012-08-20T19:36Z", extraMeta: ["policy_version": 4], sections))
+        for created in ["2013-01-01T00:00Z", "2013-01-02T06:30:00.250Z"] {
+            var parsing = ActiveConfig(initialSharedConfiguration: bootstrap), shared = parsing
+            _ = parsing.registerListener(forSectionName: "AppFeatures")
+            _ = shared.registerListener(forSectionName: "AppFeatures")
+            let own = parsing.apply(payload: payload(created: created, extraMeta: ["policy_version": 4], sections), forUser: nil, at: 7)
+            let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: created, otherKeys: ["policy_version": 4])
+            let given = shared.apply(read.replacingMeta(with: meta), forUser: nil, at: 7)
+            #expect(given == own)
+            #expect(shared.current == parsing.current)
+            #expect(shared.store == parsing.store)
+            #expect(given.update?.notifications.count == 1)
+        }
+        #expect(read.replacingMeta(with: read.meta) == read)
+    }
+
     @Test func addedOrRemovedSettingCountsAsAChange() throws {
         var config = ActiveConfig(initialSharedConfiguration: bootstrap)
         let listener = config.registerListener(forSectionName: "AppFeatures")

@@ -15,6 +15,16 @@ struct RemoteConfigStyleTests {
 
     static func counter(_ name: String, _ metrics: FleetMetrics) -> Int { metrics.styleCounters[name] ?? -1 }
 
+    @Test func variantNamesAreReadStrictly() {
+        for (name, index) in [("v0", 0), ("v1", 1), ("v10", 10), ("v63", 63)] {
+            #expect(VariantValue.Variant(name: name)?.index == index, "\(name)")
+            #expect(VariantValue.Variant(index: index).name == name)
+        }
+        for name in ["", "v", "v01", "v00", "v64", "v100", "x1", "V1", "v-1", "v+1", "v1a", "v 1", "1"] {
+            #expect(VariantValue.Variant(name: name) == nil, "\(name)")
+        }
+    }
+
     @Test func calmNetworkServesFreshConfigurationAndReportsExposures() throws {
         let m = try Self.run()
         #expect(Self.counter("stale_config_sessions", m) == 0)

@@ -99,6 +99,18 @@ public struct ActiveConfig<Store: ConfigStore> {
             lastRejection = ConfigRejection(error: error, userID: userID, receivedAt: now)
             return .rejected(error)
         }
+        return apply(configuration, forUser: userID, at: now)
+    }
+
+    /// Takes in a downloaded configuration already read with
+    /// ``ConfigurationState/init(parsing:)``, as ``apply(payload:forUser:at:)`` does after
+    /// reading: for a caller that reads one payload for many clients (a simulated fleet).
+    ///
+    /// - Parameters:
+    ///   - configuration: The configuration downloaded.
+    ///   - userID: The user it was downloaded for (`nil` for shared).
+    ///   - now: The time of arrival, in seconds.
+    public mutating func apply(_ configuration: ConfigurationState, forUser userID: String?, at now: Double) -> ApplyOutcome {
         store.persist(configuration, forUser: userID)
         guard userID == self.userID else {
             return .storedForOtherUser(userID)

@@ -26,6 +26,9 @@ public protocol ConfigStore {
 public struct InMemoryConfigStore: ConfigStore, Hashable, Sendable {
     /// The configuration used for any user with nothing persisted yet.
     public let initialSharedConfiguration: ConfigurationState?
+    /// The shared configuration persisted, kept apart from the users': an app without sign-in
+    /// persists every download there, and a fleet of them then hashes nothing.
+    private var persistedShared: ConfigurationState?
     private var persisted: [UserKey: ConfigurationState] = [:]
 
     /// Creates an empty store.
@@ -37,17 +40,21 @@ public struct InMemoryConfigStore: ConfigStore, Hashable, Sendable {
 
     /// The configuration persisted for `userID`, else the bootstrapped one, else `nil`.
     public func lastKnownConfiguration(forUser userID: String?) -> ConfigurationState? {
-        persisted[UserKey(userID)] ?? initialSharedConfiguration
+        (userID == nil ? persistedShared : persisted[UserKey(userID)]) ?? initialSharedConfiguration
     }
 
     /// Stores `configuration` for `userID`, replacing any earlier one.
     public mutating func persist(_ configuration: ConfigurationState, forUser userID: String?) {
-        persisted[UserKey(userID)] = configuration
+        if userID == nil {
+            persistedShared = configuration
+        } else {
+            persisted[UserKey(userID)] = configuration
+        }
     }
 
     /// Whether a downloaded configuration has been persisted for `userID`.
     public func hasPersistedConfiguration(forUser userID: String?) -> Bool {
-        persisted[UserKey(userID)] != nil
+        userID == nil ? persistedShared != nil : persisted[UserKey(userID)] != nil
     }
 
     /// Keeps the shared slot apart from a user whose ID happens to be any particular string.

@@ -31,6 +31,14 @@ public struct ConfigurationState: Hashable, Sendable {
         self.sections = sectionsByName
     }
 
+    /// This configuration's sections under another meta: what a service that sends one
+    /// configuration to many devices, each stamped with its own creation time, sends each.
+    /// The sections are shared, not copied, so comparing them with this configuration's costs
+    /// nothing.
+    public func replacingMeta(with meta: ConfigurationMeta) -> ConfigurationState {
+        ConfigurationState(meta: meta, sectionsByName: sections)
+    }
+
     /// Parses a configuration in the exchange format.
     ///
     /// - Parameter payload: The decoded JSON dictionary.

@@ -17,6 +17,18 @@ public protocol RemoteValue: Sendable {
 
     /// The string that ``init(remoteString:)`` turns back into this value.
     var remoteString: String { get }
+
+    /// The experimental group to track for this value: its ``ExperimentalGroupTrackable``
+    /// group, or `nil` for a value that is not trackable (the default).
+    ///
+    /// A requirement rather than a cast to ``ExperimentalGroupTrackable`` at each resolution:
+    /// a failed protocol cast searches the conformances, and a fleet resolves values every
+    /// session. Provided by the protocols' extensions; not for conforming types to implement.
+    var trackedExperimentalGroup: String? { get }
+}
+
+extension RemoteValue {
+    public var trackedExperimentalGroup: String? { nil }
 }
 
 /// A key of remote configuration and the type of the value stored under it.
@@ -51,4 +63,6 @@ public protocol ExperimentalGroupTrackable {
 extension ExperimentalGroupTrackable where Self: RemoteValue {
     /// The value's remote string, e.g. `b_baseline`.
     public var experimentalGroup: String { remoteString }
+
+    public var trackedExperimentalGroup: String? { experimentalGroup }
 }

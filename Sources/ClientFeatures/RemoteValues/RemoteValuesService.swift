@@ -69,8 +69,8 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
                 events.append(.incorrectValue(key: name, rawValue: keeper.rawValue(forKey: name) ?? ""))
                 incorrect.append(name)
             case .remote:
-                if let trackable = value as? any ExperimentalGroupTrackable {
-                    events.append(.experimentalGroup(key: name, group: trackable.experimentalGroup))
+                if let group = value.trackedExperimentalGroup {
+                    events.append(.experimentalGroup(key: name, group: group))
                 }
             case .debug:
                 break

@@ -42,10 +42,10 @@ extension StringInitializableRemoteValue {
 }
 
 /// The suffix that marks a remote value as the baseline group of a test.
-let baselineSuffix = "_baseline"
+@usableFromInline let baselineSuffix = "_baseline"
 
 /// Splits `name` into its base name and whether it carried the `_baseline` suffix.
-func splitBaseline(_ name: String) -> (name: String, baseline: Bool) {
+@usableFromInline func splitBaseline(_ name: String) -> (name: String, baseline: Bool) {
     name.hasSuffix(baselineSuffix) ? (String(name.dropLast(baselineSuffix.count)), true) : (name, false)
 }
 
@@ -76,8 +76,12 @@ public protocol BaselineStringRemoteValue: RemoteValue, CaseIterable {
     init(baseline: Bool, variant: Variant)
 }
 
+// Inlinable, so that an app's own value type gets these specialised where it conforms: every
+// resolution calls them through the type's witness table, and unspecialised they looked up
+// the type's variant metadata at each call.
 extension BaselineStringRemoteValue {
     /// Parses `b` or `b_baseline`; `nil` if the part before the suffix names no variant.
+    @inlinable
     public init?(name: String) {
         let (variantName, baseline) = splitBaseline(name)
         guard let variant = Variant(name: variantName) else { return nil }
@@ -85,17 +89,21 @@ extension BaselineStringRemoteValue {
     }
 
     /// The variant's name, without the baseline suffix.
+    @inlinable
     public var name: String { variant.name }
 
     /// The variant's name, with `_baseline` appended for the baseline group.
+    @inlinable
     public var remoteString: String { baseline ? name + baselineSuffix : name }
 
     /// Parses `b` or `b_baseline`.
+    @inlinable
     public init?(remoteString: String) {
         self.init(name: remoteString)
     }
 
     /// The baseline group with the variant's default.
+    @inlinable
     public static var `default`: Self {
         Self(baseline: true, variant: Variant.default)
     }

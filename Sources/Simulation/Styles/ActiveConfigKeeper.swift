@@ -14,6 +14,8 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
     /// What a download brought.
     enum Download {
         case payload(JSONValue)
+        /// A payload already read (see ``RemoteConfigStyle/ParsedConfigurations``).
+        case configuration(ConfigurationState)
         case failure(String)
     }
 
@@ -39,6 +41,9 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
             if let error = config.apply(payload: payload, forUser: nil, at: now).error {
                 return .failure(reason: error.description)
             }
+            return .success(fetchedAt: now)
+        case .configuration(let configuration):
+            _ = config.apply(configuration, forUser: nil, at: now)
             return .success(fetchedAt: now)
         }
     }
@@ -86,8 +91,19 @@ struct VariantValue: BaselineStringRemoteValue {
 
         /// `v` and a variant number without a sign or leading zero.
         init?(name: String) {
-            guard name.hasPrefix("v"), let index = Int(name.dropFirst()), String(index) == name.dropFirst(),
-                  Scenario.Limits.variants.upperBound > index, index >= 0 else { return nil }
+            // Read byte by byte: every session of every device reads each experiment's value,
+            // and the generic `Int(Substring)` and `String == Substring` it replaced
+            // instantiated type metadata at each call.
+            var bytes = name.utf8.makeIterator()
+            guard bytes.next() == UInt8(ascii: "v") else { return nil }
+            var index = 0, digits = 0
+            while let byte = bytes.next() {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte), digits == 0 || index > 0 else { return nil }
+                index = index * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                guard index < Scenario.Limits.variants.upperBound else { return nil }
+            }
+            guard digits > 0 else { return nil }
             self.index = index
         }
 

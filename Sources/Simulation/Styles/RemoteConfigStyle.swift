@@ -80,7 +80,11 @@ package enum RemoteConfigStyle: DeviceStyle {
     /// The network carries the answer to one request.
     package struct Reply {
         package enum Content {
+            /// A payload as a real service sends it (live mode).
             case config(JSONValue)
+            /// The configuration the simulated service sends, already read (see
+            /// ``ParsedConfigurations``).
+            case configuration(ConfigurationState)
             case acknowledged
             case failed(String)
         }
@@ -103,6 +107,20 @@ package enum RemoteConfigStyle: DeviceStyle {
         var wrongTyped: [[JSONValue]]
         /// The experiments' ids, the settings' keys.
         var names: [String]
+        /// The configurations served under the current policy, read once each.
+        let parsed = ParsedConfigurations()
+    }
+
+    /// The configurations the service renders under one policy version, each read once by
+    /// ``ConfigurationState/init(parsing:)``, keyed by what sets a device's payload (each
+    /// experiment's variant and the wrong-typed setting, if any). A payload differs between two
+    /// devices with the same key only in its creation time, so each device is handed the read
+    /// configuration under its own meta (``ConfigurationState/replacingMeta(with:)``): what
+    /// reading its own payload gives, with sections shared by every device holding them.
+    /// One shard's, on its one thread.
+    final class ParsedConfigurations {
+        var version = -1
+        var byKey: [Int: ConfigurationState] = [:]
     }
 
     /// What the framework tracked and the app did with its configuration.
@@ -253,8 +271,9 @@ package enum RemoteConfigStyle: DeviceStyle {
         if client.fetch.isAwaiting(channelID(reply.request)) {
             client.fetch.finish(notBefore: -.infinity)
             switch reply.content {
-            case .config(let payload):
-                client.values.keeper.arrived = .payload(payload)
+            case .config, .configuration:
+                if case .config(let payload) = reply.content { client.values.keeper.arrived = .payload(payload) }
+                if case .configuration(let read) = reply.content { client.values.keeper.arrived = .configuration(read) }
                 if case .success = client.values.fetch(at: now) {
                     counters.configFetches += 1
                     client.fetchFailures = 0
@@ -359,7 +378,7 @@ package enum RemoteConfigStyle: DeviceStyle {
     package static func serve<A>(_ request: Request, from client: inout Client, device: DeviceFacts, server: inout ExperimentServer<A>, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at arrival: Double) -> ServerAnswer<Reply> {
         switch request {
         case .fetch(let id, _):
-            return .reply(Reply(request: id, content: .config(configuration(for: &client, published: server.published, shared: environment.shared, at: arrival))))
+            return .reply(Reply(request: id, content: .configuration(configuration(for: &client, published: server.published, shared: environment.shared, at: arrival))))
         case .events(let id, let batch):
             return .events(batch, acknowledged: Reply(request: id, content: .acknowledged))
         }
@@ -367,23 +386,41 @@ package enum RemoteConfigStyle: DeviceStyle {
 
     /// The configuration the service serves a device at `now`: each experiment's variant from
     /// the published policy at the device's bucket, in the exchange format.
-    static func configuration(for client: inout Client, published: ExperimentData, shared: Shared, at now: Double) -> JSONValue {
+    static func configuration(for client: inout Client, published: ExperimentData, shared: Shared, at now: Double) -> ConfigurationState {
         let keys = shared.keys
         var wrongType = -1
         if shared.settings.incorrectValues > 0, client.faults.nextUniform() < shared.settings.incorrectValues {
             wrongType = Int(client.faults.next() % UInt64(keys.count))
         }
-        // The exchange format written out directly (what `ConfigurationState.exchangeFormat`
-        // gives), its settings made once per scenario.
+        let variants = keys.indices.map { published.experiments[$0].snapshot.variant(forUniform: client.buckets[$0]) }
+        let meta = ConfigurationMeta(
+            formatVersion: "1.0", creationTimeText: timestamp(now), otherKeys: ["policy_version": .number(Double(published.version))])
+        // The key in mixed radix: the wrong-typed setting, then each experiment's variant.
+        var key: Int? = wrongType + 1
+        for (e, variant) in variants.enumerated() {
+            key = key.flatMap { k in
+                let (scaled, overflow) = k.multipliedReportingOverflow(by: published.experiments[e].variants.count)
+                return overflow ? nil : scaled + variant
+            }
+        }
+        let cache = shared.parsed
+        if cache.version != published.version {
+            cache.version = published.version
+            cache.byKey.removeAll(keepingCapacity: true)
+        }
+        if let key, let read = cache.byKey[key] { return read.replacingMeta(with: meta) }
+        // The exchange format, its settings made once per scenario; the service's payloads are
+        // always good.
         var settings: [String: JSONValue] = [:]
-        for e in keys.indices {
-            let variant = published.experiments[e].snapshot.variant(forUniform: client.buckets[e])
+        for (e, variant) in variants.enumerated() {
             settings[shared.names[e]] = e == wrongType ? shared.wrongTyped[e][variant] : shared.served[e][variant]
         }
-        let meta: [String: JSONValue] = [
-            "format_version_string": "1.0", "creation_time": .string(timestamp(now)), "policy_version": .number(Double(published.version)),
-        ]
-        return .object(["meta": .object(meta), "config_sections": .object([section: .object(["settings": .object(settings)])])])
+        let payload: JSONValue = .object([
+            "meta": .object(meta.dictionary), "config_sections": .object([section: .object(["settings": .object(settings)])]),
+        ])
+        let read = try! ConfigurationState(parsing: payload)
+        if let key { cache.byKey[key] = read }
+        return read
     }
 
     package static func refusal(for request: Request) -> Reply? {
