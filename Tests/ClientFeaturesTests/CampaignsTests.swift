@@ -430,6 +430,30 @@ struct CampaignClientTests {
         #expect(client.variation(forCampaign: 34, at: 0, using: &rng).events.first?.sessionNumber == 3)
     }
 
+    /// Enrolments read, write, compare and persist as the dictionary they stand for.
+    @Test func membershipsBehaveAsADictionary() throws {
+        let a = CampaignMembership(variationID: 2, joinedAt: 1, sessionNumber: 1)
+        let b = CampaignMembership(variationID: 1, joinedAt: 5, sessionNumber: 3)
+        var memberships = CampaignMemberships()
+        #expect(memberships.isEmpty && memberships[34] == nil)
+        memberships[34] = a
+        memberships[29] = b
+        memberships[7] = a
+        memberships[7] = nil
+        #expect(memberships.count == 2 && memberships[34] == a && memberships[29] == b && memberships[7] == nil)
+        memberships[34] = b
+        let dictionary: [Int: CampaignMembership] = [29: b, 34: b]
+        #expect(memberships.dictionary == dictionary)
+        // Enrolment order does not matter to equality, hashing or the persisted form.
+        let other: CampaignMemberships = [34: b, 29: b]
+        #expect(memberships == other && memberships.hashValue == other.hashValue)
+        #expect(memberships != [34: b])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(try encoder.encode(memberships) == encoder.encode(dictionary))
+        #expect(try JSONDecoder().decode(CampaignMemberships.self, from: encoder.encode(dictionary)) == memberships)
+    }
+
     @Test func persistedStateKeepsEnrolmentAndReportedGoalsAcrossLaunches() throws {
         var first = client([campaignJSON(id: 34)])
         var rng = Xoshiro256(seed: 14)

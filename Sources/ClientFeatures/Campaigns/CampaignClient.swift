@@ -130,26 +130,28 @@ public struct CampaignClient: Sendable {
     public mutating func variation(
         forCampaign campaignID: Int, at now: Double, using rng: inout some RandomNumberGenerator
     ) -> VariationOutcome {
-        guard let campaign = campaign(withID: campaignID) else {
+        // The campaign is read in place (`campaigns[c]`), not copied out: a copy retains its
+        // name, variations, goals and segment, on every view of every device.
+        guard let c = campaigns.firstIndex(where: { $0.id == campaignID }) else {
             return VariationOutcome(campaignID: campaignID, variation: nil, reason: .unknownCampaign, events: [])
         }
         let membership = state.memberships[campaignID]
         // A sticky variation the settings no longer list falls back to the control.
-        let stickyVariation = membership.map { campaign.variation(withID: $0.variationID) ?? campaign.control }
-        switch campaign.status {
+        let stickyVariation = membership.map { campaigns[c].variation(withID: $0.variationID) ?? campaigns[c].control }
+        switch campaigns[c].status {
         case .excluded:
-            return VariationOutcome(campaignID: campaignID, variation: campaign.control, reason: .excluded, events: [])
+            return VariationOutcome(campaignID: campaignID, variation: campaigns[c].control, reason: .excluded, events: [])
         case .paused:
             return VariationOutcome(
-                campaignID: campaignID, variation: stickyVariation ?? campaign.control, reason: .paused, events: [])
+                campaignID: campaignID, variation: stickyVariation ?? campaigns[c].control, reason: .paused, events: [])
         case .running:
             if let stickyVariation {
                 return VariationOutcome(campaignID: campaignID, variation: stickyVariation, reason: .alreadyEnrolled, events: [])
             }
-            if let segment = campaign.segment, !segment.matches(attributes) {
-                return VariationOutcome(campaignID: campaignID, variation: campaign.control, reason: .notInSegment, events: [])
+            if campaigns[c].segment.map({ !$0.matches(attributes) }) ?? false {
+                return VariationOutcome(campaignID: campaignID, variation: campaigns[c].control, reason: .notInSegment, events: [])
             }
-            let chosen = Self.draw(from: campaign.variations, using: &rng)
+            let chosen = Self.draw(from: campaigns[c].variations, using: &rng)
             let joined = CampaignMembership(variationID: chosen.id, joinedAt: now, sessionNumber: state.sessionNumber)
             state.memberships[campaignID] = joined
             let event = makeEvent(.participation, campaign: campaignID, membership: joined, goal: nil, revenue: nil, at: now)
@@ -182,7 +184,7 @@ public struct CampaignClient: Sendable {
     /// The `k` map: variation id by campaign id for every enrolment, with `0` for every campaign
     /// the settings mark excluded.
     public var currentCombination: [Int: Int] {
-        var combination = state.memberships.mapValues(\.variationID)
+        var combination = state.memberships.dictionary.mapValues(\.variationID)
         for campaign in campaigns where campaign.status == .excluded {
             combination[campaign.id] = 0
         }
