@@ -29,7 +29,8 @@ public struct InMemoryConfigStore: ConfigStore, Hashable, Sendable {
     /// The shared configuration persisted, kept apart from the users': an app without sign-in
     /// persists every download there, and a fleet of them then hashes nothing.
     private var persistedShared: ConfigurationState?
-    private var persisted: [UserKey: ConfigurationState] = [:]
+    /// The users' configurations, by user id.
+    private var persisted: [String: ConfigurationState] = [:]
 
     /// Creates an empty store.
     ///
@@ -40,30 +41,25 @@ public struct InMemoryConfigStore: ConfigStore, Hashable, Sendable {
 
     /// The configuration persisted for `userID`, else the bootstrapped one, else `nil`.
     public func lastKnownConfiguration(forUser userID: String?) -> ConfigurationState? {
-        (userID == nil ? persistedShared : persisted[UserKey(userID)]) ?? initialSharedConfiguration
+        persistedConfiguration(forUser: userID) ?? initialSharedConfiguration
     }
 
     /// Stores `configuration` for `userID`, replacing any earlier one.
     public mutating func persist(_ configuration: ConfigurationState, forUser userID: String?) {
-        if userID == nil {
-            persistedShared = configuration
+        if let userID {
+            persisted[userID] = configuration
         } else {
-            persisted[UserKey(userID)] = configuration
+            persistedShared = configuration
         }
     }
 
     /// Whether a downloaded configuration has been persisted for `userID`.
     public func hasPersistedConfiguration(forUser userID: String?) -> Bool {
-        userID == nil ? persistedShared != nil : persisted[UserKey(userID)] != nil
+        persistedConfiguration(forUser: userID) != nil
     }
 
-    /// Keeps the shared slot apart from a user whose ID happens to be any particular string.
-    private enum UserKey: Hashable, Sendable {
-        case shared
-        case user(String)
-
-        init(_ id: String?) {
-            self = id.map(UserKey.user) ?? .shared
-        }
+    private func persistedConfiguration(forUser userID: String?) -> ConfigurationState? {
+        guard let userID else { return persistedShared }
+        return persisted[userID]
     }
 }

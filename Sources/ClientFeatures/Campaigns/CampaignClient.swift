@@ -116,8 +116,13 @@ public struct CampaignClient: Sendable {
 
     /// The campaign with id `id` in the current settings.
     public func campaign(withID id: Int) -> Campaign? {
-        // By index: `first(where:)` copies each campaign it passes, retaining all it holds.
-        campaigns.firstIndex { $0.id == id }.map { campaigns[$0] }
+        campaignIndex(id).map { campaigns[$0] }
+    }
+
+    /// The index of campaign `id` in ``campaigns``. By index: `first(where:)` copies each
+    /// campaign it passes, retaining all it holds.
+    private func campaignIndex(_ id: Int) -> Int? {
+        campaigns.firstIndex { $0.id == id }
     }
 
     /// The variation to show for a campaign, enrolling the device if the rules allow.
@@ -132,7 +137,7 @@ public struct CampaignClient: Sendable {
     ) -> VariationOutcome {
         // The campaign is read in place (`campaigns[c]`), not copied out: a copy retains its
         // name, variations, goals and segment, on every view of every device.
-        guard let c = campaigns.firstIndex(where: { $0.id == campaignID }) else {
+        guard let c = campaignIndex(campaignID) else {
             return VariationOutcome(campaignID: campaignID, variation: nil, reason: .unknownCampaign, events: [])
         }
         let membership = state.memberships[campaignID]

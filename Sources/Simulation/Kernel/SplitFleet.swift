@@ -124,7 +124,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
             var time = nextSample
             while time <= horizon, EventQueue<FleetReplicate<A, Style>.Occurrence>.window(of: time, width: window) <= k {
                 sampleTimes.append(time)
-                time = time < horizon ? min(time + scenario.timestep, horizon) : .infinity
+                time = sampleTime(after: time)
             }
             forEachConcurrently(shards.count, threads: threads) { index, thread in
                 let start = recorder?.now()
@@ -154,7 +154,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
                     let sample = takeSample(at: time, index: sampleTimes.firstIndex(of: time)!)
                     samples.append(sample.sample)
                     onSample?(time, sample.sessions)
-                    nextSample = time < horizon ? min(time + scenario.timestep, horizon) : .infinity
+                    nextSample = sampleTime(after: time)
                 }
             }
         }
@@ -166,6 +166,11 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         }
         result.samples = samples
         return result
+    }
+
+    /// The sample time after `time`: a timestep on, the horizon last, then none.
+    private func sampleTime(after time: Double) -> Double {
+        time < scenario.horizon ? min(time + scenario.timestep, scenario.horizon) : .infinity
     }
 
     /// The fleet's sample at `time`, the window's sample time `index`: the shards' counts

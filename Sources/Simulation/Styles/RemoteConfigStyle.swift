@@ -271,15 +271,10 @@ package enum RemoteConfigStyle: DeviceStyle {
         if client.fetch.isAwaiting(channelID(reply.request)) {
             client.fetch.finish(notBefore: -.infinity)
             switch reply.content {
-            case .config, .configuration:
-                if case .config(let payload) = reply.content { client.values.keeper.arrived = .payload(payload) }
-                if case .configuration(let read) = reply.content { client.values.keeper.arrived = .configuration(read) }
-                if case .success = client.values.fetch(at: now) {
-                    counters.configFetches += 1
-                    client.fetchFailures = 0
-                } else {
-                    countFailedFetch(&client, environment: environment, counters: &counters, at: now)
-                }
+            case .config(let payload):
+                fetched(.payload(payload), into: &client, environment: environment, counters: &counters, at: now)
+            case .configuration(let read):
+                fetched(.configuration(read), into: &client, environment: environment, counters: &counters, at: now)
             case .failed(let reason):
                 fetchFailed(&client, reason: reason, environment: environment, counters: &counters, at: now)
             case .acknowledged:
@@ -295,6 +290,17 @@ package enum RemoteConfigStyle: DeviceStyle {
             }
         }
         // Anything else answers a request the app gave up on.
+    }
+
+    /// The framework's fetch takes what a download brought.
+    static func fetched(_ download: ActiveConfigKeeper.Download, into client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
+        client.values.keeper.arrived = download
+        if case .success = client.values.fetch(at: now) {
+            counters.configFetches += 1
+            client.fetchFailures = 0
+        } else {
+            countFailedFetch(&client, environment: environment, counters: &counters, at: now)
+        }
     }
 
     package static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double) {
