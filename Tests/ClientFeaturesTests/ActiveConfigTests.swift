@@ -60,6 +60,21 @@ struct ConfigurationParsingTests {
         #expect(ConfigurationMeta(formatVersion: "1", creationTimeText: text).creationTime == seconds)
     }
 
+    /// Short texts are kept inline and long ones as strings; either way the text is kept exactly
+    /// and two metas with the same text are equal.
+    @Test(arguments: [
+        "", "2012-08-20T19:36Z", "2012-08-20T19:36:05.123Z", "2012-08-20T19:36:05.1234Z", "hier à 19 h 36 ✓",
+        "a creation time written out in words, far too long to be kept inline",
+    ])
+    func creationTimeTextIsKeptExactly(text: String) {
+        let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: text)
+        #expect(meta.creationTimeText == text)
+        #expect(meta.dictionary["creation_time"] == .string(text))
+        let same = ConfigurationMeta(formatVersion: "1.0", creationTimeText: String(decoding: Array(text.utf8), as: UTF8.self))
+        #expect(meta == same && meta.hashValue == same.hashValue)
+        #expect(meta != ConfigurationMeta(formatVersion: "1.0", creationTimeText: text + "0"))
+    }
+
     @Test(arguments: ["yesterday", "2012-08-20", "2012-13-01T00:00Z", "2013-02-29T00:00Z", "2012-08-20T19:36"])
     func creationTimeThatIsNotISO8601IsKeptAsTextOnly(text: String) throws {
         let state = try ConfigurationState(parsing: payload(created: text, [:]))

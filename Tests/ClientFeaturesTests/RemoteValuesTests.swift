@@ -163,7 +163,7 @@ struct RemoteValuesServiceTests {
         #expect(resolution.value(for: Key.newOnboarding, as: NewOnboarding.self) == .enabled)
         #expect(resolution.value(for: Key.darkMode, as: DarkMode.self) == .disabled)
         #expect(resolution.value(for: Key.paywallTest, as: PaywallTest.self) == PaywallTest(baseline: true, variant: .a))
-        #expect(resolution.sources.values.allSatisfy { $0 == .remote })
+        #expect(resolution.entries.map(\.source) == Array(repeating: .remote, count: Key.allCases.count))
         #expect(resolution.events == [
             .experimentalGroup(key: "onboarding_type", group: "y"),
             .experimentalGroup(key: "paywall_test", group: "a_baseline"),
@@ -183,7 +183,7 @@ struct RemoteValuesServiceTests {
         #expect(resolution.value(for: Key.newOnboarding, as: NewOnboarding.self) == .disabled)
         #expect(resolution.value(for: Key.darkMode, as: DarkMode.self) == .enabled)
         #expect(resolution.value(for: Key.paywallTest, as: PaywallTest.self) == .default)
-        #expect(resolution.sources["dark_mode"] == .defaultForMissingKey)
+        #expect(resolution.source(for: Key.darkMode) == .defaultForMissingKey)
         #expect(service.remoteValue(for: Key.darkMode, as: DarkMode.self) == .enabled)
     }
 
@@ -202,7 +202,7 @@ struct RemoteValuesServiceTests {
         #expect(service.remoteValue(for: Key.paywallType, as: PaywallType.self) == .b)
         #expect(service.remoteValue(for: Key.newOnboarding, as: NewOnboarding.self) == .disabled)
         #expect(service.remoteValue(for: Key.fastCheckout, as: FastCheckout.self) == .default)
-        #expect(resolution.sources["paywall_type"] == .defaultForIncorrectValue)
+        #expect(resolution.source(for: Key.paywallType) == .defaultForIncorrectValue)
     }
 
     @Test func missingAndIncorrectSummariesComeAfterAllPerKeyEvents() {
@@ -230,7 +230,7 @@ struct RemoteValuesServiceTests {
         #expect(service.debugValue(for: Key.paywallType) as? PaywallType == .c)
         let resolution = service.values(for: [Key.paywallType, Key.newOnboarding])
         #expect(resolution.events.isEmpty)
-        #expect(resolution.sources["paywall_type"] == .debug)
+        #expect(resolution.source(for: Key.paywallType) == .debug)
         #expect(service.remoteValue(for: Key.paywallType, as: PaywallType.self) == .c)
         #expect(service.remoteValue(for: Key.newOnboarding, as: NewOnboarding.self) == .enabled)
 
@@ -259,6 +259,27 @@ struct RemoteValuesServiceTests {
         #expect(service.remoteValue(for: Key.paywallType, as: PaywallType.self) == .a, "fixed for the session")
         _ = service.values(for: [Key.paywallType])
         #expect(service.remoteValue(for: Key.paywallType, as: PaywallType.self) == .c)
+    }
+
+    @Test func aResolutionOfOtherKeysKeepsTheValuesFixedBefore() {
+        var service = service(["paywall_type": "a", "dark_mode": "true"])
+        _ = service.values(for: [Key.paywallType, Key.darkMode])
+        service.keeper.published = ["paywall_type": "c", "dark_mode": "false", "onboarding_type": "z"]
+        _ = service.fetch(at: 10)
+        let later = service.values(for: [Key.darkMode, Key.onboardingType, Key.darkMode])
+        #expect(later.entries.map(\.name) == ["dark_mode", "onboarding_type", "dark_mode"])
+        #expect(later.source(for: Key.paywallType) == nil)
+        #expect(service.remoteValue(for: Key.paywallType, as: PaywallType.self) == .a, "not resolved again: still fixed")
+        #expect(service.remoteValue(for: Key.darkMode, as: DarkMode.self) == .disabled)
+        #expect(service.remoteValue(for: Key.onboardingType, as: OnboardingType.self) == .z)
+        // The same keys again, as every session of an app asks: each reads its new value.
+        service.keeper.published = ["paywall_type": "b", "dark_mode": "true", "onboarding_type": "x"]
+        _ = service.fetch(at: 20)
+        _ = service.values(for: [Key.paywallType, Key.darkMode, Key.onboardingType])
+        _ = service.values(for: [Key.paywallType, Key.darkMode, Key.onboardingType])
+        #expect(service.remoteValue(for: Key.paywallType, as: PaywallType.self) == .b)
+        #expect(service.remoteValue(for: Key.darkMode, as: DarkMode.self) == .enabled)
+        #expect(service.remoteValue(for: Key.onboardingType, as: OnboardingType.self) == .x)
     }
 
     @Test func unresolvedKeyIsReadFromTheKeeperWithoutTracking() {

@@ -140,7 +140,7 @@ struct RemoteConfigStyleTests {
         values.keeper.arrived = .payload(payload(1))
         _ = values.fetch(at: 7200)
         let incorrect = values.values(for: [key])
-        #expect(incorrect.sources["button"] == .defaultForIncorrectValue)
+        #expect(incorrect.source(for: key) == .defaultForIncorrectValue)
         #expect(incorrect.events.contains(.incorrectValue(key: "button", rawValue: "1")))
         let fallback = try #require(incorrect.value(for: key, as: VariantValue.self))
         #expect(fallback.baseline && fallback.variant.index == 0)

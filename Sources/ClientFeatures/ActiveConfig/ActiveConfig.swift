@@ -165,6 +165,10 @@ public struct ActiveConfig<Store: ConfigStore> {
     }
 
     private func changes(from old: ConfigurationState?, to new: ConfigurationState?) -> [SectionChange] {
+        // A download of the settings already held usually shares their storage (a fleet reads
+        // each distinct payload once and hands every device the same sections): dictionaries
+        // with one storage are equal at once, hashing nothing.
+        if let old, let new, old.sections == new.sections { return [] }
         let oldSections = old?.sections ?? [:]
         let newSections = new?.sections ?? [:]
         // A download usually changes nothing, or a setting or two: the sections are walked

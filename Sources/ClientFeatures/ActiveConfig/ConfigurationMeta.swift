@@ -10,7 +10,8 @@ public struct ConfigurationMeta: Hashable, Sendable {
     /// `meta.format_version_string`, e.g. `"1.0"`.
     public let formatVersion: String
     /// `meta.creation_time` exactly as sent, e.g. `"2012-08-20T19:36Z"`.
-    public let creationTimeText: String
+    public var creationTimeText: String { creationTimeStorage.string }
+    private let creationTimeStorage: ShortText
     /// ``creationTimeText`` as seconds since 1970-01-01T00:00Z, or `nil` when the text is not an
     /// ISO-8601 timestamp (the format only asks for a string, used for debugging).
     public let creationTime: Double?
@@ -26,7 +27,7 @@ public struct ConfigurationMeta: Hashable, Sendable {
     ///   - otherKeys: Any further meta keys.
     public init(formatVersion: String, creationTimeText: String, otherKeys: [String: JSONValue] = [:]) {
         self.formatVersion = formatVersion
-        self.creationTimeText = creationTimeText
+        self.creationTimeStorage = ShortText(creationTimeText)
         self.creationTime = ISO8601Timestamp.seconds(from: creationTimeText)
         self.otherKeys = otherKeys
     }
@@ -77,11 +78,58 @@ public struct ConfigurationMeta: Hashable, Sendable {
 ///
 /// Written by hand rather than with `DateFormatter` so that the result never depends on the
 /// process's locale or time zone.
+/// Text of up to 24 UTF-8 bytes kept in the value itself, longer text as a `String`.
+///
+/// A creation time (`2012-08-20T19:36:05.123Z`, 24 bytes) is too long for a `String`'s own
+/// storage, so each downloaded configuration carried a heap buffer of its own, and replacing a
+/// device's configuration freed it: in a fleet, a cache miss per download for memory nothing
+/// else touches. Any text that fits is kept inline, so two equal texts have equal storage.
+struct ShortText: Hashable, Sendable {
+    private enum Storage: Hashable, Sendable {
+        case inline(UInt64, UInt64, UInt64, count: UInt8)
+        case string(String)
+    }
+
+    private let storage: Storage
+
+    init(_ text: String) {
+        guard text.utf8.count <= 24 else {
+            storage = .string(text)
+            return
+        }
+        var text = text
+        var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        let count = text.withUTF8 { bytes in
+            withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(bytes)) }
+            return bytes.count
+        }
+        storage = .inline(words.0, words.1, words.2, count: UInt8(count))
+    }
+
+    var string: String {
+        switch storage {
+        case .string(let text):
+            return text
+        case .inline(let a, let b, let c, let count):
+            var words = (a, b, c)
+            return withUnsafeBytes(of: &words) { raw in
+                String(decoding: raw.prefix(Int(count)), as: UTF8.self)
+            }
+        }
+    }
+}
+
 enum ISO8601Timestamp {
     /// Seconds since the Unix epoch, or `nil` if `text` is not `YYYY-MM-DDTHH:MM[:SS[.fff]]`
     /// followed by `Z` or a `±HH:MM` / `±HHMM` offset.
     static func seconds(from text: String) -> Double? {
-        var scanner = Scanner(Array(text.utf8))
+        // Read in place: every downloaded configuration's creation time passes here.
+        var text = text
+        return text.withUTF8 { seconds(fromUTF8: $0) }
+    }
+
+    private static func seconds(fromUTF8 bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        var scanner = Scanner(bytes)
         guard let year = scanner.digits(4), scanner.take(UInt8(ascii: "-")),
               let month = scanner.digits(2), scanner.take(UInt8(ascii: "-")),
               let day = scanner.digits(2), scanner.take(UInt8(ascii: "T")) || scanner.take(UInt8(ascii: " ")),
@@ -142,10 +190,10 @@ enum ISO8601Timestamp {
     }
 
     struct Scanner {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
-        init(_ bytes: [UInt8]) {
+        init(_ bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
         }
 

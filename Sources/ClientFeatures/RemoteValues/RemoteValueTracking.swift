@@ -31,17 +31,42 @@ public enum RemoteValueSource: Hashable, Sendable {
 
 /// The result of ``RemoteValuesService/values(for:)``: a value for every key, and the events.
 ///
+/// The values are kept in the order the keys were asked for, as the framework resolves them:
+/// an app resolves the same few keys once a session, and a list in that order costs one
+/// buffer where a dictionary by name cost a table and a hash of every name.
+///
 /// `RemoteValuesResolution` is `Sendable`: remote values are `Sendable`.
 public struct RemoteValuesResolution: Sendable {
-    /// The resolved value of each key, by key name.
-    public let values: [String: any RemoteValue]
-    /// Where each value came from, by key name.
-    public let sources: [String: RemoteValueSource]
+    /// One key's resolved value and where it came from.
+    public struct Entry: Sendable {
+        /// The key's ``RemoteKey/name``.
+        public let name: String
+        /// The value, of the key's ``RemoteKey/valueType``.
+        public let value: any RemoteValue
+        /// Where the value came from.
+        public let source: RemoteValueSource
+    }
+
+    /// Every key's value, in the order the keys were asked for.
+    public let entries: [Entry]
     /// The tracking events, in the order they fired.
     public let events: [RemoteValueTracking]
 
     /// The value of `key` as `Value`, or `nil` if the key was not resolved or has another type.
+    ///
+    /// - Complexity: O(*n*) in the number of keys resolved.
     public func value<Value: RemoteValue>(for key: any RemoteKey, as type: Value.Type = Value.self) -> Value? {
-        values[key.name] as? Value
+        entry(named: key.name)?.value as? Value
+    }
+
+    /// Where the value of `key` came from, or `nil` if the key was not resolved.
+    ///
+    /// - Complexity: O(*n*) in the number of keys resolved.
+    public func source(for key: any RemoteKey) -> RemoteValueSource? {
+        entry(named: key.name)?.source
+    }
+
+    private func entry(named name: String) -> Entry? {
+        entries.first { $0.name == name }
     }
 }

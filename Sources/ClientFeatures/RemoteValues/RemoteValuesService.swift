@@ -1,3 +1,5 @@
+import DataStructures
+
 /// Resolves remote keys to typed values over a ``RemoteConfigKeeper``, after the Experiments
 /// framework's `RemoteConfigService`.
 ///
@@ -20,7 +22,12 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     /// How the last fetch ended, or `nil` before the first.
     public private(set) var lastFetch: RemoteFetchStatus?
 
-    private var resolved: [String: any RemoteValue] = [:]
+    /// The values fixed by ``values(for:)``, one entry per key ever resolved, and where each
+    /// key's entry is: an app asks for the same keys every session, and then nothing is hashed.
+    /// A small list: an app of one key keeps it in the service's own memory, where a session
+    /// finds it without another cache miss.
+    private var resolved = SmallList<RemoteValuesResolution.Entry>()
+    private var resolvedIndex: [String: Int] = [:]
     private var debugValues: [String: any RemoteValue] = [:]
 
     /// Creates a service over `keeper`.
@@ -50,17 +57,15 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     /// - Parameter keys: The keys to resolve, e.g. `Key.allCases`.
     /// - Complexity: O(*n*) in the number of keys.
     public mutating func values(for keys: [any RemoteKey]) -> RemoteValuesResolution {
-        var values: [String: any RemoteValue] = [:]
-        var sources: [String: RemoteValueSource] = [:]
+        var entries: [RemoteValuesResolution.Entry] = []
+        entries.reserveCapacity(keys.count)
         var events: [RemoteValueTracking] = []
         var missing: [String] = []
         var incorrect: [String] = []
         for key in keys {
             let (value, source) = resolve(key)
             let name = key.name
-            values[name] = value
-            sources[name] = source
-            resolved[name] = value
+            entries.append(RemoteValuesResolution.Entry(name: name, value: value, source: source))
             switch source {
             case .defaultForMissingKey:
                 events.append(.keyNotFound(key: name))
@@ -78,7 +83,27 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
         }
         if !missing.isEmpty { events.append(.keysNotFound(missing)) }
         if !incorrect.isEmpty { events.append(.incorrectValues(incorrect)) }
-        return RemoteValuesResolution(values: values, sources: sources, events: events)
+        fix(entries)
+        return RemoteValuesResolution(entries: entries, events: events)
+    }
+
+    /// Keeps `entries` as the session's values. Keys resolved earlier and not now keep their
+    /// values; a key asked for twice keeps its last, as writes by name would.
+    private mutating func fix(_ entries: [RemoteValuesResolution.Entry]) {
+        // The usual case, the same keys as last time, shares the resolution's buffer. The stored
+        // list never holds a name twice, so a list equal to it by name holds none twice either.
+        if entries.count == resolved.count, entries.indices.allSatisfy({ entries[$0].name == resolved[$0].name }) {
+            for position in entries.indices { resolved[position] = entries[position] }
+            return
+        }
+        for entry in entries {
+            if let position = resolvedIndex[entry.name] {
+                resolved[position] = entry
+            } else {
+                resolvedIndex[entry.name] = resolved.count
+                resolved.append(entry)
+            }
+        }
     }
 
     /// The value of `key`.
@@ -95,7 +120,7 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
             "key \(key.name) holds \(key.valueType), not \(Value.self)"
         )
         if let debug = debugValues[key.name] as? Value { return debug }
-        if let fixed = resolved[key.name] as? Value { return fixed }
+        if let position = resolvedIndex[key.name], let fixed = resolved[position].value as? Value { return fixed }
         return resolve(key).value as? Value ?? Value.default
     }
 

@@ -20,7 +20,13 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
     }
 
     /// The configuration, persisted in its store across app launches.
-    var config: ActiveConfig<InMemoryConfigStore>
+    private(set) var config: ActiveConfig<InMemoryConfigStore> {
+        didSet { configCreatedAt = config.current.map { $0.meta.creationTime ?? -.infinity } }
+    }
+    /// The time the configuration in use was created on the server (its `meta.creation_time`),
+    /// or `nil` when the device has none. Kept apart from the configuration, which every
+    /// session asks it of: reading it there would copy the configuration.
+    private(set) var configCreatedAt: Double?
     /// The section holding one setting per experiment.
     let section: String
     /// The result of the download that completed, taken by the next ``fetch(at:)``.
@@ -61,11 +67,6 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
         }
     }
 
-    /// The time the configuration in use was created on the server (its `meta.creation_time`),
-    /// or `nil` when the device has none.
-    var configCreatedAt: Double? {
-        config.current.map { $0.meta.creationTime ?? -.infinity }
-    }
 }
 
 /// An experiment's setting: the key is the experiment's id.

@@ -1,6 +1,7 @@
 import Allocators
 import ClientEngine
 import ClientFeatures
+import DataStructures
 import ExperimentModel
 import ExperimentServer
 import Randomness
@@ -55,10 +56,10 @@ package enum RemoteConfigStyle: DeviceStyle {
         var sendFailures: UInt8 = 0
         /// The session's variant per experiment, with ``assignedBit`` set where the server
         /// assigned it.
-        var shown: [UInt8]
+        var shown: SmallList<UInt8>
         /// The server's bucket for this device in each experiment, in [0, 1); kept with the
-        /// device for locality.
-        var buckets: [Double]
+        /// device for locality. Small lists, so that one experiment's are in the device's record.
+        var buckets: SmallList<Double>
         /// The server's draws of payload faults for this device.
         var faults: SplitMix64
     }
@@ -111,16 +112,21 @@ package enum RemoteConfigStyle: DeviceStyle {
         let parsed = ParsedConfigurations()
     }
 
-    /// The configurations the service renders under one policy version, each read once by
-    /// ``ConfigurationState/init(parsing:)``, keyed by what sets a device's payload (each
-    /// experiment's variant and the wrong-typed setting, if any). A payload differs between two
-    /// devices with the same key only in its creation time, so each device is handed the read
-    /// configuration under its own meta (``ConfigurationState/replacingMeta(with:)``): what
-    /// reading its own payload gives, with sections shared by every device holding them.
-    /// One shard's, on its one thread.
+    /// The configurations the service renders, each read once by
+    /// ``ConfigurationState/init(parsing:)``, keyed by what sets a device's settings (each
+    /// experiment's variant and the wrong-typed setting, if any). Two devices' payloads with the
+    /// same key differ only in their meta (creation time, policy version), so each device is
+    /// handed the read configuration under its own meta
+    /// (``ConfigurationState/replacingMeta(with:)``): what reading its own payload gives, with
+    /// sections shared by every device holding them, across policy versions, so that a device
+    /// downloading the settings it holds finds them unchanged without comparing them. As many
+    /// as the distinct combinations served. One shard's, on its one thread.
     final class ParsedConfigurations {
         var version = -1
         var byKey: [Int: ConfigurationState] = [:]
+        /// The meta's keys besides the format version and creation time, the same for every
+        /// payload under one policy version.
+        var metaKeys: [String: JSONValue] = [:]
     }
 
     /// What the framework tracked and the app did with its configuration.
@@ -157,7 +163,11 @@ package enum RemoteConfigStyle: DeviceStyle {
         // overrides.
         let device = environment.replicateSeed.derive("remote-config").derive(index)
         let variantCounts = environment.variantCounts
-        let buckets = variantCounts.indices.map { e in Double(device.derive(e).value >> 11) * 0x1.0p-53 }
+        var buckets = SmallList<Double>(), shown = SmallList<UInt8>()
+        for e in variantCounts.indices {
+            buckets.append(Double(device.derive(e).value >> 11) * 0x1.0p-53)
+            shown.append(0)
+        }
         var faults = SplitMix64(seed: device.derive("faults"))
         var values = RemoteValuesService(keeper: ActiveConfigKeeper(section: section))
         if faults.nextUniform() < environment.shared.settings.debugOverrides {
@@ -165,7 +175,7 @@ package enum RemoteConfigStyle: DeviceStyle {
                 values.setDebugValue(VariantValue(serving: variantCounts[e] - 1), for: key)
             }
         }
-        return Client(values: values, shown: Array(repeating: 0, count: variantCounts.count), buckets: buckets, faults: faults)
+        return Client(values: values, shown: shown, buckets: buckets, faults: faults)
     }
 
     package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
@@ -204,13 +214,13 @@ package enum RemoteConfigStyle: DeviceStyle {
             default: break
             }
         }
-        for (e, key) in keys.enumerated() {
-            // Resolution gives every key a value of its type.
-            let value = resolution.value(for: key, as: VariantValue.self)!
+        for (e, entry) in resolution.entries.enumerated() {
+            // Resolution gives every key, in order, a value of its type.
+            let value = entry.value as! VariantValue
             var assigned: UInt8 = 0
-            switch resolution.sources[key.name] {
-            case .remote?: assigned = assignedBit
-            case .debug?: counters.debugValues += 1
+            switch entry.source {
+            case .remote: assigned = assignedBit
+            case .debug: counters.debugValues += 1
             default: break
             }
             // The server serves only its experiment's variants; a value it could not have sent
@@ -398,28 +408,28 @@ package enum RemoteConfigStyle: DeviceStyle {
         if shared.settings.incorrectValues > 0, client.faults.nextUniform() < shared.settings.incorrectValues {
             wrongType = Int(client.faults.next() % UInt64(keys.count))
         }
-        let variants = keys.indices.map { published.experiments[$0].snapshot.variant(forUniform: client.buckets[$0]) }
-        let meta = ConfigurationMeta(
-            formatVersion: "1.0", creationTimeText: timestamp(now), otherKeys: ["policy_version": .number(Double(published.version))])
-        // The key in mixed radix: the wrong-typed setting, then each experiment's variant.
-        var key: Int? = wrongType + 1
-        for (e, variant) in variants.enumerated() {
-            key = key.flatMap { k in
-                let (scaled, overflow) = k.multipliedReportingOverflow(by: published.experiments[e].variants.count)
-                return overflow ? nil : scaled + variant
-            }
-        }
+        func variant(_ e: Int) -> Int { published.experiments[e].snapshot.variant(forUniform: client.buckets[e]) }
         let cache = shared.parsed
         if cache.version != published.version {
             cache.version = published.version
-            cache.byKey.removeAll(keepingCapacity: true)
+            cache.metaKeys = ["policy_version": .number(Double(published.version))]
+        }
+        let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: timestamp(now), otherKeys: cache.metaKeys)
+        // The key in mixed radix: the wrong-typed setting, then each experiment's variant.
+        var key: Int? = wrongType + 1
+        for e in keys.indices {
+            key = key.flatMap { k in
+                let (scaled, overflow) = k.multipliedReportingOverflow(by: published.experiments[e].variants.count)
+                return overflow ? nil : scaled + variant(e)
+            }
         }
         if let key, let read = cache.byKey[key] { return read.replacingMeta(with: meta) }
         // The exchange format, its settings made once per scenario; the service's payloads are
         // always good.
         var settings: [String: JSONValue] = [:]
-        for (e, variant) in variants.enumerated() {
-            settings[shared.names[e]] = e == wrongType ? shared.wrongTyped[e][variant] : shared.served[e][variant]
+        for e in keys.indices {
+            let v = variant(e)
+            settings[shared.names[e]] = e == wrongType ? shared.wrongTyped[e][v] : shared.served[e][v]
         }
         let payload: JSONValue = .object([
             "meta": .object(meta.dictionary), "config_sections": .object([section: .object(["settings": .object(settings)])]),
