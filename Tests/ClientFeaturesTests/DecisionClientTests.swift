@@ -125,6 +125,37 @@ struct DecisionRequestTests {
         let text = UUID(uuid: uuid).uuidString.lowercased()
         #expect(try DecisionClient(configuration: .init(seed: StreamSeed(seed))).sessionID == text)
     }
+
+    @Test func givenSessionIDsAreSentAsGiven() throws {
+        let given = [
+            "0f1e2d3c-4b5a-4697-8877-665544332211", "0F1E2D3C-4B5A-4697-8877-665544332211",
+            "0f1e2d3c-4b5a-4697-8877-66554433221", "0f1e2d3c+4b5a-4697-8877-665544332211", "mine",
+        ]
+        for id in given {
+            var client = try DecisionClient(configuration: .init(sessionID: id))
+            #expect(client.sessionID == id)
+            _ = try client.decision(agent: "a", choices: "x,y", at: 0)
+            guard case .send(let request) = client.nextAction(at: 0) else {
+                Issue.record("no request for session \(id)")
+                continue
+            }
+            #expect(request.sessionID == id)
+            #expect(request.path.hasSuffix("session=\(id)"))
+        }
+    }
+
+    @Test func aSessionIsItsTextWhetherGeneratedOrGiven() throws {
+        var generated = try DecisionClient(configuration: .init(seed: StreamSeed(7)))
+        var given = try DecisionClient(configuration: .init(sessionID: generated.sessionID, seed: StreamSeed(8)))
+        _ = try generated.decision(agent: "a", choices: "x,y", at: 0)
+        _ = try given.decision(agent: "a", choices: "x,y", at: 0)
+        guard case .send(let first) = generated.nextAction(at: 0), case .send(let second) = given.nextAction(at: 0) else {
+            Issue.record("no requests")
+            return
+        }
+        #expect(first == second)
+        #expect(first.hashValue == second.hashValue)
+    }
 }
 
 struct DecisionResponseTests {

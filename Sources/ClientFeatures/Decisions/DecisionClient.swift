@@ -86,7 +86,8 @@ public struct DecisionClient: Sendable {
     /// The settings in force.
     public let configuration: Configuration
     /// The session identifier sent with every request.
-    public let sessionID: String
+    public var sessionID: String { session.text }
+    private let session: SessionIdentifier
 
     /// Unanswered requests in the order they were made (ids ascending), so every scan is
     /// deterministic.
@@ -114,7 +115,7 @@ public struct DecisionClient: Sendable {
             throw DecisionError("session identifier is empty; pass nil to have one generated")
         }
         self.configuration = configuration
-        self.sessionID = configuration.sessionID ?? Self.makeSessionID(from: configuration.seed)
+        self.session = configuration.sessionID.map(SessionIdentifier.init) ?? Self.makeSession(from: configuration.seed)
     }
 
     /// The number of requests made and not yet answered or timed out.
@@ -319,7 +320,7 @@ public struct DecisionClient: Sendable {
     private mutating func enqueue(agent a: Int, kind: DecisionRequest.Kind, ticket: Int, at now: Double) {
         lastRequest += 1
         let request = DecisionRequest(
-            id: lastRequest, sessionID: sessionID, agent: agents[a].code, kind: kind,
+            id: lastRequest, session: session, agent: agents[a].code, kind: kind,
             issuedAt: now, deadline: now + configuration.timeout)
         pending.append(Pending(request: request, tickets: [ticket], epoch: agents[a].epoch))
     }
@@ -359,25 +360,11 @@ public struct DecisionClient: Sendable {
 
     /// A UUID-shaped (version 4 layout) identifier drawn from `seed`, so a run's sessions are
     /// reproducible.
-    static func makeSessionID(from seed: StreamSeed) -> String {
+    static func makeSession(from seed: StreamSeed) -> SessionIdentifier {
         var generator = seed.derive("decision-session").makeGenerator()
         let high = (generator.next() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000
         let low = (generator.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
-        // 8-4-4-4-12 lowercase hex digits, written into the string's own bytes: every device
-        // makes one.
-        return String(unsafeUninitializedCapacity: 36) { bytes in
-            var at = 0
-            for n in 0..<32 {
-                if n == 8 || n == 12 || n == 16 || n == 20 {
-                    bytes[at] = UInt8(ascii: "-")
-                    at += 1
-                }
-                let word = n < 16 ? high : low
-                let digit = UInt8(truncatingIfNeeded: (word >> UInt64(60 - 4 * (n % 16))) & 0xF)
-                bytes[at] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
-                at += 1
-            }
-            return at
-        }
+        return .uuid(high: high, low: low)
     }
+
 }

@@ -18,7 +18,8 @@ public struct DecisionRequest: Hashable, Sendable {
     /// The request's number, unique within its client; responses quote it.
     public let id: Int
     /// The session the request belongs to.
-    public let sessionID: String
+    public var sessionID: String { session.text }
+    let session: SessionIdentifier
     /// The agent addressed.
     public let agent: String
     /// What is asked.
