@@ -90,8 +90,9 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     /// Keeps `entries` as the session's values. Keys resolved earlier and not now keep their
     /// values; a key asked for twice keeps its last, as writes by name would.
     private mutating func fix(_ entries: [RemoteValuesResolution.Entry]) {
-        // The usual case, the same keys as last time, shares the resolution's buffer. The stored
-        // list never holds a name twice, so a list equal to it by name holds none twice either.
+        // The usual case, the same keys as last time, is overwritten in place, hashing nothing.
+        // The stored list never holds a name twice, so a list equal to it by name holds none
+        // twice either, and the index stays right.
         if entries.count == resolved.count, entries.indices.allSatisfy({ entries[$0].name == resolved[$0].name }) {
             for position in entries.indices { resolved[position] = entries[position] }
             return

@@ -66,7 +66,6 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
         case let other?: String(describing: other)
         }
     }
-
 }
 
 /// An experiment's setting: the key is the experiment's id.
