@@ -74,10 +74,6 @@ public struct ConfigurationMeta: Hashable, Sendable {
     }
 }
 
-/// A strict reader for the ISO-8601 timestamps the exchange format uses.
-///
-/// Written by hand rather than with `DateFormatter` so that the result never depends on the
-/// process's locale or time zone.
 /// Text of up to 24 UTF-8 bytes kept in the value itself, longer text as a `String`.
 ///
 /// A creation time (`2012-08-20T19:36:05.123Z`, 24 bytes) is too long for a `String`'s own
@@ -119,6 +115,10 @@ struct ShortText: Hashable, Sendable {
     }
 }
 
+/// A strict reader for the ISO-8601 timestamps the exchange format uses.
+///
+/// Written by hand rather than with `DateFormatter` so that the result never depends on the
+/// process's locale or time zone.
 enum ISO8601Timestamp {
     /// Seconds since the Unix epoch, or `nil` if `text` is not `YYYY-MM-DDTHH:MM[:SS[.fff]]`
     /// followed by `Z` or a `±HH:MM` / `±HHMM` offset.

@@ -366,5 +366,4 @@ public struct DecisionClient: Sendable {
         let low = (generator.next() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000
         return .uuid(high: high, low: low)
     }
-
 }

@@ -108,7 +108,7 @@ package enum RemoteConfigStyle: DeviceStyle {
         var wrongTyped: [[JSONValue]]
         /// The experiments' ids, the settings' keys.
         var names: [String]
-        /// The configurations served under the current policy, read once each.
+        /// The configurations served, read once each.
         let parsed = ParsedConfigurations()
     }
 
