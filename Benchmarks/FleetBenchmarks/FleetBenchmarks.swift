@@ -63,6 +63,19 @@ let benchmarks: @Sendable () -> Void = {
         runReplicates(of: fleetMillion, benchmark, jobs: 2)
     }
 
+    // The big fleet in the Conductrics style, a decision request per view, on two threads:
+    // its server decides from the published policy with each device's own draws, so the
+    // replicate splits like the Myna one (the goal: under two minutes on two cores).
+    var conductricsMillion = fleetMillion
+    conductricsMillion.client.style = .conductrics
+    let conductricsFleetMillion = conductricsMillion
+    Benchmark(
+        "Fleet fleet-million 1M devices 30d thompson conductrics 2 threads",
+        configuration: .init(maxDuration: .seconds(150), maxIterations: 2)
+    ) { benchmark in
+        runReplicates(of: conductricsFleetMillion, benchmark, jobs: 2)
+    }
+
     // The same fleet model in the other styles, each driving its seed's client: a Conductrics
     // device asks for every view's decision, a VWO device parses the settings payload and a
     // remote-config device the configuration document the server half writes for each

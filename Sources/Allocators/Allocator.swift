@@ -4,7 +4,9 @@ import ExperimentModel
 /// point for allocators, Aviary's own and those a package adds (``AllocatorRegistry``).
 ///
 /// An allocator serves both client styles:
-/// - ``choose()`` makes one decision now, as a server answering a device does (Conductrics);
+/// - ``choose()`` makes one decision now, as a server answering a device does (Conductrics)
+///   when it learns after events; a server that updates on a clock answers from its snapshot,
+///   which between updates is the same policy;
 /// - ``snapshot(version:issuedAt:)`` publishes weights that devices cache and sample from
 ///   locally (Myna).
 ///

@@ -30,8 +30,8 @@ extension ExperimentServer {
         }
     }
 
-    /// Sorts `arrivals` into arrival order: by time, then feedback without an event (decisions
-    /// and goals) before events, events by id, and otherwise in the order it was buffered.
+    /// Sorts `arrivals` into arrival order: by time, then as
+    /// ``PendingFeedback/sameTimeOrder(at:)`` orders feedback that arrived at the same time.
     mutating func sortArrivals() {
         // Sorting 16-byte keys and reading the feedback through them moves a fraction of the
         // bytes that sorting the entries would; ties in time, rare, are ordered afterwards.

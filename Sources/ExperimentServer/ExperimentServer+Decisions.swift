@@ -1,4 +1,24 @@
-// Server-side decisions (the Conductrics style): the allocator chooses when a device asks.
+import ExperimentModel
+
+// Server-side decisions (the Conductrics style): the server chooses when a device asks.
+
+/// A device's request to the server (a decision or a goal): the device and the request's
+/// number among its own. Feedback from requests that arrive at the same time is learnt in the
+/// order of these, so that it does not depend on which request a server happened to see first.
+///
+/// `Sendable`: a plain value.
+public struct DeviceRequestID: Sendable, Hashable {
+    /// The device that sent the request.
+    public var device: UInt64
+    /// The request's number on that device.
+    public var number: UInt32
+
+    /// Creates a request's identity.
+    public init(device: UInt64, number: UInt32) {
+        self.device = device
+        self.number = number
+    }
+}
 
 extension ExperimentServer {
     /// Answers a server-side decision for `experiment` (the Conductrics style): the allocator
@@ -7,6 +27,30 @@ extension ExperimentServer {
         let variant = allocators[experiment].choose()
         decisions += 1
         learn(.view(variant), experiment: experiment, at: now)
+        return variant
+    }
+
+    /// Answers device request `request`'s decision for `experiment` and records the exposure
+    /// as a view, as ``decide(experiment:at:)`` does, but where the server updates on a clock
+    /// it answers from the policy it published at the last update: the variant that `uniform`
+    /// (in [0, 1), from the device's own stream) selects in the snapshot's weights.
+    ///
+    /// Between two clock updates the allocators learn nothing, so the published weights are
+    /// the policy: the share of views each variant should get until the next update (for
+    /// Thompson sampling, P(best), the distribution of a fresh posterior draw). Drawn with the
+    /// device's number rather than the allocator's one stream, a decision depends on no other
+    /// device's, whatever order the server hears them in, so a fleet split over threads decides
+    /// exactly as one thread does. Under the other cadences every piece of feedback can change
+    /// the next choice, and the allocator chooses.
+    public mutating func decide(experiment: Int, for request: DeviceRequestID, uniform: Double, at now: Double) -> Int {
+        let variant: Int
+        if case .every = cadence {
+            variant = published.experiments[experiment].snapshot.variant(forUniform: uniform)
+        } else {
+            variant = allocators[experiment].choose()
+        }
+        decisions += 1
+        learn(.view(variant), experiment: experiment, at: now, from: .request(request))
         return variant
     }
 
@@ -24,8 +68,9 @@ extension ExperimentServer {
         learn(.view(variant), experiment: experiment, at: now)
     }
 
-    /// Records a goal reported directly (the Conductrics style, no event queue).
-    public mutating func goal(experiment: Int, variant: Int, value: Double, at now: Double) {
-        learn(.conversion(variant, value: value), experiment: experiment, at: now)
+    /// Records a goal reported directly (the Conductrics style, no event queue), from
+    /// `request` if it is known (see ``DeviceRequestID``).
+    public mutating func goal(experiment: Int, variant: Int, value: Double, from request: DeviceRequestID? = nil, at now: Double) {
+        learn(.conversion(variant, value: value), experiment: experiment, at: now, from: request.map { .request($0) } ?? .unknown)
     }
 }

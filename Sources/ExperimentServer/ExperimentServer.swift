@@ -19,9 +19,9 @@ import ExperimentModel
 ///
 /// Publication is lazy: an update captures each allocator's policy
 /// (``Allocator/deferredSnapshot(version:issuedAt:)``) and the data is built when it is first
-/// read through ``published``. With server-side decisions no device fetches the data, and a
-/// Thompson sampler's Monte Carlo estimate of P(best) for ten variants would otherwise cost
-/// more than all the decisions between two updates.
+/// read through ``published``. With server-side decisions on an event cadence no one reads the
+/// data, and a Thompson sampler's Monte Carlo estimate of P(best) for ten variants would
+/// otherwise cost more than all the decisions between two updates.
 ///
 /// Not `Sendable`: one owner (one simulated replicate) drives it.
 public struct ExperimentServer<A: Allocator> {
@@ -145,7 +145,7 @@ public struct ExperimentServer<A: Allocator> {
             case .conversion: feedback = .conversion(variant, value: event.value)
             default: continue
             }
-            learn(feedback, experiment: experiment, at: now, event: event.id)
+            learn(feedback, experiment: experiment, at: now, from: .event(event.id))
         }
         eventsAccepted += result.accepted
         duplicatesIgnored += result.duplicates
@@ -160,15 +160,15 @@ public struct ExperimentServer<A: Allocator> {
 
 
     /// Feeds the allocator now or buffers the feedback, as the cadence says.
-    mutating func learn(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID? = nil) {
+    mutating func learn(_ feedback: Feedback, experiment: Int, at now: Double, from origin: FeedbackOrigin = .unknown) {
         switch cadence {
         case .immediate:
             allocators[experiment].record(feedback)
             dirty = true
         case .every:
-            buffer(feedback, experiment: experiment, at: now, event: event)
+            buffer(feedback, experiment: experiment, at: now, from: origin)
         case .everyEvents(let count):
-            buffer(feedback, experiment: experiment, at: now, event: event)
+            buffer(feedback, experiment: experiment, at: now, from: origin)
             if pending.count >= count {
                 applyPending()
                 publish(at: now)
@@ -199,15 +199,14 @@ public struct ExperimentServer<A: Allocator> {
     }
 
     /// Buffers feedback for the next update, with its arrival.
-    private mutating func buffer(_ feedback: Feedback, experiment: Int, at now: Double, event: EventID?) {
+    private mutating func buffer(_ feedback: Feedback, experiment: Int, at now: Double, from origin: FeedbackOrigin) {
         orderedRuns = nil
         arrivals.append(Arrival(time: now, index: pending.count))
-        pending.append(PendingFeedback(event: event, experiment: experiment, feedback: feedback))
+        pending.append(PendingFeedback(origin: origin, experiment: experiment, feedback: feedback))
     }
 
-    /// Feeds the buffered feedback to the allocators in arrival order: by time, then feedback
-    /// without an event (decisions and goals) before events, events by id, and otherwise in
-    /// the order it was buffered.
+    /// Feeds the buffered feedback to the allocators in arrival order: by time, then as
+    /// ``PendingFeedback/sameTimeOrder(at:)`` orders feedback that arrived at the same time.
     private mutating func applyPending() {
         defer {
             pending.removeAll(keepingCapacity: true)
@@ -243,19 +242,35 @@ public struct ExperimentServer<A: Allocator> {
     }
 }
 
+/// Where a piece of feedback came from, as far as the server knows.
+enum FeedbackOrigin: Sendable {
+    /// A decision or goal whose request the server cannot name.
+    case unknown
+    /// A device's decision or goal request.
+    case request(DeviceRequestID)
+    /// An ingested event.
+    case event(EventID)
+}
+
 /// Feedback waiting for the next update.
 struct PendingFeedback: Sendable {
-    /// The event it came from; `nil` for server-side decisions and goals.
-    var event: EventID?
+    /// Where it came from, to order feedback that arrived at the same time.
+    var origin: FeedbackOrigin
     /// The experiment's index.
     var experiment: Int
     /// What the allocator learns.
     var feedback: Feedback
 
     /// What orders feedback that arrived at the same time, `index` being its place in the
-    /// buffer: feedback without an event first, in buffer order, then events by id.
+    /// buffer: feedback from unknown requests first, in buffer order; then by device, a
+    /// device's requests (by number) before its events (by sequence). Where the origin is known
+    /// the order does not depend on the order it was buffered in, which differs between a fleet
+    /// run on one thread and one split over several.
     func sameTimeOrder(at index: Int) -> (UInt64, UInt64, Int) {
-        guard let event else { return (0, 0, index) }
-        return (event.device, 1 << 32 | UInt64(event.sequence), index)
+        switch origin {
+        case .unknown: (0, 0, index)
+        case .request(let request): (request.device, 1 << 32 | UInt64(request.number), index)
+        case .event(let event): (event.device, 2 << 32 | UInt64(event.sequence), index)
+        }
     }
 }

@@ -57,7 +57,7 @@ struct WindowProfileTests {
 
     @Test func aReplicateInTimeOrderHasNoProfile() throws {
         var sections = Self.sections
-        sections["client"] = "client:\n  style: conductrics"
+        sections["server"] = "server:\n  update: {every_events: 50}"
         let scenario = try Tiny.scenario(sections)
         #expect(scenario.independentWindow == nil)
         var simulation = FleetSimulation(scenario: scenario)

@@ -73,6 +73,20 @@ struct WindowedOrderTests {
             "network": "network:\n  offline_fraction: 0.2\n  mean_offline: 2h\n  outages:\n    - {start: 1d, end: 1d6h, mode: timeout}",
             "allocators": allAllocators,
         ],
+        // Conductrics devices asking the server for every view (sessions expired each app
+        // session, so decided again), through offline spells, slow answers past the timeout,
+        // and both kinds of outage; and with the client's sticky cache.
+        "conductrics-wrapper": [
+            "client": "client:\n  style: conductrics\n  decision_timeout: 2s\n  decision_sessions: app_session",
+            "network": "network:\n  offline_fraction: 0.2\n  mean_offline: 1h\n  latency: {distribution: lognormal, median: 400ms, sigma: 1.2}\n  outages:\n    - {start: 1d, end: 1d6h, mode: timeout}\n    - {start: 2d, end: 2d3h, mode: fail}",
+            "experiments": "experiments:\n  - id: button\n    variants: [{id: control, rate: 0.05}, {id: green, rate: 0.10}]\n  - id: title\n    variants: [{id: a, rate: 0.2}, {id: b, rate: 0.3}, {id: c, rate: 0.25}]",
+            "allocators": allAllocators,
+        ],
+        "conductrics-cache": [
+            "client": "client:\n  style: conductrics\n  decision_cache: true",
+            "network": "network:\n  loss: 0.02\n  outages:\n    - {start: 1d, end: 1d6h, mode: fail}",
+            "allocators": allAllocators,
+        ],
         "rate-change": [
             "experiments": "experiments:\n  - id: button\n    sticky: false\n    variants: [{id: control, rate: 0.10}, {id: green, rate: 0.05}]\n    rate_changes:\n      - {at: 1d, rates: [0.05, 0.10]}\n  - id: title\n    variants: [{id: a, rate: 0.2}, {id: b, rate: 0.3}, {id: c, rate: 0.25}]",
             "allocators": allAllocators,
@@ -123,8 +137,8 @@ struct WindowedOrderTests {
     }
 
     @Test(arguments: [
-        ["client": "client:\n  style: conductrics"],
         ["server": "server:\n  update: immediate"],
+        ["client": "client:\n  style: conductrics", "server": "server:\n  update: {every_events: 50}"],
         ["server": "server:\n  update: {every_events: 50}"],
         ["server": "server:\n  update: {every: 1h}\n  capacity: {events_per_second: 100}"],
         ["timestep": "timestep: 90m"],

@@ -4,20 +4,19 @@ extension Scenario {
     /// fleet then runs each device's events in a window back to back (see ``EventQueue``), with
     /// the same result as in time order.
     ///
-    /// Myna-, VWO- and remote-config-style devices meet only through the server (a VWO
-    /// campaign's scheduled status is a function of the request's time, a configuration's
-    /// variant of the device's bucket). When it publishes every Δ, devices see
-    /// nothing new between publications, and what they send it is only gathered until the next
-    /// one (and then learnt in arrival order, whatever order it was handed in); nothing the
-    /// server does to one device depends on another while it has no capacity limit.
-    /// So within a window each device's events can run apart from other devices', as long as
-    /// each device's events run in time order and every window ends at a publication, a sample
-    /// and the horizon. Rate changes must also fall on window ends, so that the expected regret
-    /// adds the same numbers in the same order. Conductrics-style decisions draw from the
-    /// allocator's shared stream, and a capacity limit serves requests first come first served:
-    /// both need time order.
+    /// Devices of every style meet only through the server (a VWO campaign's scheduled status
+    /// is a function of the request's time, a configuration's variant of the device's bucket, a
+    /// Conductrics decision a draw from the device's own stream in the published policy). When
+    /// it publishes every Δ, devices see nothing new between publications, and what they send
+    /// it is only gathered until the next one (and then learnt in arrival order, whatever order
+    /// it was handed in); nothing the server does to one device depends on another while it has
+    /// no capacity limit. So within a window each device's events can run apart from other
+    /// devices', as long as each device's events run in time order and every window ends at a
+    /// publication, a sample and the horizon. Rate changes must also fall on window ends, so
+    /// that the expected regret adds the same numbers in the same order. A capacity limit
+    /// serves requests first come, first served, which needs time order.
     var independentWindow: Double? {
-        guard client.style != .conductrics, server.capacity == nil,
+        guard server.capacity == nil,
               case .every(let width) = server.update else { return nil }
         func onBoundary(_ t: Double) -> Bool { (t / width).rounded() * width == t }
         let changes = experiments.flatMap { $0.rateChanges.map(\.at) }
@@ -42,13 +41,9 @@ extension Scenario {
     /// devices are split among the threads `--jobs` leaves over.
     public var serialReason: String? {
         guard independentWindow == nil else { return nil }
-        switch client.style {
-        case .myna, .vwo, .remoteConfig: break
-        case .conductrics: return "every decision draws from the server's allocator, which all devices share"
-        }
         if server.capacity != nil { return "the server's capacity serves requests first come, first served, across all devices" }
         guard case .every = server.update else {
-            return "the server updates after events, not on a clock, so any device's event can change what the next one sees"
+            return "the server updates after events, not on a clock, so any device's event (or decision) can change what the next one sees"
         }
         return "its timestep, horizon or rate changes do not fall on the server's update times"
     }

@@ -19,7 +19,10 @@ import Randomness
 ///   expires each agent's session as a session starts, so the server may decide anew).
 ///
 /// The server keeps its sticky decision per device and experiment, as the service does per
-/// session identifier; it sits with the device's state for locality.
+/// session identifier; it sits with the device's state for locality. A server that updates on
+/// a clock decides from its published policy with a draw of the device's own (see
+/// ``decisionUniform(_:environment:)``), so no device's decision depends on another's and the
+/// style's replicates split among threads like the others'.
 package enum ConductricsStyle: DeviceStyle {
     package struct Client {
         var decisions: DecisionClient
@@ -176,18 +179,19 @@ package enum ConductricsStyle: DeviceStyle {
         let shared = environment.shared
         guard let e = shared.agents.firstIndex(of: request.agent) else { return .none }
         let response: DecisionResponse
+        let id = DeviceRequestID(device: UInt64(device.fleet), number: UInt32(truncatingIfNeeded: request.id))
         switch request.kind {
         case .decision:
             var decided = Int(client.serverDecision[e])
             if decided < 0 {
-                decided = server.decide(experiment: e, at: arrival)
+                decided = server.decide(experiment: e, for: id, uniform: decisionUniform(id, environment: environment), at: arrival)
                 client.serverDecision[e] = Int8(decided)
             }
             response = shared.answers[e][decided]
         case .goal(_, let value):
             let decided = Int(client.serverDecision[e])
             if decided >= 0 {
-                server.goal(experiment: e, variant: decided, value: value ?? 1, at: arrival)
+                server.goal(experiment: e, variant: decided, value: value ?? 1, from: id, at: arrival)
                 metrics.conversionsRecorded += 1
             }
             response = .accepted
@@ -197,6 +201,19 @@ package enum ConductricsStyle: DeviceStyle {
         }
         return .reply(Reply(request: request.id, response: response))
     }
+
+    /// The uniform a server that updates on a clock decides request `id` with (see
+    /// ``ExperimentServer/decide(experiment:for:uniform:at:)``): draw number `id.number` of the
+    /// device's own server-decision stream, so it is the same whichever thread serves the device
+    /// and whatever other devices asked first, and a device's first decision draws the same
+    /// number under every allocator (common random numbers).
+    static func decisionUniform(_ id: DeviceRequestID, environment: StyleEnvironment<Self>) -> Double {
+        var stream = SplitMix64(seed: environment.replicateSeed.derive(serverDecisions).derive(Int(id.device)), draws: UInt64(id.number))
+        return stream.nextUniform()
+    }
+
+    /// The label of the devices' server-decision streams.
+    private static let serverDecisions = StreamSeed.Label("server-decisions")
 
     package static func refusal(for request: Request) -> Reply? {
         Reply(request: request.id, response: .failure("cannot reach the server"))
