@@ -93,7 +93,16 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
         // The usual case, the same keys as last time, is overwritten in place, hashing nothing.
         // The stored list never holds a name twice, so a list equal to it by name holds none
         // twice either, and the index stays right.
-        if entries.count == resolved.count, entries.indices.allSatisfy({ entries[$0].name == resolved[$0].name }) {
+        // A loop, not `allSatisfy`: a closure reading `resolved` looked up this generic type's
+        // metadata at every call.
+        var sameKeys = entries.count == resolved.count
+        if sameKeys {
+            for position in entries.indices where entries[position].name != resolved[position].name {
+                sameKeys = false
+                break
+            }
+        }
+        if sameKeys {
             for position in entries.indices { resolved[position] = entries[position] }
             return
         }
@@ -153,7 +162,7 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
         guard let raw = keeper.rawValue(forKey: key.name) else {
             return (key.valueType.default, .defaultForMissingKey)
         }
-        guard let value = key.valueType.init(remoteString: raw) else {
+        guard let value = key.valueType.parsed(remoteString: raw) else {
             return (key.valueType.default, .defaultForIncorrectValue)
         }
         return (value, .remote)

@@ -29,7 +29,7 @@ final class InPlaceBuffer<Element> {
 
     var indices: Range<Int> { 0..<count }
 
-    func append(_ element: Element) {
+    func append(_ element: consuming Element) {
         precondition(count < capacity, "in-place buffer is full")
         (base + count).initialize(to: element)
         count += 1
