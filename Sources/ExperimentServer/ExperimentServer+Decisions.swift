@@ -25,8 +25,7 @@ extension ExperimentServer {
     /// chooses now and the exposure is recorded as a view at once, since the server knows it.
     public mutating func decide(experiment: Int, at now: Double) -> Int {
         let variant = allocators[experiment].choose()
-        decisions += 1
-        learn(.view(variant), experiment: experiment, at: now)
+        recordDecision(experiment: experiment, variant: variant, at: now)
         return variant
     }
 
@@ -49,13 +48,12 @@ extension ExperimentServer {
         } else {
             variant = allocators[experiment].choose()
         }
-        decisions += 1
-        learn(.view(variant), experiment: experiment, at: now, from: .request(request))
+        recordDecision(experiment: experiment, variant: variant, from: request, at: now)
         return variant
     }
 
     /// Chooses a variant for `experiment` without learning anything: with
-    /// ``recordDecision(experiment:variant:at:)`` it makes ``decide(experiment:at:)`` in two
+    /// ``recordDecision(experiment:variant:from:at:)`` it makes ``decide(experiment:at:)`` in two
     /// steps, for a server that writes the decision down before it takes effect.
     public mutating func choose(experiment: Int) -> Int {
         allocators[experiment].choose()
@@ -63,14 +61,16 @@ extension ExperimentServer {
 
     /// Records a decision taken earlier, as ``decide(experiment:at:)`` would have after choosing
     /// `variant`: a server replaying its durable log learns its decisions without choosing again.
-    public mutating func recordDecision(experiment: Int, variant: Int, at now: Double) {
+    /// `request`, if known, orders it among feedback that arrived at the same time (see
+    /// ``DeviceRequestID``).
+    public mutating func recordDecision(experiment: Int, variant: Int, from request: DeviceRequestID? = nil, at now: Double) {
         decisions += 1
-        learn(.view(variant), experiment: experiment, at: now)
+        learn(.view(variant), experiment: experiment, at: now, from: FeedbackOrigin(request))
     }
 
     /// Records a goal reported directly (the Conductrics style, no event queue), from
     /// `request` if it is known (see ``DeviceRequestID``).
     public mutating func goal(experiment: Int, variant: Int, value: Double, from request: DeviceRequestID? = nil, at now: Double) {
-        learn(.conversion(variant, value: value), experiment: experiment, at: now, from: request.map { .request($0) } ?? .unknown)
+        learn(.conversion(variant, value: value), experiment: experiment, at: now, from: FeedbackOrigin(request))
     }
 }

@@ -250,6 +250,11 @@ enum FeedbackOrigin: Sendable {
     case request(DeviceRequestID)
     /// An ingested event.
     case event(EventID)
+
+    /// The origin of a decision or goal from `request`, if the server knows it.
+    init(_ request: DeviceRequestID?) {
+        self = request.map { .request($0) } ?? .unknown
+    }
 }
 
 /// Feedback waiting for the next update.

@@ -92,9 +92,8 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     private mutating func fix(_ entries: [RemoteValuesResolution.Entry]) {
         // The usual case, the same keys as last time, is overwritten in place, hashing nothing.
         // The stored list never holds a name twice, so a list equal to it by name holds none
-        // twice either, and the index stays right.
-        // A loop, not `allSatisfy`: a closure reading `resolved` looked up this generic type's
-        // metadata at every call.
+        // twice either, and the index stays right. (Compared in a loop: an `allSatisfy`
+        // closure reading `resolved` looked up this generic type's metadata at every call.)
         var sameKeys = entries.count == resolved.count
         if sameKeys {
             for position in entries.indices where entries[position].name != resolved[position].name {
