@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "ExperimentModel", "Randomness"]),
         .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ExperimentModel", "Allocators", "Randomness"]),
-        .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ExperimentModel", "Allocators"]),
+        .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
         .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "ExperimentModel", "Allocators", "Simulation"]),
         .testTarget(

@@ -53,9 +53,18 @@ public protocol Allocator {
     /// - Throws: ``AllocatorError`` naming the allocator, what went wrong and what was expected;
     ///   the run's results are then discarded.
     mutating func finish() throws(AllocatorError)
+    /// Whether what the allocator learns from a batch depends on its sums alone: recording its
+    /// pieces in any order, or each variant's pieces added up as one, leaves it in the same
+    /// state (where rewards add up exactly, as whole numbers do). A server that updates on a
+    /// clock then adds up each round's feedback where it hears it instead of putting every
+    /// piece in arrival order. The default is `false`, which is always correct.
+    static var learnsFromSums: Bool { get }
 }
 
 extension Allocator {
+    /// Order matters unless the allocator says otherwise.
+    public static var learnsFromSums: Bool { false }
+
     /// Records each element in order.
     public mutating func record<S: Sequence<Feedback>>(contentsOf batch: S) {
         for feedback in batch { record(feedback) }

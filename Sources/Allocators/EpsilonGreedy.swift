@@ -48,6 +48,9 @@ public struct EpsilonGreedy: Allocator {
         return greedyVariant()
     }
 
+    /// Its state is a function of each variant's totals.
+    public static var learnsFromSums: Bool { true }
+
     public mutating func record(_ feedback: Feedback) {
         statistics[feedback.variant].add(feedback)
         totalTrials += feedback.trials

@@ -107,6 +107,9 @@ public struct ThompsonSampling: Allocator {
         return best
     }
 
+    /// Its state is a function of each variant's totals.
+    public static var learnsFromSums: Bool { true }
+
     public mutating func record(_ feedback: Feedback) {
         let variant = feedback.variant
         statistics[variant].add(feedback)

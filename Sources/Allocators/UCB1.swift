@@ -56,6 +56,9 @@ public struct UCB1: Allocator {
         }
     }
 
+    /// Its state is a function of each variant's totals.
+    public static var learnsFromSums: Bool { true }
+
     public mutating func record(_ feedback: Feedback) {
         statistics[feedback.variant].add(feedback)
         totalTrials += feedback.trials

@@ -39,6 +39,9 @@ public struct UniformSplit: Allocator {
         split.sample(using: &generator)
     }
 
+    /// Its state is a function of each variant's totals.
+    public static var learnsFromSums: Bool { true }
+
     public mutating func record(_ feedback: Feedback) {
         statistics[feedback.variant].add(feedback)
     }

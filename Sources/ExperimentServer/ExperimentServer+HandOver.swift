@@ -1,3 +1,4 @@
+import Allocators
 import ExperimentModel
 
 // Ingesting on another server's behalf: a fleet split over threads gives each part a copy of
@@ -13,6 +14,7 @@ extension ExperimentServer {
     /// learns. The update sorts all of it by arrival, so the allocators see the same sequence
     /// however the devices were split.
     public mutating func takeFeedback(from other: inout ExperimentServer) {
+        precondition(!holdsSums, "takeFeedback(from:) after takeFeedbackSums(from:) in one round")
         let offset = pending.count
         if orderedRuns != nil, let theirs = other.orderedRuns {
             orderedRuns!.append(contentsOf: theirs.lazy.map { $0 + offset })
@@ -21,12 +23,54 @@ extension ExperimentServer {
         }
         pending.append(contentsOf: other.pending)
         for arrival in other.arrivals { arrivals.append(Arrival(bits: arrival.time, index: arrival.index + offset)) }
+        other.emptyFeedback()
+    }
+
+    /// Leaves this copy's feedback handed over: none held, nothing added up.
+    private mutating func emptyFeedback() {
         // Buffers kept spare the copy regrowing them every round; a large fleet's copies give
         // theirs back rather than hold a second copy of the round's feedback between updates.
-        let keep = other.pending.count <= Self.keptFeedback
-        other.pending.removeAll(keepingCapacity: keep)
-        other.arrivals.removeAll(keepingCapacity: keep)
-        other.orderedRuns = []
+        let keep = pending.count <= Self.keptFeedback
+        pending.removeAll(keepingCapacity: keep)
+        arrivals.removeAll(keepingCapacity: keep)
+        orderedRuns = []
+        if addsUp { totals = Self.zeroTotals(variantCounts) }
+    }
+
+    /// Has this copy add up the feedback it takes in, per variant, instead of buffering each
+    /// piece, where its allocators learn from sums (``Allocators/Allocator/learnsFromSums``)
+    /// and the server updates on a clock: it then hands over a round as a few sums (see
+    /// ``takeFeedbackSums(from:)``), and no piece needs ordering. Every reward it takes in
+    /// must add up exactly (a whole number, as a conversion worth 1 is), or it stops. Call it
+    /// before any ingest.
+    public mutating func addUpFeedback() {
+        guard A.learnsFromSums, case .every = cadence else { return }
+        addsUp = true
+        totals = Self.zeroTotals(variantCounts)
+    }
+
+    /// Whether this copy hands over its feedback as sums (see ``addUpFeedback()``).
+    public var hasFeedbackSums: Bool { addsUp }
+
+    /// Whether this server can learn a round from its copies' sums: its allocators learn from
+    /// sums and it holds no feedback of its own.
+    public var takesFeedbackSums: Bool { A.learnsFromSums && pending.isEmpty }
+
+    /// Takes the sums of the feedback `other` took in (see ``addUpFeedback()``), adding them to
+    /// those already taken, and leaves `other` empty. The update records each variant's total
+    /// at once: the same state as every piece in arrival order, since the allocators learn
+    /// from sums.
+    public mutating func takeFeedbackSums(from other: inout ExperimentServer) {
+        precondition(takesFeedbackSums && other.hasFeedbackSums, "takeFeedbackSums(from:): sums this server cannot take or the copy has not made")
+        if totals.isEmpty { totals = Self.zeroTotals(variantCounts) }
+        holdsSums = true
+        for index in totals.indices { totals[index].add(other.totals[index]) }
+        other.emptyFeedback()
+    }
+
+    /// No feedback for each variant of each experiment in turn.
+    static func zeroTotals(_ variantCounts: [Int]) -> [Feedback] {
+        variantCounts.flatMap { (0..<$0).map { Feedback(variant: $0, trials: 0, successes: 0, reward: 0) } }
     }
 
     /// Puts the feedback this server holds in arrival order, for a copy about to hand it over
@@ -64,5 +108,20 @@ extension ExperimentServer {
     public mutating func serve(_ data: ExperimentData) {
         built = data
         publication = nil
+    }
+}
+
+extension Feedback {
+    /// Whether sums of rewards such as `reward` are exact in any order: whole numbers up to
+    /// 2^20 in magnitude, of which 2^33 still add up below 2^53.
+    static func addsExactly(_ reward: Double) -> Bool {
+        reward.magnitude <= 0x1p20 && reward.rounded(.towardZero) == reward
+    }
+
+    /// Adds `other`'s views, conversions and reward (same variant).
+    mutating func add(_ other: Feedback) {
+        trials += other.trials
+        successes += other.successes
+        reward += other.reward
     }
 }

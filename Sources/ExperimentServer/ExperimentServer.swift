@@ -75,7 +75,7 @@ public struct ExperimentServer<A: Allocator> {
     var seen = IngestedEvents()
     /// Each experiment's variant count, read once: a generic allocator read through the array
     /// would be copied (and its storage retained and released) for every event checked.
-    private let variantCounts: [Int]
+    let variantCounts: [Int]
     /// Feedback buffered for the next update, in the order it was buffered (or in ordered runs,
     /// see `orderedRuns`).
     var pending: [PendingFeedback] = []
@@ -85,6 +85,16 @@ public struct ExperimentServer<A: Allocator> {
     /// that ordered theirs, see ``orderFeedback()``), the index each run starts at; `nil` once
     /// feedback was buffered here unordered.
     var orderedRuns: [Int]? = []
+    /// Whether this copy adds up its feedback instead of buffering it (see ``addUpFeedback()``).
+    var addsUp = false
+    /// The feedback taken in since the last hand-over added up, per variant of each experiment
+    /// in turn (see `variantOffsets`), where `addsUp`; or the sums taken from copies
+    /// (``takeFeedbackSums(from:)``) on the server that learns.
+    var totals: [Feedback] = []
+    /// Whether `totals` holds sums taken from copies.
+    var holdsSums = false
+    /// Where each experiment's variants start in `totals`.
+    let variantOffsets: [Int]
     /// Whether feedback reached the allocators since the last publication (immediate cadence).
     private var dirty = false
     /// When the last publication was made.
@@ -107,7 +117,9 @@ public struct ExperimentServer<A: Allocator> {
         }
         self.definitions = experiments
         self.allocators = allocators
-        self.variantCounts = allocators.map(\.variantCount)
+        let variantCounts = allocators.map(\.variantCount)
+        self.variantCounts = variantCounts
+        self.variantOffsets = variantCounts.indices.map { variantCounts[..<$0].reduce(0, +) }
         self.cadence = cadence
         self.lastPublished = now
         self.built = ExperimentData(version: 0, experiments: experiments)
@@ -200,6 +212,13 @@ public struct ExperimentServer<A: Allocator> {
 
     /// Buffers feedback for the next update, with its arrival.
     private mutating func buffer(_ feedback: Feedback, experiment: Int, at now: Double, from origin: FeedbackOrigin) {
+        if addsUp || holdsSums {
+            precondition(Feedback.addsExactly(feedback.reward), "a reward of \(feedback.reward) does not add up exactly, and this server learns from sums")
+            if addsUp {
+                totals[variantOffsets[experiment] + feedback.variant].add(feedback)
+                return
+            }
+        }
         orderedRuns = nil
         arrivals.append(Arrival(time: now, index: pending.count))
         pending.append(PendingFeedback(origin: origin, experiment: experiment, feedback: feedback))
@@ -212,6 +231,19 @@ public struct ExperimentServer<A: Allocator> {
             pending.removeAll(keepingCapacity: true)
             arrivals.removeAll(keepingCapacity: true)
             orderedRuns = []
+            holdsSums = false
+        }
+        if addsUp || holdsSums {
+            // Made only where the allocators learn from sums and every reward adds up exactly
+            // (see `addUpFeedback` and `takeFeedbackSums`): any order gives the same state, so
+            // the sums go first.
+            for experiment in allocators.indices {
+                for variant in 0..<variantCounts[experiment] {
+                    let total = totals[variantOffsets[experiment] + variant]
+                    if total.trials != 0 || total.successes != 0 || total.reward != 0 { allocators[experiment].record(total) }
+                }
+            }
+            totals = Self.zeroTotals(variantCounts)
         }
         if let runs = orderedRuns, runs.count > 1 {
             learnMerging(runs)

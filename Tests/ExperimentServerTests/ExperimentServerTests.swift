@@ -1,6 +1,7 @@
 import Allocators
 import ExperimentModel
 import ExperimentServer
+import Randomness
 import Testing
 
 /// An allocator that remembers every feedback it is given and chooses from a script, so tests
@@ -473,6 +474,64 @@ struct ServerHandOverTests {
         learning.takeFeedback(from: &copies[0])
         learning.tick(at: 120)
         #expect(learning.allocators[0].received.suffix(3) == [.view(1), .view(1), .view(0)])
+    }
+
+    /// A server of two Thompson-sampling experiments, updated every minute.
+    static func thompsonServer() throws -> ExperimentServer<ThompsonSampling> {
+        ExperimentServer(
+            experiments: ServerFixtures.experiments,
+            allocators: [try ThompsonSampling(variantCount: 2, seed: StreamSeed(3)), try ThompsonSampling(variantCount: 3, seed: StreamSeed(4))],
+            cadence: .every(seconds: 60), at: 0
+        )
+    }
+
+    /// The batches, with conversions worth whole amounts, and a decision per copy.
+    static func feedWithConversions<A>(_ server: inout ExperimentServer<A>, devices: Range<UInt64>) {
+        for batch in batches() where devices.contains(batch[0].id.device) {
+            let device = batch[0].id.device
+            let conversion = ServerFixtures.conversion(device: device, 3, experiment: Int32(device % 2), variant: 1, value: Double(device % 5 + 1), at: batch[0].createdAt)
+            _ = server.ingest(device % 3 == 0 ? batch + [conversion] : batch, at: batch[0].createdAt)
+        }
+        _ = server.decide(experiment: 1, for: DeviceRequestID(device: devices.lowerBound, number: 0), uniform: 0.9, at: 4)
+    }
+
+    @Test func copiesThatAddUpTeachWhatOneServerLearnsInArrivalOrder() throws {
+        var one = try Self.thompsonServer()
+        for range in [0..<10, 10..<25, 25..<40] as [Range<UInt64>] { Self.feedWithConversions(&one, devices: range) }
+        one.tick(at: 60)
+
+        var learning = try Self.thompsonServer()
+        var copies = [learning, learning, learning]
+        for (index, range) in ([0..<10, 10..<25, 25..<40] as [Range<UInt64>]).enumerated() {
+            copies[index].addUpFeedback()
+            Self.feedWithConversions(&copies[index], devices: range)
+        }
+        #expect(copies.allSatisfy(\.hasFeedbackSums) && learning.takesFeedbackSums)
+        for index in copies.indices.reversed() { learning.takeFeedbackSums(from: &copies[index]) }
+        learning.tick(at: 60)
+
+        #expect(learning.allocators.map(\.statistics) == one.allocators.map(\.statistics))
+        #expect(learning.allocators.map(\.posteriors) == one.allocators.map(\.posteriors))
+        #expect(learning.published.experiments.map(\.snapshot.weights) == one.published.experiments.map(\.snapshot.weights))
+        #expect(one.allocators.allSatisfy { $0.statistics[1].successes > 0 && $0.statistics[1].rewardSum > Double($0.statistics[1].successes) })
+        // Handed over, the copies start the next round from nothing.
+        for index in copies.indices { learning.takeFeedbackSums(from: &copies[index]) }
+        learning.tick(at: 120)
+        #expect(learning.allocators.map(\.statistics) == one.allocators.map(\.statistics))
+    }
+
+    @Test func anAllocatorThatLearnsInOrderIsNeverHandedSums() {
+        // The recording allocator keeps the default (it records every piece): its copies buffer
+        // their feedback as before.
+        var copy = ServerFixtures.server(.every(seconds: 60))
+        copy.addUpFeedback()
+        Self.feedWithConversions(&copy, devices: 0..<10)
+        #expect(!copy.hasFeedbackSums)
+        #expect(!copy.takesFeedbackSums)
+        var learning = ServerFixtures.server(.every(seconds: 60))
+        learning.takeFeedback(from: &copy)
+        learning.tick(at: 60)
+        #expect(learning.allocators.map(\.received.count).reduce(0, +) > 0)
     }
 
     @Test func aCopyServesThePublishedDataItIsGiven() {

@@ -331,6 +331,11 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         Style.close(counters, into: &result)
     }
 
+    /// Frees the devices' state, on the calling thread, once ``finish(into:)`` has tallied it.
+    func releaseDevices() {
+        devices.removeAll()
+    }
+
     @inline(__always)
     mutating func noteDepth(_ d: Int, before: Int) {
         let depth = Style.queueDepth(devices[d].client)

@@ -29,6 +29,13 @@ final class InPlaceBuffer<Element> {
 
     var indices: Range<Int> { 0..<count }
 
+    /// Ends the elements' lives now, on the calling thread, and leaves the buffer empty; the
+    /// allocation stays until `deinit`.
+    func removeAll() {
+        base.deinitialize(count: count)
+        count = 0
+    }
+
     func append(_ element: consuming Element) {
         precondition(count < capacity, "in-place buffer is full")
         (base + count).initialize(to: element)

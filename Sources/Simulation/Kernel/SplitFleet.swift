@@ -11,8 +11,8 @@ import ExperimentServer
 /// their devices' events up to the window's end on any threads, in any order, and each shard's
 /// server copy takes in what its devices send. At the window's end the fleet does what the
 /// single-threaded kernel does there, in the same order: the shards hand their feedback to the
-/// one server (whose update sorts it by arrival), the server updates, and the metrics take a
-/// sample from the shards' sums. Every count is an integer and regret is counted, not summed
+/// one server (as each variant's totals, where the allocator learns from sums, else in arrival
+/// order to be merged), the server updates, and the metrics take a sample from the shards' sums. Every count is an integer and regret is counted, not summed
 /// (see ``FleetMetrics``), so the result is the same for every number of threads and equals
 /// the single-threaded windowed kernel's.
 ///
@@ -91,6 +91,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
             let range = devices * k / count ..< devices * (k + 1) / count
             var ingesting = server
             ingesting.expectDevices(UInt64(range.lowerBound) ..< UInt64(range.upperBound))
+            ingesting.addUpFeedback()
             // Each shard's engines share a profile of their own, for the reason `Part.serve` gives.
             let own = k == 0 ? profile : profile.unshared()
             return Part(FleetReplicate(scenario: scenario, replicate: replicate, server: ingesting, profile: own, devices: range))
@@ -134,14 +135,19 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
                 shards[index].fleet.advance(throughWindow: k)
                 // Ordered here, on the shard's thread, the feedback is merged at the window's
                 // end rather than sorted there while the other threads wait. On one thread
-                // there is no one to wait, and one sort of it all costs less.
+                // there is no one to wait, and one sort of it all costs less. (A shard whose
+                // server adds up its feedback has none to order.)
                 if threads > 1 { shards[index].fleet.server.orderFeedback() }
                 shards[index].online = sampleTimes.map { shards[index].fleet.sampledOnline(at: $0) }
                 if let start { recorder?.shard(index, thread: thread, from: start) }
             }
             let serialStart = recorder?.now()
             defer { if let serialStart { recorder?.serial(from: serialStart) } }
-            for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
+            if server.takesFeedbackSums, shards.allSatisfy({ $0.fleet.server.hasFeedbackSums }) {
+                for shard in shards { server.takeFeedbackSums(from: &shard.fleet.server) }
+            } else {
+                for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
+            }
             // At a window's end the kernel runs its fleet-wide occurrences by time, an update
             // before a sample at the same time.
             while true {
@@ -158,12 +164,16 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
                 }
             }
         }
-        var result = FleetMetrics(scenario: scenario)
-        for shard in shards {
-            var part = shard.fleet.metrics
-            shard.fleet.finish(into: &part)
-            result.add(part)
+        // Each shard tallies its devices and frees them on a thread of its own: one after
+        // another, ten million devices' tallies and frees were seconds of serial work.
+        let parts = mapConcurrently(shards.count, threads: threads) { index, _ in
+            var part = shards[index].fleet.metrics
+            shards[index].fleet.finish(into: &part)
+            shards[index].fleet.releaseDevices()
+            return part
         }
+        var result = FleetMetrics(scenario: scenario)
+        for part in parts { result.add(part) }
         result.samples = samples
         return result
     }
