@@ -12,9 +12,19 @@ extension ExperimentServer {
     /// A fleet whose devices run on several threads gives each part a copy of the server to
     /// ingest into; before an update, the parts hand their feedback to the one server that
     /// learns. The update sorts all of it by arrival, so the allocators see the same sequence
-    /// however the devices were split.
+    /// however the devices were split. A copy that added up its feedback (``addUpFeedback()``)
+    /// hands over its sums instead, which the update records at once: the same state, since
+    /// the allocators learn from sums.
     public mutating func takeFeedback(from other: inout ExperimentServer) {
-        precondition(!holdsSums, "takeFeedback(from:) after takeFeedbackSums(from:) in one round")
+        defer { other.emptyFeedback() }
+        if other.hasFeedbackSums {
+            precondition(takesFeedbackSums, "takeFeedback(from:): sums from a copy, and feedback of this server's own to learn in order")
+            if totals.isEmpty { totals = Self.zeroTotals(variantCounts) }
+            holdsSums = true
+            for index in totals.indices { totals[index].add(other.totals[index]) }
+            return
+        }
+        precondition(!holdsSums, "takeFeedback(from:): feedback to learn in order, after sums from another copy")
         let offset = pending.count
         if orderedRuns != nil, let theirs = other.orderedRuns {
             orderedRuns!.append(contentsOf: theirs.lazy.map { $0 + offset })
@@ -23,7 +33,6 @@ extension ExperimentServer {
         }
         pending.append(contentsOf: other.pending)
         for arrival in other.arrivals { arrivals.append(Arrival(bits: arrival.time, index: arrival.index + offset)) }
-        other.emptyFeedback()
     }
 
     /// Leaves this copy's feedback handed over: none held, nothing added up.
@@ -40,7 +49,7 @@ extension ExperimentServer {
     /// Has this copy add up the feedback it takes in, per variant, instead of buffering each
     /// piece, where its allocators learn from sums (``Allocators/Allocator/learnsFromSums``)
     /// and the server updates on a clock: it then hands over a round as a few sums (see
-    /// ``takeFeedbackSums(from:)``), and no piece needs ordering. Every reward it takes in
+    /// ``takeFeedback(from:)``), and no piece needs ordering. Every reward it takes in
     /// must add up exactly (a whole number, as a conversion worth 1 is), or it stops. Call it
     /// before any ingest.
     public mutating func addUpFeedback() {
@@ -52,21 +61,9 @@ extension ExperimentServer {
     /// Whether this copy hands over its feedback as sums (see ``addUpFeedback()``).
     public var hasFeedbackSums: Bool { addsUp }
 
-    /// Whether this server can learn a round from its copies' sums: its allocators learn from
-    /// sums and it holds no feedback of its own.
+    /// Whether this server can learn a round from its copies' sums (see ``takeFeedback(from:)``):
+    /// its allocators learn from sums and it holds no feedback of its own to learn in order.
     public var takesFeedbackSums: Bool { A.learnsFromSums && pending.isEmpty }
-
-    /// Takes the sums of the feedback `other` took in (see ``addUpFeedback()``), adding them to
-    /// those already taken, and leaves `other` empty. The update records each variant's total
-    /// at once: the same state as every piece in arrival order, since the allocators learn
-    /// from sums.
-    public mutating func takeFeedbackSums(from other: inout ExperimentServer) {
-        precondition(takesFeedbackSums && other.hasFeedbackSums, "takeFeedbackSums(from:): sums this server cannot take or the copy has not made")
-        if totals.isEmpty { totals = Self.zeroTotals(variantCounts) }
-        holdsSums = true
-        for index in totals.indices { totals[index].add(other.totals[index]) }
-        other.emptyFeedback()
-    }
 
     /// No feedback for each variant of each experiment in turn.
     static func zeroTotals(_ variantCounts: [Int]) -> [Feedback] {

@@ -88,8 +88,8 @@ public struct ExperimentServer<A: Allocator> {
     /// Whether this copy adds up its feedback instead of buffering it (see ``addUpFeedback()``).
     var addsUp = false
     /// The feedback taken in since the last hand-over added up, per variant of each experiment
-    /// in turn (see `variantOffsets`), where `addsUp`; or the sums taken from copies
-    /// (``takeFeedbackSums(from:)``) on the server that learns.
+    /// in turn (see `variantOffsets`), where `addsUp`; or the sums taken from such copies
+    /// (``takeFeedback(from:)``) on the server that learns.
     var totals: [Feedback] = []
     /// Whether `totals` holds sums taken from copies.
     var holdsSums = false
@@ -235,7 +235,7 @@ public struct ExperimentServer<A: Allocator> {
         }
         if addsUp || holdsSums {
             // Made only where the allocators learn from sums and every reward adds up exactly
-            // (see `addUpFeedback` and `takeFeedbackSums`): any order gives the same state, so
+            // (see `addUpFeedback` and `takeFeedback`): any order gives the same state, so
             // the sums go first.
             for experiment in allocators.indices {
                 for variant in 0..<variantCounts[experiment] {

@@ -507,7 +507,7 @@ struct ServerHandOverTests {
             Self.feedWithConversions(&copies[index], devices: range)
         }
         #expect(copies.allSatisfy(\.hasFeedbackSums) && learning.takesFeedbackSums)
-        for index in copies.indices.reversed() { learning.takeFeedbackSums(from: &copies[index]) }
+        for index in copies.indices.reversed() { learning.takeFeedback(from: &copies[index]) }
         learning.tick(at: 60)
 
         #expect(learning.allocators.map(\.statistics) == one.allocators.map(\.statistics))
@@ -515,7 +515,7 @@ struct ServerHandOverTests {
         #expect(learning.published.experiments.map(\.snapshot.weights) == one.published.experiments.map(\.snapshot.weights))
         #expect(one.allocators.allSatisfy { $0.statistics[1].successes > 0 && $0.statistics[1].rewardSum > Double($0.statistics[1].successes) })
         // Handed over, the copies start the next round from nothing.
-        for index in copies.indices { learning.takeFeedbackSums(from: &copies[index]) }
+        for index in copies.indices { learning.takeFeedback(from: &copies[index]) }
         learning.tick(at: 120)
         #expect(learning.allocators.map(\.statistics) == one.allocators.map(\.statistics))
     }

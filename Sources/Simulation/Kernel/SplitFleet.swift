@@ -12,9 +12,10 @@ import ExperimentServer
 /// server copy takes in what its devices send. At the window's end the fleet does what the
 /// single-threaded kernel does there, in the same order: the shards hand their feedback to the
 /// one server (as each variant's totals, where the allocator learns from sums, else in arrival
-/// order to be merged), the server updates, and the metrics take a sample from the shards' sums. Every count is an integer and regret is counted, not summed
-/// (see ``FleetMetrics``), so the result is the same for every number of threads and equals
-/// the single-threaded windowed kernel's.
+/// order to be merged), the server updates, and the metrics take a sample from the shards'
+/// sums. Every count is an integer and regret is counted, not summed (see ``FleetMetrics``),
+/// so the result is the same for every number of threads and equals the single-threaded
+/// windowed kernel's.
 ///
 /// The number of shards is fixed by the scenario (``shardCount(devices:)``), never by the
 /// threads, and shards are contiguous ranges of devices, so concatenated in order they are the
@@ -143,11 +144,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
             }
             let serialStart = recorder?.now()
             defer { if let serialStart { recorder?.serial(from: serialStart) } }
-            if server.takesFeedbackSums, shards.allSatisfy({ $0.fleet.server.hasFeedbackSums }) {
-                for shard in shards { server.takeFeedbackSums(from: &shard.fleet.server) }
-            } else {
-                for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
-            }
+            for shard in shards { server.takeFeedback(from: &shard.fleet.server) }
             // At a window's end the kernel runs its fleet-wide occurrences by time, an update
             // before a sample at the same time.
             while true {
