@@ -59,7 +59,7 @@ public enum DecisionResponse: Hashable, Sendable {
             body = value
         }
         if !choices.isMultiple {
-            guard let code = body["decision"]?.stringValue else {
+            guard let code = Self.member("decision", of: body)?.stringValue else {
                 return .failure(DecisionError("malformed response: no string \"decision\" in the body"))
             }
             guard choices.facets[0].options.contains(code) else {
@@ -82,5 +82,14 @@ public enum DecisionResponse: Hashable, Sendable {
             codes[name] = code
         }
         return .success(.multiple(codes))
+    }
+
+    /// `body[name]`, with the service's usual one-member body read without hashing `name`:
+    /// every answer to a decision is read here, and a lookup hashes the key each time.
+    private static func member(_ name: String, of body: JSONValue) -> JSONValue? {
+        if case .object(let members) = body, members.count == 1, let only = members.first {
+            return only.key == name ? only.value : nil
+        }
+        return body[name]
     }
 }
