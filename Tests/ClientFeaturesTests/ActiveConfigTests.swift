@@ -75,6 +75,32 @@ struct ConfigurationParsingTests {
         #expect(meta != ConfigurationMeta(formatVersion: "1.0", creationTimeText: text + "0"))
     }
 
+    /// 2000 is a leap year; 3650 days is the longest horizon of a scenario. Past 9999 the text
+    /// is written out the long way.
+    static let creationTimes: [(Double, String)] = [
+        (0, "1970-01-01T00:00:00.000Z"), (3599.999, "1970-01-01T00:59:59.999Z"), (3599.9999, "1970-01-01T00:59:59.999Z"),
+        (31_581_296.789, "1971-01-01T12:34:56.789Z"), (951_868_799.5, "2000-02-29T23:59:59.500Z"),
+        (315_360_000, "1979-12-30T00:00:00.000Z"), (253_402_300_799.999, "9999-12-31T23:59:59.999Z"),
+        (253_402_300_800, "10000-01-01T00:00:00.000Z"),
+    ]
+
+    @Test(arguments: creationTimes)
+    func creationTimesAreWrittenInTheExchangeFormatsForm(seconds: Double, text: String) {
+        #expect(ConfigurationMeta.creationTimeText(for: seconds) == text)
+        // A meta stamped with the time is the meta of its text.
+        let stamped = ConfigurationMeta(formatVersion: "1.0", creationTime: seconds, otherKeys: ["policy_version": 3])
+        let read = ConfigurationMeta(formatVersion: "1.0", creationTimeText: text, otherKeys: ["policy_version": 3])
+        #expect(stamped.creationTimeText == text)
+        #expect(stamped.creationTime == read.creationTime)
+        #expect(stamped == read && stamped.hashValue == read.hashValue)
+    }
+
+    @Test(arguments: [0.0, 3599.999, 86_400 * 366 + 45_296.789, 86_400 * 3650 - 0.0005])
+    func creationTimesReadBackToTheMillisecond(seconds: Double) throws {
+        let created = try #require(ConfigurationMeta(formatVersion: "1.0", creationTime: seconds).creationTime)
+        #expect(created <= seconds && seconds - created < 0.001)
+    }
+
     @Test(arguments: ["yesterday", "2012-08-20", "2012-13-01T00:00Z", "2013-02-29T00:00Z", "2012-08-20T19:36"])
     func creationTimeThatIsNotISO8601IsKeptAsTextOnly(text: String) throws {
         let state = try ConfigurationState(parsing: payload(created: text, [:]))

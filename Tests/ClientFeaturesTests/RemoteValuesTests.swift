@@ -286,4 +286,107 @@ struct RemoteValuesServiceTests {
         let service = service(["paywall_test": "c"])
         #expect(service.remoteValue(for: Key.paywallTest, as: PaywallTest.self) == PaywallTest(baseline: false, variant: .c))
     }
+
+    @Test func theInMemoryKeeperAdvancesItsRevisionWithEverySuccessfulFetch() {
+        var keeper = InMemoryRemoteConfigKeeper(published: ["paywall_type": "a"])
+        #expect(keeper.revision == 0)
+        _ = keeper.fetch(at: 1)
+        #expect(keeper.revision == 1)
+        keeper.failureReason = "offline"
+        _ = keeper.fetch(at: 2)
+        #expect(keeper.revision == 1, "a failed fetch changes nothing")
+    }
+}
+
+/// A keeper whose revision the test sets, counting the strings read from it.
+private struct CountingKeeper: RemoteConfigKeeper {
+    final class Reads {
+        var count = 0
+    }
+
+    var values: [String: String]
+    var revision: Int?
+    let reads = Reads()
+
+    mutating func fetch(at now: Double) -> RemoteFetchStatus { .success(fetchedAt: now) }
+
+    func rawValue(forKey key: String) -> String? {
+        reads.count += 1
+        return values[key]
+    }
+}
+
+/// A keeper with a revision is read again only when the revision, the keys or the overrides
+/// changed; every resolution reports the same values and events as a full one.
+struct RemoteValuesRevisionTests {
+    private let keys: [any RemoteKey] = [Key.paywallType, Key.newOnboarding, Key.paywallTest, Key.darkMode]
+    private let values = ["paywall_type": "z", "new_onboarding": "true", "paywall_test": "c_baseline"]
+
+    /// The events and each entry's name, source and remote string, comparable.
+    private func summary(_ resolution: RemoteValuesResolution) -> [String] {
+        resolution.entries.map { "\($0.name) \($0.source) \($0.value.remoteString)" } + resolution.events.map { "\($0)" }
+    }
+
+    @Test func theSameKeysAtTheSameRevisionAreNotReadAgain() {
+        var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: 7))
+        let first = service.values(for: keys)
+        let reads = service.keeper.reads.count
+        #expect(reads >= keys.count)
+        let second = service.values(for: keys)
+        #expect(service.keeper.reads.count == reads)
+        #expect(summary(second) == summary(first))
+        #expect(second.events == [
+            .incorrectValue(key: "paywall_type", rawValue: "z"),
+            .experimentalGroup(key: "paywall_test", group: "c_baseline"),
+            .keyNotFound(key: "dark_mode"),
+            .keysNotFound(["dark_mode"]),
+            .incorrectValues(["paywall_type"]),
+        ])
+    }
+
+    @Test func aNewRevisionIsReadAgain() {
+        var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: 7))
+        _ = service.values(for: keys)
+        service.keeper.values["paywall_type"] = "a"
+        service.keeper.revision = 8
+        let later = service.values(for: keys)
+        #expect(later.value(for: Key.paywallType, as: PaywallType.self) == .a)
+        #expect(later.source(for: Key.paywallType) == .remote)
+        #expect(!later.events.contains { if case .incorrectValues = $0 { true } else { false } })
+        #expect(service.remoteValue(for: Key.paywallType, as: PaywallType.self) == .a)
+    }
+
+    @Test func aKeeperWithoutRevisionIsReadEveryTime() {
+        var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: nil))
+        _ = service.values(for: keys)
+        let reads = service.keeper.reads.count
+        service.keeper.values["paywall_type"] = "c"
+        let later = service.values(for: keys)
+        #expect(service.keeper.reads.count > reads)
+        #expect(later.value(for: Key.paywallType, as: PaywallType.self) == .c)
+    }
+
+    @Test func otherKeysOrAnOverrideAreResolvedAnew() {
+        var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: 7))
+        let full = service.values(for: keys)
+        var reads = service.keeper.reads.count
+        // A subset, and then the full list again: neither is the list last resolved.
+        let subset = service.values(for: [Key.newOnboarding])
+        #expect(subset.entries.map(\.name) == ["new_onboarding"])
+        #expect(service.keeper.reads.count > reads)
+        reads = service.keeper.reads.count
+        #expect(summary(service.values(for: keys)) == summary(full))
+        #expect(service.keeper.reads.count > reads)
+        // The same keys in another order.
+        let reversed = service.values(for: keys.reversed())
+        #expect(reversed.entries.map(\.name) == keys.reversed().map(\.name))
+        // An override set between two resolutions of the same keys.
+        _ = service.values(for: keys)
+        service.setDebugValue(PaywallType.c, for: Key.paywallType)
+        let overridden = service.values(for: keys)
+        #expect(overridden.source(for: Key.paywallType) == .debug)
+        #expect(!overridden.events.contains(.incorrectValue(key: "paywall_type", rawValue: "z")))
+        service.setDebugValue(nil, for: Key.paywallType)
+        #expect(service.values(for: keys).source(for: Key.paywallType) == .defaultForIncorrectValue)
+    }
 }

@@ -151,21 +151,31 @@ struct RemoteConfigStyleTests {
         #expect(values.keeper.rawValue(forKey: "button") == "1")
     }
 
-    /// 2000 is a leap year; 3650 days is the longest horizon.
-    static let creationTimes: [(Double, String)] = [
-        (0, "1970-01-01T00:00:00.000Z"), (3599.999, "1970-01-01T00:59:59.999Z"), (31_581_296.789, "1971-01-01T12:34:56.789Z"),
-        (951_868_799.5, "2000-02-29T23:59:59.500Z"), (315_360_000, "1979-12-30T00:00:00.000Z"),
-    ]
-
-    @Test(arguments: creationTimes)
-    func creationTimesAreWrittenInTheExchangeFormatsForm(seconds: Double, text: String) {
-        #expect(RemoteConfigStyle.timestamp(seconds) == text)
-    }
-
-    @Test(arguments: [0.0, 3599.999, 86_400 * 366 + 45_296.789])
-    func creationTimesReadBackAsTheVirtualTime(seconds: Double) {
-        let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: RemoteConfigStyle.timestamp(seconds))
-        #expect(abs((meta.creationTime ?? -1) - seconds) < 0.001)
+    @Test func theKeeperAdvancesItsRevisionOnlyWhenTheSettingsChange() throws {
+        var keeper = ActiveConfigKeeper(section: "Experiments")
+        func download(_ variant: String, at time: String) throws -> ActiveConfigKeeper.Download {
+            .configuration(try ConfigurationState(parsing: [
+                "meta": ["format_version_string": "1.0", "creation_time": .string(time)],
+                "config_sections": ["Experiments": ["settings": ["button": ["value": .string(variant)]]]],
+            ]))
+        }
+        let start = try #require(keeper.revision)
+        keeper.arrived = try download("v1", at: "1970-01-01T01:00Z")
+        _ = keeper.fetch(at: 3600)
+        let first = try #require(keeper.revision)
+        #expect(first != start, "the first configuration adds the section")
+        // The same settings under a newer creation time, as every download of a steady policy.
+        keeper.arrived = try download("v1", at: "1970-01-01T02:00Z")
+        _ = keeper.fetch(at: 7200)
+        #expect(keeper.revision == first)
+        #expect(keeper.configCreatedAt == 7200)
+        keeper.arrived = .failure("timed out")
+        _ = keeper.fetch(at: 9000)
+        #expect(keeper.revision == first)
+        keeper.arrived = try download("v0_baseline", at: "1970-01-01T03:00Z")
+        _ = keeper.fetch(at: 10800)
+        #expect(keeper.revision != first)
+        #expect(keeper.rawValue(forKey: "button") == "v0_baseline")
     }
 }
 

@@ -20,7 +20,10 @@ public struct ActiveConfig<Store: ConfigStore> {
     /// The configuration in use, or `nil` if neither the store nor a download has provided one.
     public private(set) var current: ConfigurationState?
     /// The most recent rejected payload, kept for logging; cleared by nothing but a newer rejection.
-    public private(set) var lastRejection: ConfigRejection?
+    public var lastRejection: ConfigRejection? { rejection?.value }
+    /// Boxed: rejections are rare, and inline the record took 72 bytes of every device's state
+    /// in a fleet.
+    private var rejection: Rejection?
 
     private var listeners: [ListenerID: String] = [:]
     private var nextListener = 0
@@ -96,7 +99,7 @@ public struct ActiveConfig<Store: ConfigStore> {
         do {
             configuration = try ConfigurationState(parsing: payload)
         } catch {
-            lastRejection = ConfigRejection(error: error, userID: userID, receivedAt: now)
+            rejection = Rejection(ConfigRejection(error: error, userID: userID, receivedAt: now))
             return .rejected(error)
         }
         return apply(configuration, forUser: userID, at: now)
@@ -132,7 +135,7 @@ public struct ActiveConfig<Store: ConfigStore> {
             return apply(payload: try JSONValue(parsing: text), forUser: userID, at: now)
         } catch {
             let rejection = ActiveConfigError(path: "(root)", expected: "JSON text", found: error.reason)
-            lastRejection = ConfigRejection(error: rejection, userID: userID, receivedAt: now)
+            self.rejection = Rejection(ConfigRejection(error: rejection, userID: userID, receivedAt: now))
             return .rejected(rejection)
         }
     }
@@ -200,6 +203,15 @@ public struct ActiveConfig<Store: ConfigStore> {
 }
 
 extension ActiveConfig: Sendable where Store: Sendable {}
+
+/// A rejected payload's record, in a box of its own.
+private final class Rejection: Sendable {
+    let value: ConfigRejection
+
+    init(_ value: ConfigRejection) {
+        self.value = value
+    }
+}
 
 extension ActiveConfig where Store == InMemoryConfigStore {
     /// Creates a configuration over an in-memory store bootstrapped with `initialSharedConfiguration`.

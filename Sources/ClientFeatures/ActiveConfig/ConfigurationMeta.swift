@@ -7,16 +7,34 @@ import ExperimentModel
 ///
 /// `ConfigurationMeta` is `Sendable`: it is an immutable value.
 public struct ConfigurationMeta: Hashable, Sendable {
+    /// The fields, in one shared box: a configuration is copied whole at every download (into
+    /// the store, into use, into the update), and a device holds several. Inline, the meta made
+    /// each copy 72 bytes and a device's configurations a third of its record in a fleet.
+    private final class Storage: Sendable {
+        let formatVersion: String
+        let creationTimeText: ShortText
+        let creationTime: Double?
+        let otherKeys: [String: JSONValue]
+
+        init(formatVersion: String, creationTimeText: ShortText, creationTime: Double?, otherKeys: [String: JSONValue]) {
+            self.formatVersion = formatVersion
+            self.creationTimeText = creationTimeText
+            self.creationTime = creationTime
+            self.otherKeys = otherKeys
+        }
+    }
+
+    private let storage: Storage
+
     /// `meta.format_version_string`, e.g. `"1.0"`.
-    public let formatVersion: String
+    public var formatVersion: String { storage.formatVersion }
     /// `meta.creation_time` exactly as sent, e.g. `"2012-08-20T19:36Z"`.
-    public var creationTimeText: String { creationTimeStorage.string }
-    private let creationTimeStorage: ShortText
+    public var creationTimeText: String { storage.creationTimeText.string }
     /// ``creationTimeText`` as seconds since 1970-01-01T00:00Z, or `nil` when the text is not an
     /// ISO-8601 timestamp (the format only asks for a string, used for debugging).
-    public let creationTime: Double?
+    public var creationTime: Double? { storage.creationTime }
     /// Every other key of `meta`.
-    public let otherKeys: [String: JSONValue]
+    public var otherKeys: [String: JSONValue] { storage.otherKeys }
 
     /// Creates the meta of a configuration.
     ///
@@ -26,10 +44,54 @@ public struct ConfigurationMeta: Hashable, Sendable {
     ///     ISO-8601 (`YYYY-MM-DDTHH:MM[:SS[.fff]]` followed by `Z` or `±HH:MM`).
     ///   - otherKeys: Any further meta keys.
     public init(formatVersion: String, creationTimeText: String, otherKeys: [String: JSONValue] = [:]) {
-        self.formatVersion = formatVersion
-        self.creationTimeStorage = ShortText(creationTimeText)
-        self.creationTime = ISO8601Timestamp.seconds(from: creationTimeText)
-        self.otherKeys = otherKeys
+        self.init(storage: Storage(
+            formatVersion: formatVersion, creationTimeText: ShortText(creationTimeText),
+            creationTime: ISO8601Timestamp.seconds(from: creationTimeText), otherKeys: otherKeys))
+    }
+
+    /// Creates the meta of a configuration created `creationTime` seconds after
+    /// 1970-01-01T00:00Z, stamped as a service stamps it: ``creationTimeText`` is
+    /// ``creationTimeText(for:)``, and ``creationTime`` that text read back (to the millisecond).
+    ///
+    /// - Parameters:
+    ///   - formatVersion: The exchange format version.
+    ///   - creationTime: Seconds since 1970-01-01T00:00Z.
+    ///   - otherKeys: Any further meta keys.
+    public init(formatVersion: String, creationTime: Double, otherKeys: [String: JSONValue] = [:]) {
+        // A service stamps every download: in years 0–9999 the text is written straight into
+        // the meta's own bytes and read back from them, with no string in between.
+        guard let text = ISO8601Timestamp.inlineText(for: creationTime) else {
+            self.init(formatVersion: formatVersion, creationTimeText: Self.creationTimeText(for: creationTime), otherKeys: otherKeys)
+            return
+        }
+        self.init(storage: Storage(
+            formatVersion: formatVersion, creationTimeText: text, creationTime: text.withBytes(ISO8601Timestamp.seconds(fromUTF8:)),
+            otherKeys: otherKeys))
+    }
+
+    private init(storage: Storage) {
+        self.storage = storage
+    }
+
+    /// `seconds` after 1970-01-01T00:00Z as the exchange format's creation time,
+    /// `YYYY-MM-DDTHH:MM:SS.fffZ`, to the millisecond rounded down (`1970-01-01T00:59:59.999Z`
+    /// for 3599.9999). Years outside 0–9999 are written with as many digits as they take.
+    public static func creationTimeText(for seconds: Double) -> String {
+        if let text = ISO8601Timestamp.inlineText(for: seconds) { return text.string }
+        let time = ISO8601Timestamp.CivilTime(seconds)
+        func pad(_ n: Int, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(n).count)) + String(n) }
+        return "\(pad(time.year, 4))-\(pad(time.month, 2))-\(pad(time.day, 2))T\(pad(time.hour, 2)):\(pad(time.minute, 2)):\(pad(time.second, 2)).\(pad(time.milli, 3))Z"
+    }
+
+    public static func == (a: ConfigurationMeta, b: ConfigurationMeta) -> Bool {
+        a.storage === b.storage
+            || (a.storage.creationTimeText == b.storage.creationTimeText && a.formatVersion == b.formatVersion && a.otherKeys == b.otherKeys)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storage.formatVersion)
+        hasher.combine(storage.creationTimeText)
+        hasher.combine(storage.otherKeys)
     }
 
     /// The whole `meta` dictionary as received, the two required keys included.
@@ -102,6 +164,23 @@ struct ShortText: Hashable, Sendable {
         storage = .inline(words.0, words.1, words.2, count: UInt8(count))
     }
 
+    /// Text of `count` bytes, at most 24, laid out in `words` as their memory holds them.
+    init(words: (UInt64, UInt64, UInt64), count: Int) {
+        storage = .inline(words.0, words.1, words.2, count: UInt8(count))
+    }
+
+    /// Calls `body` with the text's UTF-8 bytes.
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        switch storage {
+        case .string(let text):
+            var text = text
+            return text.withUTF8(body)
+        case .inline(let a, let b, let c, let count):
+            var words = (a, b, c)
+            return withUnsafeBytes(of: &words) { raw in body(UnsafeBufferPointer(rebasing: raw.bindMemory(to: UInt8.self)[..<Int(count)])) }
+        }
+    }
+
     var string: String {
         switch storage {
         case .string(let text):
@@ -128,7 +207,56 @@ enum ISO8601Timestamp {
         return text.withUTF8 { seconds(fromUTF8: $0) }
     }
 
-    private static func seconds(fromUTF8 bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+    /// A time split into the fields of its text, to the millisecond rounded down.
+    struct CivilTime {
+        var year, month, day, hour, minute, second, milli: Int
+
+        init(_ seconds: Double) {
+            let millis = Int((seconds * 1000).rounded(.down))
+            let (days, dayMillis) = millis.quotientAndRemainder(dividingBy: 86_400_000)
+            // Hinnant's civil_from_days.
+            let z = days + 719_468
+            let era = z / 146_097
+            let dayOfEra = z - era * 146_097
+            let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+            let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+            let shiftedMonth = (5 * dayOfYear + 2) / 153
+            day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+            month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+            year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+            (hour, minute, second, milli) = (dayMillis / 3_600_000, dayMillis / 60_000 % 60, dayMillis / 1000 % 60, dayMillis % 1000)
+        }
+    }
+
+    /// `seconds` as `YYYY-MM-DDTHH:MM:SS.fffZ` (24 bytes, kept inline), or `nil` when its year
+    /// is outside 0–9999 or it is before the epoch (which leaves a field negative).
+    static func inlineText(for seconds: Double) -> ShortText? {
+        let time = CivilTime(seconds)
+        guard (0...9999).contains(time.year), time.hour >= 0, time.minute >= 0, time.second >= 0, time.milli >= 0 else { return nil }
+        var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &words) { bytes in
+            var at = 0
+            func put(_ value: Int, _ width: Int, _ then: Unicode.Scalar) {
+                var rest = value
+                for place in stride(from: width - 1, through: 0, by: -1) {
+                    bytes[at + place] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                bytes[at + width] = UInt8(ascii: then)
+                at += width + 1
+            }
+            put(time.year, 4, "-")
+            put(time.month, 2, "-")
+            put(time.day, 2, "T")
+            put(time.hour, 2, ":")
+            put(time.minute, 2, ":")
+            put(time.second, 2, ".")
+            put(time.milli, 3, "Z")
+        }
+        return ShortText(words: words, count: 24)
+    }
+
+    static func seconds(fromUTF8 bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         var scanner = Scanner(bytes)
         guard let year = scanner.digits(4), scanner.take(UInt8(ascii: "-")),
               let month = scanner.digits(2), scanner.take(UInt8(ascii: "-")),

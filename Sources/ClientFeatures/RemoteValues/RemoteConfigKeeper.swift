@@ -11,6 +11,20 @@ public protocol RemoteConfigKeeper {
 
     /// The active raw string stored under `key`, or `nil` if the key is absent.
     func rawValue(forKey key: String) -> String?
+
+    /// A number that changes whenever the active values may have changed, or `nil` for a keeper
+    /// that does not keep one (the default).
+    ///
+    /// With a revision, ``RemoteValuesService/values(for:)`` resolves the same keys again only
+    /// when the values changed since it last resolved them, as an SDK's activation reports
+    /// whether it changed anything: an app resolves its keys every session and downloads
+    /// the same values most of the time. A keeper may advance the revision when nothing
+    /// changed (that only costs a resolution); it must advance it whenever something did.
+    var revision: Int? { get }
+}
+
+extension RemoteConfigKeeper {
+    public var revision: Int? { nil }
 }
 
 /// How a fetch of remote values ended.
@@ -38,6 +52,11 @@ public struct InMemoryRemoteConfigKeeper: RemoteConfigKeeper, Hashable, Sendable
     public private(set) var active: [String: String]
     /// The time of the last successful fetch.
     public private(set) var lastFetchTime: Double?
+    /// The successful fetches so far: each may change the active values.
+    public private(set) var fetchCount = 0
+
+    /// ``fetchCount``: the active values change only when a fetch succeeds.
+    public var revision: Int? { fetchCount }
 
     /// Creates a keeper.
     ///
@@ -56,6 +75,7 @@ public struct InMemoryRemoteConfigKeeper: RemoteConfigKeeper, Hashable, Sendable
         }
         active = published
         lastFetchTime = now
+        fetchCount += 1
         return .success(fetchedAt: now)
     }
 

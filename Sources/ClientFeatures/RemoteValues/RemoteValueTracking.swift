@@ -49,8 +49,43 @@ public struct RemoteValuesResolution: Sendable {
 
     /// Every key's value, in the order the keys were asked for.
     public let entries: [Entry]
-    /// The tracking events, in the order they fired.
-    public let events: [RemoteValueTracking]
+    /// The strings of the entries whose source is ``RemoteValueSource/defaultForIncorrectValue``,
+    /// in order: all the events need besides the entries.
+    let incorrectRawValues: [String]
+
+    /// The tracking events, in the order they fired: for each entry in order,
+    /// ``RemoteValueTracking/keyNotFound(key:)``, ``RemoteValueTracking/incorrectValue(key:rawValue:)``
+    /// or ``RemoteValueTracking/experimentalGroup(key:group:)`` as its source and value call for;
+    /// then ``RemoteValueTracking/keysNotFound(_:)`` and ``RemoteValueTracking/incorrectValues(_:)``,
+    /// each only when non-empty.
+    ///
+    /// Made when asked for, from the entries: an app that reads only the values (or counts the
+    /// sources) makes no event.
+    public var events: [RemoteValueTracking] {
+        var events: [RemoteValueTracking] = []
+        var missing: [String] = []
+        var incorrect: [String] = []
+        var rawValues = incorrectRawValues.makeIterator()
+        for entry in entries {
+            switch entry.source {
+            case .defaultForMissingKey:
+                events.append(.keyNotFound(key: entry.name))
+                missing.append(entry.name)
+            case .defaultForIncorrectValue:
+                events.append(.incorrectValue(key: entry.name, rawValue: rawValues.next() ?? ""))
+                incorrect.append(entry.name)
+            case .remote:
+                if let group = entry.value.trackedExperimentalGroup {
+                    events.append(.experimentalGroup(key: entry.name, group: group))
+                }
+            case .debug:
+                break
+            }
+        }
+        if !missing.isEmpty { events.append(.keysNotFound(missing)) }
+        if !incorrect.isEmpty { events.append(.incorrectValues(incorrect)) }
+        return events
+    }
 
     /// The value of `key` as `Value`, or `nil` if the key was not resolved or has another type.
     ///

@@ -23,12 +23,15 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     public private(set) var lastFetch: RemoteFetchStatus?
 
     /// The values fixed by ``values(for:)``, one entry per key ever resolved, and where each
-    /// key's entry is: an app asks for the same keys every session, and then nothing is hashed.
-    /// A small list: an app of one key keeps it in the service's own memory, where a session
-    /// finds it without another cache miss.
-    private var resolved = SmallList<RemoteValuesResolution.Entry>()
+    /// key's entry is: an app asks for the same keys every session, and then nothing is hashed
+    /// and the list is the last resolution's own, shared with ``last``.
+    private var resolved: [RemoteValuesResolution.Entry] = []
     private var resolvedIndex: [String: Int] = [:]
     private var debugValues: [String: any RemoteValue] = [:]
+    /// The keeper's ``RemoteConfigKeeper/revision`` at the last resolution, when ``resolved``
+    /// holds exactly the keys it resolved, and the incorrect strings it met: resolving the same
+    /// keys at the same revision, with the same overrides, gives the same values and events.
+    private var last: (revision: Int, incorrectRawValues: [String])?
 
     /// Creates a service over `keeper`.
     public init(keeper: Keeper) {
@@ -57,40 +60,38 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     /// - Parameter keys: The keys to resolve, e.g. `Key.allCases`.
     /// - Complexity: O(*n*) in the number of keys.
     public mutating func values(for keys: [any RemoteKey]) -> RemoteValuesResolution {
+        let revision = keeper.revision
+        if let last, last.revision == revision, resolvedAreExactly(keys) {
+            return RemoteValuesResolution(entries: resolved, incorrectRawValues: last.incorrectRawValues)
+        }
         var entries: [RemoteValuesResolution.Entry] = []
         entries.reserveCapacity(keys.count)
-        var events: [RemoteValueTracking] = []
-        var missing: [String] = []
-        var incorrect: [String] = []
+        var incorrectRawValues: [String] = []
         for key in keys {
             let (value, source) = resolve(key)
             let name = key.name
             entries.append(RemoteValuesResolution.Entry(name: name, value: value, source: source))
-            switch source {
-            case .defaultForMissingKey:
-                events.append(.keyNotFound(key: name))
-                missing.append(name)
-            case .defaultForIncorrectValue:
-                events.append(.incorrectValue(key: name, rawValue: keeper.rawValue(forKey: name) ?? ""))
-                incorrect.append(name)
-            case .remote:
-                if let group = value.trackedExperimentalGroup {
-                    events.append(.experimentalGroup(key: name, group: group))
-                }
-            case .debug:
-                break
-            }
+            if source == .defaultForIncorrectValue { incorrectRawValues.append(keeper.rawValue(forKey: name) ?? "") }
         }
-        if !missing.isEmpty { events.append(.keysNotFound(missing)) }
-        if !incorrect.isEmpty { events.append(.incorrectValues(incorrect)) }
         fix(entries)
-        return RemoteValuesResolution(entries: entries, events: events)
+        last = revision.flatMap { revision in resolvedAreExactly(keys) ? (revision, incorrectRawValues) : nil }
+        return RemoteValuesResolution(entries: entries, incorrectRawValues: incorrectRawValues)
+    }
+
+    /// Whether ``resolved`` holds exactly `keys`, in order: the same names and types.
+    private func resolvedAreExactly(_ keys: [any RemoteKey]) -> Bool {
+        guard keys.count == resolved.count else { return false }
+        for (key, entry) in zip(keys, resolved)
+        where key.name != entry.name || ObjectIdentifier(key.valueType) != ObjectIdentifier(type(of: entry.value)) {
+            return false
+        }
+        return true
     }
 
     /// Keeps `entries` as the session's values. Keys resolved earlier and not now keep their
     /// values; a key asked for twice keeps its last, as writes by name would.
     private mutating func fix(_ entries: [RemoteValuesResolution.Entry]) {
-        // The usual case, the same keys as last time, is overwritten in place, hashing nothing.
+        // The usual case, the same keys as last time, takes the new list whole, hashing nothing.
         // The stored list never holds a name twice, so a list equal to it by name holds none
         // twice either, and the index stays right. (Compared in a loop: an `allSatisfy`
         // closure reading `resolved` looked up this generic type's metadata at every call.)
@@ -102,7 +103,7 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
             }
         }
         if sameKeys {
-            for position in entries.indices { resolved[position] = entries[position] }
+            resolved = entries
             return
         }
         for entry in entries {
@@ -152,6 +153,7 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
             )
         }
         debugValues[key.name] = value
+        last = nil
     }
 
     private func resolve(_ key: any RemoteKey) -> (value: any RemoteValue, source: RemoteValueSource) {

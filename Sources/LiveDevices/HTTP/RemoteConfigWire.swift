@@ -77,7 +77,7 @@ struct RemoteConfigWire: LiveWire {
               let created = ConfigurationMeta(formatVersion: "1.0", creationTimeText: text).creationTime
         else { return configuration }
         let age = max(0, Date().timeIntervalSince1970 - created) * clock.speedup
-        meta["creation_time"] = .string(RemoteConfigStyle.timestamp(max(0, clock.now - age)))
+        meta["creation_time"] = .string(ConfigurationMeta.creationTimeText(for: max(0, clock.now - age)))
         top["meta"] = .object(meta)
         return .object(top)
     }

@@ -31,6 +31,10 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
     let section: String
     /// The result of the download that completed, taken by the next ``fetch(at:)``.
     var arrived: Download?
+    /// The fetches that changed the configuration's sections, where the values are: a
+    /// download of the settings already held changes no value.
+    private var sectionChanges = 0
+    var revision: Int? { sectionChanges }
 
     init(section: String) {
         self.config = ActiveConfig(initialSharedConfiguration: nil)
@@ -44,14 +48,16 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
         case nil: return .failure(reason: "nothing was downloaded")
         case .failure(let reason): return .failure(reason: reason)
         case .payload(let payload):
-            if let error = config.apply(payload: payload, forUser: nil, at: now).error {
-                return .failure(reason: error.description)
-            }
-            return .success(fetchedAt: now)
+            return applied(config.apply(payload: payload, forUser: nil, at: now), at: now)
         case .configuration(let configuration):
-            _ = config.apply(configuration, forUser: nil, at: now)
-            return .success(fetchedAt: now)
+            return applied(config.apply(configuration, forUser: nil, at: now), at: now)
         }
+    }
+
+    private mutating func applied(_ outcome: ApplyOutcome, at now: Double) -> RemoteFetchStatus {
+        if let error = outcome.error { return .failure(reason: error.description) }
+        if case .applied(let update) = outcome, !update.changes.isEmpty { sectionChanges += 1 }
+        return .success(fetchedAt: now)
     }
 
     /// The setting's value as the text a remote-config SDK hands out: a string as it is, any

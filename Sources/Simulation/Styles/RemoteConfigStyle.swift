@@ -206,14 +206,8 @@ package enum RemoteConfigStyle: DeviceStyle {
             counters.defaultConfigSessions += 1
         }
         let keys = environment.shared.keys
+        // The framework tracks a missing or incorrect value per key, as its source says.
         let resolution = client.values.values(for: keys)
-        for event in resolution.events {
-            switch event {
-            case .keyNotFound: counters.missingValues += 1
-            case .incorrectValue: counters.incorrectValues += 1
-            default: break
-            }
-        }
         for (e, entry) in resolution.entries.enumerated() {
             // Resolution gives every key, in order, a value of its type.
             let value = entry.value as! VariantValue
@@ -221,7 +215,8 @@ package enum RemoteConfigStyle: DeviceStyle {
             switch entry.source {
             case .remote: assigned = assignedBit
             case .debug: counters.debugValues += 1
-            default: break
+            case .defaultForMissingKey: counters.missingValues += 1
+            case .defaultForIncorrectValue: counters.incorrectValues += 1
             }
             // The server serves only its experiment's variants; a value it could not have sent
             // shows the control.
@@ -414,7 +409,7 @@ package enum RemoteConfigStyle: DeviceStyle {
             cache.version = published.version
             cache.metaKeys = ["policy_version": .number(Double(published.version))]
         }
-        let meta = ConfigurationMeta(formatVersion: "1.0", creationTimeText: timestamp(now), otherKeys: cache.metaKeys)
+        let meta = ConfigurationMeta(formatVersion: "1.0", creationTime: now, otherKeys: cache.metaKeys)
         // The key in mixed radix: the wrong-typed setting, then each experiment's variant.
         var key: Int? = wrongType + 1
         for e in keys.indices {
@@ -453,49 +448,6 @@ package enum RemoteConfigStyle: DeviceStyle {
 
     /// The app counts its own timeouts, when it gives up on a request.
     package static var countsLostRequestsAsTimeouts: Bool { false }
-
-    /// `now` seconds after 1970-01-01T00:00Z as `YYYY-MM-DDTHH:MM:SS.fffZ`, the exchange
-    /// format's creation time (virtual time 0 is the epoch).
-    package static func timestamp(_ now: Double) -> String {
-        let millis = Int((now * 1000).rounded(.down))
-        let (days, dayMillis) = millis.quotientAndRemainder(dividingBy: 86_400_000)
-        // Hinnant's civil_from_days.
-        let z = days + 719_468
-        let era = z / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        let (hour, minute, second, milli) = (dayMillis / 3_600_000, dayMillis / 60_000 % 60, dayMillis / 1000 % 60, dayMillis % 1000)
-        guard (0...9999).contains(year), dayMillis >= 0 else {
-            func pad(_ n: Int, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(n).count)) + String(n) }
-            return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(milli, 3))Z"
-        }
-        // One a download: written into the string's own bytes, with no string per field.
-        return String(unsafeUninitializedCapacity: 24) { bytes in
-            var at = 0
-            func put(_ value: Int, _ width: Int, _ then: Unicode.Scalar) {
-                var rest = value
-                for place in stride(from: width - 1, through: 0, by: -1) {
-                    bytes[at + place] = UInt8(ascii: "0") + UInt8(rest % 10)
-                    rest /= 10
-                }
-                bytes[at + width] = UInt8(ascii: then)
-                at += width + 1
-            }
-            put(year, 4, "-")
-            put(month, 2, "-")
-            put(day, 2, "T")
-            put(hour, 2, ":")
-            put(minute, 2, ":")
-            put(second, 2, ".")
-            put(milli, 3, "Z")
-            return at
-        }
-    }
 
     // MARK: - Totals
 
