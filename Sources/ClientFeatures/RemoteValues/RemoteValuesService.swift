@@ -57,6 +57,10 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     /// ``RemoteValueTracking/keysNotFound(_:)`` and one ``RemoteValueTracking/incorrectValues(_:)``,
     /// each only when non-empty.
     ///
+    /// With a keeper that keeps a ``RemoteConfigKeeper/revision``, the same keys asked for again
+    /// at the same revision, with the same overrides, are not read from the keeper again: the
+    /// values fixed last time are the answer, with the same events.
+    ///
     /// - Parameter keys: The keys to resolve, e.g. `Key.allCases`.
     /// - Complexity: O(*n*) in the number of keys.
     public mutating func values(for keys: [any RemoteKey]) -> RemoteValuesResolution {
