@@ -366,6 +366,28 @@ struct RemoteValuesRevisionTests {
         #expect(later.value(for: Key.paywallType, as: PaywallType.self) == .c)
     }
 
+    @Test func needsResolutionSaysWhetherTheKeysWouldBeReadAgain() {
+        var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: 7))
+        #expect(service.needsResolution(of: keys), "nothing resolved yet")
+        _ = service.values(for: keys)
+        #expect(!service.needsResolution(of: keys))
+        // The same keys in an array of their own are known by their names and types.
+        let copied: [any RemoteKey] = keys.map { Key(rawValue: $0.name)! }
+        #expect(!service.needsResolution(of: copied))
+        #expect(service.needsResolution(of: Array(keys.dropLast())))
+        #expect(service.needsResolution(of: [Key.paywallType, Key.newOnboarding, Key.paywallTest, Key.fastCheckout]))
+        service.setDebugValue(PaywallType.c, for: Key.paywallType)
+        #expect(service.needsResolution(of: keys))
+        _ = service.values(for: keys)
+        #expect(!service.needsResolution(of: keys))
+        service.keeper.revision = 8
+        #expect(service.needsResolution(of: keys))
+
+        var withoutRevision = RemoteValuesService(keeper: CountingKeeper(values: values, revision: nil))
+        _ = withoutRevision.values(for: keys)
+        #expect(withoutRevision.needsResolution(of: keys))
+    }
+
     @Test func otherKeysOrAnOverrideAreResolvedAnew() {
         var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: 7))
         let full = service.values(for: keys)

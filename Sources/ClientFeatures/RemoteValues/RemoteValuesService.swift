@@ -29,9 +29,11 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     private var resolvedIndex: [String: Int] = [:]
     private var debugValues: [String: any RemoteValue] = [:]
     /// The keeper's ``RemoteConfigKeeper/revision`` at the last resolution, when ``resolved``
-    /// holds exactly the keys it resolved, and the incorrect strings it met: resolving the same
-    /// keys at the same revision, with the same overrides, gives the same values and events.
-    private var last: (revision: Int, incorrectRawValues: [String])?
+    /// holds exactly the keys it resolved, with those keys and the incorrect strings it met:
+    /// resolving the same keys at the same revision, with the same overrides, gives the same
+    /// values and events. (The keys are kept so that the list an app passes every session is
+    /// known by its storage, without reading the values fixed.)
+    private var last: (revision: Int, keys: [any RemoteKey], incorrectRawValues: [String])?
 
     /// Creates a service over `keeper`.
     public init(keeper: Keeper) {
@@ -64,10 +66,10 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     /// - Parameter keys: The keys to resolve, e.g. `Key.allCases`.
     /// - Complexity: O(*n*) in the number of keys.
     public mutating func values(for keys: [any RemoteKey]) -> RemoteValuesResolution {
-        let revision = keeper.revision
-        if let last, last.revision == revision, resolvedAreExactly(keys) {
+        if let last, resolvedLast(keys) {
             return RemoteValuesResolution(entries: resolved, incorrectRawValues: last.incorrectRawValues)
         }
+        let revision = keeper.revision
         var entries: [RemoteValuesResolution.Entry] = []
         entries.reserveCapacity(keys.count)
         var incorrectRawValues: [String] = []
@@ -78,8 +80,32 @@ public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
             if source == .defaultForIncorrectValue { incorrectRawValues.append(keeper.rawValue(forKey: name) ?? "") }
         }
         fix(entries)
-        last = revision.flatMap { revision in resolvedAreExactly(keys) ? (revision, incorrectRawValues) : nil }
+        last = revision.flatMap { revision in resolvedAreExactly(keys) ? (revision, keys, incorrectRawValues) : nil }
         return RemoteValuesResolution(entries: entries, incorrectRawValues: incorrectRawValues)
+    }
+
+    /// Whether `keys` need resolving again: `false` when the keeper keeps a
+    /// ``RemoteConfigKeeper/revision`` and neither it, the keys nor the debug overrides changed
+    /// since the last ``values(for:)``, which would then give the same values and events again.
+    ///
+    /// An app that acts on a change only (a screen laid out from the values, analytics counted
+    /// once per session from the last events) can skip the resolution when this is `false`.
+    ///
+    /// - Complexity: O(1) when `keys` is the list last resolved (the same array, not a copy of
+    ///   its elements), else O(*n*) in the number of keys.
+    public func needsResolution(of keys: [any RemoteKey]) -> Bool {
+        !resolvedLast(keys)
+    }
+
+    /// Whether the last resolution was of `keys` at the keeper's current revision.
+    private func resolvedLast(_ keys: [any RemoteKey]) -> Bool {
+        guard let last, last.revision == keeper.revision else { return false }
+        // `last.keys` holds a reference to its storage, so nobody changes that storage in place:
+        // an array that shares it holds the same keys.
+        let sameStorage = keys.withUnsafeBufferPointer { keys in
+            last.keys.withUnsafeBufferPointer { keys.baseAddress == $0.baseAddress && keys.count == $0.count }
+        }
+        return sameStorage || resolvedAreExactly(keys)
     }
 
     /// Whether ``resolved`` holds exactly `keys`, in order: the same names and types.

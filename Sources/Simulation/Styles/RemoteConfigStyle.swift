@@ -62,6 +62,14 @@ package enum RemoteConfigStyle: DeviceStyle {
         var buckets: SmallList<Double>
         /// The server's draws of payload faults for this device.
         var faults: SplitMix64
+        /// What the last resolution tracked, counted again by each session that shows its values.
+        var tracked = Tracked()
+    }
+
+    /// The values a resolution tracked as missing, incorrect or overridden (a scenario has at
+    /// most 1,000 experiments).
+    struct Tracked {
+        var missing: UInt16 = 0, incorrect: UInt16 = 0, debug: UInt16 = 0
     }
 
     /// What the app asks of the service.
@@ -206,23 +214,36 @@ package enum RemoteConfigStyle: DeviceStyle {
             counters.defaultConfigSessions += 1
         }
         let keys = environment.shared.keys
+        // Values unchanged since the last session are shown and tracked as they were then.
+        if client.values.needsResolution(of: keys) {
+            resolve(keys, into: &client, environment: environment)
+        }
+        counters.missingValues += Int(client.tracked.missing)
+        counters.incorrectValues += Int(client.tracked.incorrect)
+        counters.debugValues += Int(client.tracked.debug)
+    }
+
+    /// Resolves the experiments' values and keeps what the session shows and tracks.
+    static func resolve(_ keys: [any RemoteKey], into client: inout Client, environment: StyleEnvironment<Self>) {
         // The framework tracks a missing or incorrect value per key, as its source says.
         let resolution = client.values.values(for: keys)
+        var tracked = Tracked()
         for (e, entry) in resolution.entries.enumerated() {
             // Resolution gives every key, in order, a value of its type.
             let value = entry.value as! VariantValue
             var assigned: UInt8 = 0
             switch entry.source {
             case .remote: assigned = assignedBit
-            case .debug: counters.debugValues += 1
-            case .defaultForMissingKey: counters.missingValues += 1
-            case .defaultForIncorrectValue: counters.incorrectValues += 1
+            case .debug: tracked.debug += 1
+            case .defaultForMissingKey: tracked.missing += 1
+            case .defaultForIncorrectValue: tracked.incorrect += 1
             }
             // The server serves only its experiment's variants; a value it could not have sent
             // shows the control.
             let index = value.variant.index < environment.variantCounts[e] ? value.variant.index : 0
             client.shown[e] = UInt8(index) | assigned
         }
+        client.tracked = tracked
     }
 
     package static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
