@@ -101,6 +101,30 @@ struct ConfigurationParsingTests {
         #expect(created <= seconds && seconds - created < 0.001)
     }
 
+    @Test func aStampedMetaIsTheMetaOfItsTextAcrossTheYears() {
+        // Received with a text of its own, then stamped again and again, as a service stamps
+        // its downloads: every stamp reads as the meta of its text would.
+        let received = ConfigurationMeta(formatVersion: "1.0", creationTimeText: "yesterday", otherKeys: ["policy_version": 3])
+        var last = received
+        for i in 0..<5000 {
+            // Spread over years 1970–9999, with every millisecond of a second and times just
+            // short of the next millisecond.
+            let seconds = 253_402_300_799.0 * Double(i) / 4999 + Double(i % 1000) / 1000 + (i % 2 == 0 ? 0 : 0.0009999)
+            let text = ConfigurationMeta.creationTimeText(for: seconds)
+            let read = ConfigurationMeta(formatVersion: "1.0", creationTimeText: text, otherKeys: ["policy_version": 3])
+            let stamped = (i % 2 == 0 ? received : last).stamped(creationTime: seconds)
+            #expect(stamped.creationTimeText == text, "\(seconds)")
+            #expect(stamped.creationTime == read.creationTime, "\(seconds)")
+            #expect(stamped == read && stamped.hashValue == read.hashValue, "\(seconds)")
+            #expect(stamped.dictionary == read.dictionary)
+            #expect(stamped != last && stamped == last.stamped(creationTime: seconds))
+            last = stamped
+        }
+        // Past year 9999 the text is written out the long way, as the service writes it.
+        let far = received.stamped(creationTime: 253_402_300_800)
+        #expect(far.creationTimeText == "10000-01-01T00:00:00.000Z" && far.otherKeys == received.otherKeys)
+    }
+
     @Test(arguments: ["yesterday", "2012-08-20", "2012-13-01T00:00Z", "2013-02-29T00:00Z", "2012-08-20T19:36"])
     func creationTimeThatIsNotISO8601IsKeptAsTextOnly(text: String) throws {
         let state = try ConfigurationState(parsing: payload(created: text, [:]))

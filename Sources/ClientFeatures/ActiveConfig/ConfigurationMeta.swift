@@ -7,32 +7,37 @@ import ExperimentModel
 ///
 /// `ConfigurationMeta` is `Sendable`: it is an immutable value.
 public struct ConfigurationMeta: Hashable, Sendable {
-    /// The fields, in one shared box: a configuration is copied whole at every download (into
-    /// the store, into use, into the update), and a device holds several. Inline, the meta made
-    /// each copy 72 bytes and a device's configurations a third of its record in a fleet.
+    /// What a service sends alike in every download under one policy, in one shared box: a
+    /// configuration is copied whole at every download (into the store, into use, into the
+    /// update), and a device holds several. Inline, the meta made each copy 72 bytes and a
+    /// device's configurations a third of its record in a fleet.
     private final class Storage: Sendable {
         let formatVersion: String
-        let creationTimeText: ShortText
-        let creationTime: Double?
+        /// The creation time as received; `nil` when it is the text a service stamps for
+        /// ``ConfigurationMeta/time`` (``ISO8601Timestamp/inlineText(forMillis:)``).
+        let creationTimeText: ShortText?
         let otherKeys: [String: JSONValue]
 
-        init(formatVersion: String, creationTimeText: ShortText, creationTime: Double?, otherKeys: [String: JSONValue]) {
+        init(formatVersion: String, creationTimeText: ShortText?, otherKeys: [String: JSONValue]) {
             self.formatVersion = formatVersion
             self.creationTimeText = creationTimeText
-            self.creationTime = creationTime
             self.otherKeys = otherKeys
         }
     }
 
     private let storage: Storage
+    /// ``creationTime``, or NaN where that is `nil`. Kept beside the box, not in it, so that the
+    /// downloads a service stamps share one box (``stamped(creationTime:)``): one made per
+    /// download was a heap block allocated, and freed cold by the next download, every time.
+    private let time: Double
 
     /// `meta.format_version_string`, e.g. `"1.0"`.
     public var formatVersion: String { storage.formatVersion }
     /// `meta.creation_time` exactly as sent, e.g. `"2012-08-20T19:36Z"`.
-    public var creationTimeText: String { storage.creationTimeText.string }
+    public var creationTimeText: String { text.string }
     /// ``creationTimeText`` as seconds since 1970-01-01T00:00Z, or `nil` when the text is not an
     /// ISO-8601 timestamp (the format only asks for a string, used for debugging).
-    public var creationTime: Double? { storage.creationTime }
+    public var creationTime: Double? { time.isNaN ? nil : time }
     /// Every other key of `meta`.
     public var otherKeys: [String: JSONValue] { storage.otherKeys }
 
@@ -44,9 +49,9 @@ public struct ConfigurationMeta: Hashable, Sendable {
     ///     ISO-8601 (`YYYY-MM-DDTHH:MM[:SS[.fff]]` followed by `Z` or `±HH:MM`).
     ///   - otherKeys: Any further meta keys.
     public init(formatVersion: String, creationTimeText: String, otherKeys: [String: JSONValue] = [:]) {
-        self.init(storage: Storage(
-            formatVersion: formatVersion, creationTimeText: ShortText(creationTimeText),
-            creationTime: ISO8601Timestamp.seconds(from: creationTimeText), otherKeys: otherKeys))
+        self.init(
+            storage: Storage(formatVersion: formatVersion, creationTimeText: ShortText(creationTimeText), otherKeys: otherKeys),
+            time: ISO8601Timestamp.seconds(from: creationTimeText) ?? .nan)
     }
 
     /// Creates the meta of a configuration created `creationTime` seconds after
@@ -58,19 +63,38 @@ public struct ConfigurationMeta: Hashable, Sendable {
     ///   - creationTime: Seconds since 1970-01-01T00:00Z.
     ///   - otherKeys: Any further meta keys.
     public init(formatVersion: String, creationTime: Double, otherKeys: [String: JSONValue] = [:]) {
-        // A service stamps every download: in years 0–9999 the text is written straight into
-        // the meta's own bytes and read back from them, with no string in between.
-        guard let text = ISO8601Timestamp.inlineText(for: creationTime) else {
-            self.init(formatVersion: formatVersion, creationTimeText: Self.creationTimeText(for: creationTime), otherKeys: otherKeys)
-            return
-        }
-        self.init(storage: Storage(
-            formatVersion: formatVersion, creationTimeText: text, creationTime: text.withBytes(ISO8601Timestamp.seconds(fromUTF8:)),
-            otherKeys: otherKeys))
+        self = ConfigurationMeta(storage: Storage(formatVersion: formatVersion, creationTimeText: nil, otherKeys: otherKeys), time: .nan)
+            .stamped(creationTime: creationTime)
     }
 
-    private init(storage: Storage) {
+    private init(storage: Storage, time: Double) {
         self.storage = storage
+        self.time = time
+    }
+
+    /// This meta with the creation time stamped as
+    /// ``init(formatVersion:creationTime:otherKeys:)`` stamps it, sharing the format version
+    /// and other keys with this one: a service that stamps every download under one policy
+    /// makes one box of them, not one a download.
+    ///
+    /// - Parameter creationTime: Seconds since 1970-01-01T00:00Z.
+    public func stamped(creationTime: Double) -> ConfigurationMeta {
+        // In years 0–9999 the text is written into inline bytes, read back, and made again from
+        // the time when asked for: the text of a millisecond is one, and the time read back
+        // rounds to it.
+        guard let text = ISO8601Timestamp.inlineText(for: creationTime),
+              let time = text.withBytes(ISO8601Timestamp.seconds(fromUTF8:))
+        else {
+            return ConfigurationMeta(formatVersion: formatVersion, creationTimeText: Self.creationTimeText(for: creationTime), otherKeys: otherKeys)
+        }
+        let storage = storage.creationTimeText == nil
+            ? storage : Storage(formatVersion: formatVersion, creationTimeText: nil, otherKeys: otherKeys)
+        return ConfigurationMeta(storage: storage, time: time)
+    }
+
+    /// ``creationTimeText``, in place.
+    private var text: ShortText {
+        storage.creationTimeText ?? ISO8601Timestamp.inlineText(forMillis: Int((time * 1000).rounded()))!
     }
 
     /// `seconds` after 1970-01-01T00:00Z as the exchange format's creation time,
@@ -84,13 +108,15 @@ public struct ConfigurationMeta: Hashable, Sendable {
     }
 
     public static func == (a: ConfigurationMeta, b: ConfigurationMeta) -> Bool {
-        a.storage === b.storage
-            || (a.storage.creationTimeText == b.storage.creationTimeText && a.formatVersion == b.formatVersion && a.otherKeys == b.otherKeys)
+        // In one box, equal times have equal texts: stamped, the text is the time's; received,
+        // both are the box's.
+        if a.storage === b.storage, a.time == b.time || (a.time.isNaN && b.time.isNaN) { return true }
+        return a.text == b.text && a.formatVersion == b.formatVersion && a.otherKeys == b.otherKeys
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(storage.formatVersion)
-        hasher.combine(storage.creationTimeText)
+        hasher.combine(text)
         hasher.combine(storage.otherKeys)
     }
 
@@ -212,7 +238,10 @@ enum ISO8601Timestamp {
         var year, month, day, hour, minute, second, milli: Int
 
         init(_ seconds: Double) {
-            let millis = Int((seconds * 1000).rounded(.down))
+            self.init(millis: Int((seconds * 1000).rounded(.down)))
+        }
+
+        init(millis: Int) {
             let (days, dayMillis) = millis.quotientAndRemainder(dividingBy: 86_400_000)
             // Hinnant's civil_from_days.
             let z = days + 719_468
@@ -231,7 +260,12 @@ enum ISO8601Timestamp {
     /// `seconds` as `YYYY-MM-DDTHH:MM:SS.fffZ` (24 bytes, kept inline), or `nil` when its year
     /// is outside 0–9999 or it is before the epoch (which leaves a field negative).
     static func inlineText(for seconds: Double) -> ShortText? {
-        let time = CivilTime(seconds)
+        inlineText(forMillis: Int((seconds * 1000).rounded(.down)))
+    }
+
+    /// ``inlineText(for:)`` of a whole number of milliseconds since the epoch.
+    static func inlineText(forMillis millis: Int) -> ShortText? {
+        let time = CivilTime(millis: millis)
         guard (0...9999).contains(time.year), time.hour >= 0, time.minute >= 0, time.second >= 0, time.milli >= 0 else { return nil }
         var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &words) { bytes in

@@ -132,9 +132,9 @@ package enum RemoteConfigStyle: DeviceStyle {
     final class ParsedConfigurations {
         var version = -1
         var byKey: [Int: ConfigurationState] = [:]
-        /// The meta's keys besides the format version and creation time, the same for every
-        /// payload under one policy version.
-        var metaKeys: [String: JSONValue] = [:]
+        /// The meta of a payload under the policy version, stamped with each download's
+        /// creation time: its other keys are the same for every payload under one version.
+        var meta = ConfigurationMeta(formatVersion: "1.0", creationTime: 0)
     }
 
     /// What the framework tracked and the app did with its configuration.
@@ -428,9 +428,9 @@ package enum RemoteConfigStyle: DeviceStyle {
         let cache = shared.parsed
         if cache.version != published.version {
             cache.version = published.version
-            cache.metaKeys = ["policy_version": .number(Double(published.version))]
+            cache.meta = ConfigurationMeta(formatVersion: "1.0", creationTime: now, otherKeys: ["policy_version": .number(Double(published.version))])
         }
-        let meta = ConfigurationMeta(formatVersion: "1.0", creationTime: now, otherKeys: cache.metaKeys)
+        let meta = cache.meta.stamped(creationTime: now)
         // The key in mixed radix: the wrong-typed setting, then each experiment's variant.
         var key: Int? = wrongType + 1
         for e in keys.indices {
