@@ -43,8 +43,8 @@ let package = Package(
         ),
         .target(name: "CMemoryHints"),
         // The heap and the radix sort of the fleet kernel, the experiment server and the live
-        // timers; no product. Its API is public and @inlinable so that callers specialise it.
-        .target(name: "DataStructures"),
+        // timers, and the prefetch of an array's storage; no product. Its API is public and @inlinable so that callers specialise it.
+        .target(name: "DataStructures", dependencies: ["CMemoryHints"]),
         .target(name: "Randomness"),
         // The vocabulary devices, servers and allocators share: experiment data, events, policy
         // snapshots. Below all three, so the device SDK never links an allocator (or GSL).

@@ -103,6 +103,17 @@ public struct DecisionClient: Sendable {
     private var lastTicket = 0
     private var lastRequest = 0
 
+    /// Asks the memory system for the client's lists (its agents, requests and sticky
+    /// choices), for a caller that knows which of many clients it calls next: a fleet of them
+    /// then waits for those lists once, overlapped with its other work, not once per list in
+    /// the call. Mutating only so that a caller that reaches the client in place hands it over
+    /// in place: a copy would retain, and so read, the very lists to be asked for.
+    public mutating func prefetchState() {
+        agents.prefetchStorage()
+        pending.prefetchStorage()
+        sticky.prefetchStorage()
+    }
+
     /// Creates a client.
     ///
     /// - Throws: ``DecisionError`` if the timeout is not a positive finite number or the session

@@ -234,6 +234,8 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         let d = occurrence.device
         if let upcoming = queue.upcomingGroup(4), upcoming != prefetched {
             prefetch(device: Int(upcoming))
+            // The device asked for last is nearer now, its record likely at hand.
+            if prefetched != .max { prefetchHeapState(device: Int(prefetched)) }
             prefetched = upcoming
         }
         switch occurrence.kind {

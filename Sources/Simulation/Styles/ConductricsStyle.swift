@@ -97,6 +97,11 @@ package enum ConductricsStyle: DeviceStyle {
         return Client(decisions: decisions, serverDecision: serverDecision)
     }
 
+    @inline(__always)
+    package static func prefetchHeapState(of client: UnsafeMutablePointer<Client>) {
+        client.pointee.decisions.prefetchState()
+    }
+
     package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
         if environment.shared.expiresSessions {
             for agent in environment.shared.agents {

@@ -91,6 +91,12 @@ package protocol DeviceStyle {
     /// client by default.
     static var hotClientBytes: Int { get }
 
+    /// Asks the memory system for the heap state `client` keeps outside its record (a
+    /// library's lists), once the record is at hand: the kernel calls it a few events before
+    /// the device's. Nothing by default. (Through a pointer, in place: a borrowed client was
+    /// copied whole, retaining, and so reading, the very lists to be asked for.)
+    static func prefetchHeapState(of client: UnsafeMutablePointer<Client>)
+
     // MARK: Server half
 
     /// What the simulated server makes of `request`, arrived at `arrival`. State the server
@@ -289,6 +295,8 @@ extension DeviceStyle {
     package static func noticeLink(_ client: inout Client, online: Bool, at now: Double) {}
     package static func queueDepth(_ client: borrowing Client) -> Int { 0 }
     package static var hotClientBytes: Int { MemoryLayout<Client>.size }
+    @inline(__always)
+    package static func prefetchHeapState(of client: UnsafeMutablePointer<Client>) {}
     package static func rejection(for request: Request, backlog: Double, capacity: Capacity) -> Reply? { nil }
     package static var countsLostRequestsAsTimeouts: Bool { true }
     package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {}

@@ -186,6 +186,12 @@ package enum RemoteConfigStyle: DeviceStyle {
         return Client(values: values, shown: shown, buckets: buckets, faults: faults)
     }
 
+    /// The analytics queue, which every view appends to.
+    @inline(__always)
+    package static func prefetchHeapState(of client: UnsafeMutablePointer<Client>) {
+        client.pointee.queue.prefetchStorage()
+    }
+
     package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
         let wait = environment.client.firstViewWait
         // A new session tries at once, whatever the backoff of the last one.
