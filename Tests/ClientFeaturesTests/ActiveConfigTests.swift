@@ -125,6 +125,25 @@ struct ConfigurationParsingTests {
         #expect(far.creationTimeText == "10000-01-01T00:00:00.000Z" && far.otherKeys == received.otherKeys)
     }
 
+    @Test(arguments: [
+        (-62_167_219_200.0, "0000-01-01T00:00:00.000Z"), (-62_167_219_200.001, "-0001-12-31T23:59:59.999Z"),
+        (-86_400.0005, "1969-12-30T23:59:59.999Z"), (-0.5, "1969-12-31T23:59:59.500Z"),
+        (-0.0005, "1969-12-31T23:59:59.999Z"), (0, "1970-01-01T00:00:00.000Z"),
+        (951_782_400.25, "2000-02-29T00:00:00.250Z"), (253_402_300_799.9999, "9999-12-31T23:59:59.999Z"),
+    ])
+    func aStampedMetaAtTheEdgesOfTheYearsIsTheMetaOfItsText(seconds: Double, text: String) {
+        // Before the epoch the fields count up from the day's midnight, as the text's reader
+        // counts them, so the time read back is still the millisecond at or before `seconds`.
+        let stamped = ConfigurationMeta(formatVersion: "1.0", creationTime: seconds)
+        let read = ConfigurationMeta(formatVersion: "1.0", creationTimeText: text)
+        #expect(stamped.creationTimeText == text)
+        #expect(stamped.creationTime == read.creationTime)
+        #expect(stamped == read && stamped.hashValue == read.hashValue)
+        if let created = stamped.creationTime {
+            #expect(created <= seconds && seconds - created < 0.001)
+        }
+    }
+
     @Test(arguments: ["yesterday", "2012-08-20", "2012-13-01T00:00Z", "2013-02-29T00:00Z", "2012-08-20T19:36"])
     func creationTimeThatIsNotISO8601IsKeptAsTextOnly(text: String) throws {
         let state = try ConfigurationState(parsing: payload(created: text, [:]))

@@ -79,14 +79,13 @@ public struct ConfigurationMeta: Hashable, Sendable {
     ///
     /// - Parameter creationTime: Seconds since 1970-01-01T00:00Z.
     public func stamped(creationTime: Double) -> ConfigurationMeta {
-        // In years 0–9999 the text is written into inline bytes, read back, and made again from
-        // the time when asked for: the text of a millisecond is one, and the time read back
-        // rounds to it.
-        guard let text = ISO8601Timestamp.inlineText(for: creationTime),
-              let time = text.withBytes(ISO8601Timestamp.seconds(fromUTF8:))
-        else {
+        // In years 0–9999 the text is made from the time when asked for: the text of a
+        // millisecond is one, and the time its text reads back as rounds to it.
+        let millis = Int((creationTime * 1000).rounded(.down))
+        guard ISO8601Timestamp.inlineMillis.contains(millis) else {
             return ConfigurationMeta(formatVersion: formatVersion, creationTimeText: Self.creationTimeText(for: creationTime), otherKeys: otherKeys)
         }
+        let time = ISO8601Timestamp.secondsReadBack(fromMillis: millis)
         let storage = storage.creationTimeText == nil
             ? storage : Storage(formatVersion: formatVersion, creationTimeText: nil, otherKeys: otherKeys)
         return ConfigurationMeta(storage: storage, time: time)
@@ -99,11 +98,15 @@ public struct ConfigurationMeta: Hashable, Sendable {
 
     /// `seconds` after 1970-01-01T00:00Z as the exchange format's creation time,
     /// `YYYY-MM-DDTHH:MM:SS.fffZ`, to the millisecond rounded down (`1970-01-01T00:59:59.999Z`
-    /// for 3599.9999). Years outside 0–9999 are written with as many digits as they take.
+    /// for 3599.9999). Years outside 0–9999 are written with as many digits as they take, and a
+    /// year before 0 with its sign.
     public static func creationTimeText(for seconds: Double) -> String {
         if let text = ISO8601Timestamp.inlineText(for: seconds) { return text.string }
         let time = ISO8601Timestamp.CivilTime(seconds)
-        func pad(_ n: Int, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(n).count)) + String(n) }
+        func pad(_ n: Int, _ width: Int) -> String {
+            let digits = String(n.magnitude)
+            return (n < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
         return "\(pad(time.year, 4))-\(pad(time.month, 2))-\(pad(time.day, 2))T\(pad(time.hour, 2)):\(pad(time.minute, 2)):\(pad(time.second, 2)).\(pad(time.milli, 3))Z"
     }
 
@@ -242,10 +245,12 @@ enum ISO8601Timestamp {
         }
 
         init(millis: Int) {
-            let (days, dayMillis) = millis.quotientAndRemainder(dividingBy: 86_400_000)
+            // Whole days rounded down, so that a time before the epoch has a day of its own
+            // and fields that count up from its midnight.
+            let (days, dayMillis) = Self.floorDivision(millis, 86_400_000)
             // Hinnant's civil_from_days.
             let z = days + 719_468
-            let era = z / 146_097
+            let era = (z >= 0 ? z : z - 146_096) / 146_097
             let dayOfEra = z - era * 146_097
             let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
             let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
@@ -255,18 +260,44 @@ enum ISO8601Timestamp {
             year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
             (hour, minute, second, milli) = (dayMillis / 3_600_000, dayMillis / 60_000 % 60, dayMillis / 1000 % 60, dayMillis % 1000)
         }
+
+        /// The quotient rounded down, and the remainder that leaves (never negative).
+        static func floorDivision(_ value: Int, _ divisor: Int) -> (quotient: Int, remainder: Int) {
+            let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
+            return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
+        }
     }
 
     /// `seconds` as `YYYY-MM-DDTHH:MM:SS.fffZ` (24 bytes, kept inline), or `nil` when its year
-    /// is outside 0–9999 or it is before the epoch (which leaves a field negative).
+    /// is outside 0–9999.
     static func inlineText(for seconds: Double) -> ShortText? {
         inlineText(forMillis: Int((seconds * 1000).rounded(.down)))
+    }
+
+    /// The milliseconds since the epoch whose text ``inlineText(forMillis:)`` writes: years
+    /// 0–9999.
+    static let inlineMillis = (daysSinceEpoch(year: 0, month: 1, day: 1) * 86_400_000)..<(daysSinceEpoch(year: 10_000, month: 1, day: 1) * 86_400_000)
+
+    /// What ``seconds(fromUTF8:)`` reads from the text of `millis`, one of ``inlineMillis``,
+    /// with the same arithmetic but without writing the text: whole minutes, then the seconds
+    /// and their digits added one by one as the parser adds them, so the two agree to the bit.
+    static func secondsReadBack(fromMillis millis: Int) -> Double {
+        let (minutes, rest) = CivilTime.floorDivision(millis, 60_000)
+        let milli = rest % 1000
+        var second = Double(rest / 1000)
+        var scale = 0.1
+        second += Double(milli / 100) * scale
+        scale /= 10
+        second += Double(milli / 10 % 10) * scale
+        scale /= 10
+        second += Double(milli % 10) * scale
+        return Double(minutes) * 60 + second
     }
 
     /// ``inlineText(for:)`` of a whole number of milliseconds since the epoch.
     static func inlineText(forMillis millis: Int) -> ShortText? {
         let time = CivilTime(millis: millis)
-        guard (0...9999).contains(time.year), time.hour >= 0, time.minute >= 0, time.second >= 0, time.milli >= 0 else { return nil }
+        guard (0...9999).contains(time.year) else { return nil }
         var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &words) { bytes in
             var at = 0
