@@ -388,6 +388,24 @@ struct RemoteValuesRevisionTests {
         #expect(withoutRevision.needsResolution(of: keys))
     }
 
+    @Test func anArrayChangedAfterItsResolutionNeedsResolution() {
+        // The list last resolved is known by its storage; a change to the app's array must
+        // not go unnoticed, whether it copies the storage or changes it in place.
+        var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: 7))
+        var asked = keys
+        _ = service.values(for: asked)
+        #expect(!service.needsResolution(of: asked))
+        asked[0] = Key.fastCheckout
+        #expect(service.needsResolution(of: asked), "changed while the service shares its storage")
+        // Once the service has resolved another list, the app's array is its own again.
+        var other: [any RemoteKey] = [Key.newOnboarding]
+        _ = service.values(for: other)
+        _ = service.values(for: keys)
+        other[0] = Key.paywallType
+        #expect(service.needsResolution(of: other), "changed in place")
+        #expect(service.values(for: other).entries.map(\.name) == ["paywall_type"])
+    }
+
     @Test func otherKeysOrAnOverrideAreResolvedAnew() {
         var service = RemoteValuesService(keeper: CountingKeeper(values: values, revision: 7))
         let full = service.values(for: keys)

@@ -7,8 +7,9 @@ import ExperimentModel
 ///
 /// `ConfigurationMeta` is `Sendable`: it is an immutable value.
 public struct ConfigurationMeta: Hashable, Sendable {
-    /// What a service sends alike in every download under one policy, in one shared box: a
-    /// configuration is copied whole at every download (into the store, into use, into the
+    /// What a service sends alike in every download under one policy, in one shared box, and a
+    /// received creation time's text (a stamped one is made from ``ConfigurationMeta/time``):
+    /// a configuration is copied whole at every download (into the store, into use, into the
     /// update), and a device holds several. Inline, the meta made each copy 72 bytes and a
     /// device's configurations a third of its record in a fleet.
     private final class Storage: Sendable {
@@ -73,9 +74,10 @@ public struct ConfigurationMeta: Hashable, Sendable {
     }
 
     /// This meta with the creation time stamped as
-    /// ``init(formatVersion:creationTime:otherKeys:)`` stamps it, sharing the format version
-    /// and other keys with this one: a service that stamps every download under one policy
-    /// makes one box of them, not one a download.
+    /// ``init(formatVersion:creationTime:otherKeys:)`` stamps it, with this one's format version
+    /// and other keys. A stamped meta's box is shared: a service that stamps every download
+    /// from one stamped meta per policy makes one box, not one a download. A received meta's
+    /// box holds its text, so stamping it makes a box once.
     ///
     /// - Parameter creationTime: Seconds since 1970-01-01T00:00Z.
     public func stamped(creationTime: Double) -> ConfigurationMeta {

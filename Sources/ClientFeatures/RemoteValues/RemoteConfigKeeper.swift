@@ -20,6 +20,9 @@ public protocol RemoteConfigKeeper {
     /// whether it changed anything: an app resolves its keys every session and downloads
     /// the same values most of the time. A keeper may advance the revision when nothing
     /// changed (that only costs a resolution); it must advance it whenever something did.
+    /// The service compares revisions only: a keeper put in the place of another
+    /// (``RemoteValuesService/keeper``) must not start at a revision the old one had, or the
+    /// old one's values stay fixed.
     var revision: Int? { get }
 }
 

@@ -18,6 +18,8 @@ import DataStructures
 /// `RemoteValuesService` is `Sendable` when its keeper is.
 public struct RemoteValuesService<Keeper: RemoteConfigKeeper> {
     /// The source of raw strings; writable so a simulation can change what its backend serves.
+    /// Resolutions are reused while its ``RemoteConfigKeeper/revision`` stays put, so a keeper
+    /// put in the place of another must not start at a revision the old one had.
     public var keeper: Keeper
     /// How the last fetch ended, or `nil` before the first.
     public private(set) var lastFetch: RemoteFetchStatus?

@@ -155,14 +155,14 @@ package enum VWOStyle: DeviceStyle {
         return Client(campaigns: CampaignClient(state: CampaignClientState(deviceID: String(index)), attributes: attributes, configuration: configuration))
     }
 
-    /// A launch counts a session and fetches settings that are older than the data TTL; a first
-    /// launch waits up to `client.first_view_wait` for them, unless the request cannot leave.
     /// The outbox, which every view's and goal's event goes into.
     @inline(__always)
     package static func prefetchHeapState(of client: UnsafeMutablePointer<Client>) {
         client.pointee.outbox.prefetchStorage()
     }
 
+    /// A launch counts a session and fetches settings that are older than the data TTL; a first
+    /// launch waits up to `client.first_view_wait` for them, unless the request cannot leave.
     package static func startSession(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> SessionStart<Request> {
         if client.launched {
             client.campaigns.startSession()
