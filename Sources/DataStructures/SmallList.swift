@@ -6,7 +6,8 @@
 /// touches it; a `SmallList` with one element lives in its owner's own memory, beside the rest
 /// of the device. The array is allocated only when a second element arrives.
 ///
-/// Order is kept: elements are in the order appended, less those removed.
+/// Order is kept: elements are in the order appended, less those removed. Elements are read
+/// and written whole, which suits the small plain values such lists hold.
 ///
 /// Every operation is `@inlinable`, so callers in other modules get it specialised for their
 /// element (see ``MinHeap`` for why it is `public`).
@@ -27,6 +28,15 @@ public struct SmallList<Element> {
         head = nil
         tail = []
         occupied = false
+    }
+
+    /// A list of one element. (An array literal would make the list from an array allocated
+    /// for it.)
+    @inlinable
+    public init(_ element: Element) {
+        head = element
+        tail = []
+        occupied = true
     }
 
     /// Appends `element` at the end.
@@ -69,9 +79,9 @@ public struct SmallList<Element> {
         }
     }
 
-    // The searches below walk indices, borrowing each element. `Sequence`'s own make an
-    // iterator, which holds a copy of the list, and a copy of an inline element retains all it
-    // holds (an array's copy is one retain).
+    // The searches below walk indices. `Sequence`'s own make an iterator, which holds a copy of
+    // the list, and a copy of an inline element retains all it holds (an array's copy is one
+    // retain).
 
     /// The index of the first element that satisfies `predicate`.
     @inlinable
@@ -104,24 +114,23 @@ extension SmallList: RandomAccessCollection, MutableCollection {
     @inlinable public var endIndex: Int { occupied ? 1 + tail.count : 0 }
     @inlinable public var isEmpty: Bool { !occupied }
 
-    // Read and modified in place (`_read`, `_modify`), as `Array`'s elements are: with a plain
-    // getter and setter, every scan would copy each element and retain what it holds.
+    // A plain getter and setter, not `_read` and `_modify` as `Array` has: a coroutine accessor
+    // with a yield for the inline element and another for the array's is not inlined, and its
+    // frame, too big for the buffer its caller gives it, was allocated on the heap at every
+    // access (a 40-byte `malloc` to write one `Int8`). The lists hold small plain values,
+    // which a copy costs nothing; an element that holds references is retained when read.
     @inlinable
     public subscript(position: Int) -> Element {
-        _read {
+        get {
             precondition(position >= 0 && position < endIndex, "index \(position) out of range of a list of \(endIndex)")
-            if position == 0 {
-                yield head!
-            } else {
-                yield tail[position - 1]
-            }
+            return position == 0 ? head.unsafelyUnwrapped : tail[position - 1]
         }
-        _modify {
+        set {
             precondition(position >= 0 && position < endIndex, "index \(position) out of range of a list of \(endIndex)")
             if position == 0 {
-                yield &head!
+                head = newValue
             } else {
-                yield &tail[position - 1]
+                tail[position - 1] = newValue
             }
         }
     }

@@ -57,6 +57,14 @@ struct SmallListTests {
         #expect(list == [4])
     }
 
+    @Test func aListOfOneIsTheListOfItsLiteral() {
+        var one = SmallList("a")
+        #expect(one == ["a"] && one.count == 1 && !one.isEmpty)
+        one.append("b")
+        #expect(Array(one) == ["a", "b"])
+        #expect(one.remove(at: 0) == "a" && one == ["b"])
+    }
+
     @Test func removingAllKeepsTheOrderOfTheRest() {
         var list: SmallList = [1, 2, 3, 4, 5, 6]
         list.removeAll { $0 % 2 == 1 }

@@ -339,7 +339,7 @@ public struct DecisionClient: Sendable {
         let request = DecisionRequest(
             id: lastRequest, session: session, agent: agents[a].code, kind: kind,
             issuedAt: now, deadline: now + configuration.timeout)
-        pending.append(Pending(request: request, tickets: [ticket], epoch: agents[a].epoch))
+        pending.append(Pending(request: request, tickets: SmallList(ticket), epoch: agents[a].epoch))
     }
 
     private mutating func nextTicket() -> Int {
