@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ClientFeatures
+import DataStructures
 import Randomness
 
 /// A client with a fixed session and the default 5 s timeout.
@@ -257,6 +258,36 @@ struct DecisionResponseTests {
         let request = try #require(sends(&client, at: 0).first)
         #expect(client.handle(response: .decision("b"), to: request.id, at: 0).count == 1)
         #expect(client.handle(response: .decision("b"), to: request.id, at: 0).isEmpty)
+    }
+}
+
+struct DecisionCallbackListTests {
+    /// Two clients asked alike: one answers with arrays, the other appends to a list of the
+    /// caller's, after what the list held.
+    @Test func callbacksAppendedToACallersListAreTheOnesReturned() throws {
+        var clients = [try makeClient(timeout: 2), try makeClient(timeout: 2)]
+        // Three agents decide; the first is answered in time, the other two time out, and the
+        // first's goal is refused by the service.
+        for c in clients.indices {
+            for agent in ["a", "b", "c"] { _ = try clients[c].decision(agent: agent, choices: "x,y", at: 0) }
+        }
+        let decisions = sends(&clients[0], at: 0)
+        #expect(sends(&clients[1], at: 0) == decisions)
+        let marker = DecisionCallback.goal(ticket: -1, agent: "marker", error: nil)
+        var list: SmallList<DecisionCallback> = [marker]
+        var returned = clients[0].handle(response: .decision("y"), to: decisions[0].id, at: 1)
+        clients[1].handle(response: .decision("y"), to: decisions[0].id, at: 1, into: &list)
+        for c in clients.indices { _ = try clients[c].goal(agent: "a", at: 1.5) }
+        let goal = try #require(sends(&clients[0], at: 1.5).first)
+        #expect(sends(&clients[1], at: 1.5) == [goal])
+        returned += clients[0].handle(response: .failure("offline"), to: goal.id, at: 2.5)
+        clients[1].handle(response: .failure("offline"), to: goal.id, at: 2.5, into: &list)
+        returned += clients[0].advance(to: 10)
+        clients[1].advance(to: 10, into: &list)
+        // The answer, then the two timeouts (fired first at 2.5), then the refused goal.
+        #expect(returned.map(\.ticket) == [1, 2, 3, 4])
+        #expect(returned.map { $0.error != nil } == [false, true, true, true])
+        #expect(Array(list) == [marker] + returned)
     }
 }
 

@@ -236,15 +236,22 @@ public struct DecisionClient: Sendable {
     ///
     /// - Complexity: O(*r* log *r*) for *r* outstanding requests.
     public mutating func advance(to now: Double) -> [DecisionCallback] {
-        guard pending.contains(where: { $0.request.deadline <= now }) else { return [] }
+        var callbacks = SmallList<DecisionCallback>()
+        advance(to: now, into: &callbacks)
+        return Array(callbacks)
+    }
+
+    /// ``advance(to:)``, appending the callbacks to `callbacks`, for a caller that drives many
+    /// clients: a list of its own on its stack holds the callback or two a call usually
+    /// returns, where an array would be allocated for them.
+    public mutating func advance(to now: Double, into callbacks: inout SmallList<DecisionCallback>) {
+        guard pending.contains(where: { $0.request.deadline <= now }) else { return }
         let due = pending.filter { $0.request.deadline <= now }
         pending.removeAll { $0.request.deadline <= now }
         let timeout = configuration.timeout
-        var callbacks: [DecisionCallback] = []
         for entry in due.sorted(by: { ($0.request.deadline, $0.request.id) < ($1.request.deadline, $1.request.id) }) {
             failed(entry, error: "timed out after \(timeout) s", into: &callbacks)
         }
-        return callbacks
     }
 
     /// Delivers the service's answer to a sent request.
@@ -257,9 +264,17 @@ public struct DecisionClient: Sendable {
     /// - Returns: The callbacks due: fired timeouts, then the answered request's callbacks.
     /// - Complexity: O(*r* log *r*) for *r* outstanding requests.
     public mutating func handle(response: DecisionResponse, to requestID: Int, at now: Double) -> [DecisionCallback] {
-        var callbacks = advance(to: now)
+        var callbacks = SmallList<DecisionCallback>()
+        handle(response: response, to: requestID, at: now, into: &callbacks)
+        return Array(callbacks)
+    }
+
+    /// ``handle(response:to:at:)``, appending the callbacks to `callbacks`, for a caller that
+    /// drives many clients (see ``advance(to:into:)``).
+    public mutating func handle(response: DecisionResponse, to requestID: Int, at now: Double, into callbacks: inout SmallList<DecisionCallback>) {
+        advance(to: now, into: &callbacks)
         guard let index = pending.firstIndex(where: { $0.request.id == requestID }), pending[index].sent else {
-            return callbacks
+            return
         }
         let answered = pending.remove(at: index)
         let request = answered.request
@@ -287,7 +302,6 @@ public struct DecisionClient: Sendable {
                 succeeded(answered, into: &callbacks)
             }
         }
-        return callbacks
     }
 
     // MARK: Internals
@@ -347,9 +361,8 @@ public struct DecisionClient: Sendable {
         return lastTicket
     }
 
-    // The callbacks are appended to the caller's list: a reply usually settles one ticket, and
-    // one list made per reply costs less than one per helper joined into it.
-    private func failed(_ entry: Pending, error: String, into callbacks: inout [DecisionCallback]) {
+    // The callbacks are appended to the caller's list: a reply usually settles one ticket.
+    private func failed(_ entry: Pending, error: String, into callbacks: inout SmallList<DecisionCallback>) {
         let agent = entry.request.agent
         for ticket in entry.tickets {
             let callback: DecisionCallback = switch entry.request.kind {
@@ -364,7 +377,7 @@ public struct DecisionClient: Sendable {
         }
     }
 
-    private func succeeded(_ entry: Pending, into callbacks: inout [DecisionCallback]) {
+    private func succeeded(_ entry: Pending, into callbacks: inout SmallList<DecisionCallback>) {
         let agent = entry.request.agent
         for ticket in entry.tickets {
             switch entry.request.kind {

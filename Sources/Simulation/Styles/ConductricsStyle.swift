@@ -132,7 +132,9 @@ package enum ConductricsStyle: DeviceStyle {
     /// requests and asks for a wake at the next timeout.
     package static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> DeviceEffect<Request> {
         while true {
-            if settle(client.decisions.advance(to: now), in: &client, codes: environment.shared.codes, counters: &counters) { return .decided }
+            var fired = SmallList<DecisionCallback>()
+            client.decisions.advance(to: now, into: &fired)
+            if settle(fired, in: &client, codes: environment.shared.codes, counters: &counters) { return .decided }
             switch client.decisions.nextAction(at: now) {
             case .send(let request): return .send(request)
             case .wake(let at) where at <= now: continue
@@ -147,7 +149,10 @@ package enum ConductricsStyle: DeviceStyle {
     }
 
     package static func deliver(_ reply: Reply, to client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {
-        let callbacks = client.decisions.handle(response: reply.response, to: reply.request, at: now)
+        // A list on the stack: a reply settles a callback or two, and an array for them was
+        // most of this style's allocations.
+        var callbacks = SmallList<DecisionCallback>()
+        client.decisions.handle(response: reply.response, to: reply.request, at: now, into: &callbacks)
         _ = settle(callbacks, in: &client, codes: environment.shared.codes, counters: &counters)
     }
 
@@ -158,9 +163,11 @@ package enum ConductricsStyle: DeviceStyle {
 
     /// What the app's completion handlers receive: decided views wait for the kernel to show
     /// them, failures are counted. Returns whether any view was decided.
-    static func settle(_ callbacks: [DecisionCallback], in client: inout Client, codes: [[String]], counters: inout Counters) -> Bool {
+    static func settle(_ callbacks: SmallList<DecisionCallback>, in client: inout Client, codes: [[String]], counters: inout Counters) -> Bool {
         var any = false
-        for callback in callbacks {
+        // By position: a `for … in` loop's iterator would hold a copy of the list.
+        for position in callbacks.indices {
+            let callback = callbacks[position]
             if callback.error != nil { counters.lost += 1 }
             guard let outcome = callback.outcome,
                   let index = client.waiting.firstIndex(where: { $0.ticket == outcome.ticket }) else { continue }
