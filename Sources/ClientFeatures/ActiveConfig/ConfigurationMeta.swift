@@ -249,10 +249,10 @@ enum ISO8601Timestamp {
         init(millis: Int) {
             // Whole days rounded down, so that a time before the epoch has a day of its own
             // and fields that count up from its midnight.
-            let (days, dayMillis) = Self.floorDivision(millis, 86_400_000)
+            let (days, dayMillis) = floorDivision(millis, 86_400_000)
             // Hinnant's civil_from_days.
             let z = days + 719_468
-            let era = (z >= 0 ? z : z - 146_096) / 146_097
+            let era = floorDivision(z, 146_097).quotient
             let dayOfEra = z - era * 146_097
             let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
             let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
@@ -262,12 +262,12 @@ enum ISO8601Timestamp {
             year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
             (hour, minute, second, milli) = (dayMillis / 3_600_000, dayMillis / 60_000 % 60, dayMillis / 1000 % 60, dayMillis % 1000)
         }
+    }
 
-        /// The quotient rounded down, and the remainder that leaves (never negative).
-        static func floorDivision(_ value: Int, _ divisor: Int) -> (quotient: Int, remainder: Int) {
-            let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
-            return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
-        }
+    /// The quotient rounded down, and the remainder that leaves (never negative).
+    static func floorDivision(_ value: Int, _ divisor: Int) -> (quotient: Int, remainder: Int) {
+        let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 
     /// `seconds` as `YYYY-MM-DDTHH:MM:SS.fffZ` (24 bytes, kept inline), or `nil` when its year
@@ -281,19 +281,36 @@ enum ISO8601Timestamp {
     static let inlineMillis = (daysSinceEpoch(year: 0, month: 1, day: 1) * 86_400_000)..<(daysSinceEpoch(year: 10_000, month: 1, day: 1) * 86_400_000)
 
     /// What ``seconds(fromUTF8:)`` reads from the text of `millis`, one of ``inlineMillis``,
-    /// with the same arithmetic but without writing the text: whole minutes, then the seconds
-    /// and their digits added one by one as the parser adds them, so the two agree to the bit.
+    /// without writing the text: the reader's own steps (``Reading``) on the same fields, so the
+    /// two agree to the bit.
     static func secondsReadBack(fromMillis millis: Int) -> Double {
-        let (minutes, rest) = CivilTime.floorDivision(millis, 60_000)
+        let (minutes, rest) = floorDivision(millis, 60_000)
         let milli = rest % 1000
-        var second = Double(rest / 1000)
-        var scale = 0.1
-        second += Double(milli / 100) * scale
-        scale /= 10
-        second += Double(milli / 10 % 10) * scale
-        scale /= 10
-        second += Double(milli % 10) * scale
-        return Double(minutes) * 60 + second
+        var reading = Reading(wholeSecond: rest / 1000)
+        reading.add(fractionDigit: milli / 100)
+        reading.add(fractionDigit: milli / 10 % 10)
+        reading.add(fractionDigit: milli % 10)
+        return reading.seconds(afterMinutes: minutes)
+    }
+
+    /// The seconds of a time as the reader adds them up: the whole second, then each digit of
+    /// the fraction at its place, then the minutes since the epoch.
+    struct Reading {
+        private var second: Double
+        private var scale = 0.1
+
+        init(wholeSecond: Int) {
+            second = Double(wholeSecond)
+        }
+
+        mutating func add(fractionDigit digit: Int) {
+            second += Double(digit) * scale
+            scale /= 10
+        }
+
+        func seconds(afterMinutes minutes: Int) -> Double {
+            Double(minutes) * 60 + second
+        }
     }
 
     /// ``inlineText(for:)`` of a whole number of milliseconds since the epoch.
@@ -331,16 +348,16 @@ enum ISO8601Timestamp {
               let hour = scanner.digits(2), scanner.take(UInt8(ascii: ":")),
               let minute = scanner.digits(2)
         else { return nil }
-        var second = 0.0
+        var reading = Reading(wholeSecond: 0)
+        var second = 0
         if scanner.take(UInt8(ascii: ":")) {
             guard let whole = scanner.digits(2) else { return nil }
-            second = Double(whole)
+            second = whole
+            reading = Reading(wholeSecond: whole)
             if scanner.take(UInt8(ascii: ".")) {
-                var scale = 0.1
                 var sawDigit = false
                 while let digit = scanner.digit() {
-                    second += Double(digit) * scale
-                    scale /= 10
+                    reading.add(fractionDigit: digit)
                     sawDigit = true
                 }
                 guard sawDigit else { return nil }
@@ -361,8 +378,7 @@ enum ISO8601Timestamp {
               hour < 24, minute < 60, second < 61
         else { return nil }
         let days = daysSinceEpoch(year: year, month: month, day: day)
-        let minutes = Double(days * 1440 + hour * 60 + minute - offsetMinutes)
-        return minutes * 60 + second
+        return reading.seconds(afterMinutes: days * 1440 + hour * 60 + minute - offsetMinutes)
     }
 
     /// Days from 1970-01-01 to the given proleptic Gregorian date (Hinnant's `days_from_civil`).
