@@ -277,20 +277,21 @@ public struct DecisionClient: Sendable {
             return
         }
         let answered = pending.remove(at: index)
-        let request = answered.request
-        switch request.kind {
+        // Read in place: a copy of the request retained each of its strings and lists.
+        switch answered.request.kind {
         case .decision(let point, let choices):
             switch response.selection(for: choices) {
             case .success(let selection):
-                if configuration.sticky, let a = agents.firstIndex(where: { $0.code == request.agent }), answered.epoch == agents[a].epoch {
-                    if let p = sticky.firstIndex(where: { $0.agent == request.agent && $0.point == point }) {
+                let agent = answered.request.agent
+                if configuration.sticky, let a = agents.firstIndex(where: { $0.code == agent }), answered.epoch == agents[a].epoch {
+                    if let p = sticky.firstIndex(where: { $0.agent == agent && $0.point == point }) {
                         sticky[p].selection = selection
                     } else {
-                        sticky.append(StickyChoice(agent: request.agent, point: point, selection: selection))
+                        sticky.append(StickyChoice(agent: agent, point: point, selection: selection))
                     }
                 }
                 for ticket in answered.tickets {
-                    callbacks.append(.decision(DecisionOutcome(ticket: ticket, agent: request.agent, point: point, selection: selection, source: .service, error: nil)))
+                    callbacks.append(.decision(DecisionOutcome(ticket: ticket, agent: agent, point: point, selection: selection, source: .service, error: nil)))
                 }
             case .failure(let error):
                 failed(answered, error: error.message, into: &callbacks)

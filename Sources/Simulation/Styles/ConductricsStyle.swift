@@ -132,12 +132,14 @@ package enum ConductricsStyle: DeviceStyle {
     /// requests and asks for a wake at the next timeout.
     package static func nextEffect(_ client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) -> DeviceEffect<Request> {
         while true {
-            var fired = SmallList<DecisionCallback>()
-            client.decisions.advance(to: now, into: &fired)
-            if settle(fired, in: &client, codes: environment.shared.codes, counters: &counters) { return .decided }
             switch client.decisions.nextAction(at: now) {
             case .send(let request): return .send(request)
-            case .wake(let at) where at <= now: continue
+            case .wake(let at) where at <= now:
+                // A timeout is due. Only then is a list made for the callbacks: destroying
+                // even an empty one took a call through the callbacks' type metadata.
+                var fired = SmallList<DecisionCallback>()
+                client.decisions.advance(to: now, into: &fired)
+                if settle(&fired, in: &client, codes: environment.shared.codes, counters: &counters) { return .decided }
             case .wake(let at): return .wake(at: at)
             case .idle: return .idle
             }
@@ -153,7 +155,7 @@ package enum ConductricsStyle: DeviceStyle {
         // most of this style's allocations.
         var callbacks = SmallList<DecisionCallback>()
         client.decisions.handle(response: reply.response, to: reply.request, at: now, into: &callbacks)
-        _ = settle(callbacks, in: &client, codes: environment.shared.codes, counters: &counters)
+        _ = settle(&callbacks, in: &client, codes: environment.shared.codes, counters: &counters)
     }
 
     @inline(__always)
@@ -163,17 +165,21 @@ package enum ConductricsStyle: DeviceStyle {
 
     /// What the app's completion handlers receive: decided views wait for the kernel to show
     /// them, failures are counted. Returns whether any view was decided.
-    static func settle(_ callbacks: SmallList<DecisionCallback>, in client: inout Client, codes: [[String]], counters: inout Counters) -> Bool {
+    static func settle(_ callbacks: inout SmallList<DecisionCallback>, in client: inout Client, codes: [[String]], counters: inout Counters) -> Bool {
         var any = false
-        // By position: a `for … in` loop's iterator would hold a copy of the list.
-        for position in callbacks.indices {
-            let callback = callbacks[position]
-            if callback.error != nil { counters.lost += 1 }
-            guard let outcome = callback.outcome,
-                  let index = client.waiting.firstIndex(where: { $0.ticket == outcome.ticket }) else { continue }
-            let view = client.waiting.remove(at: index).view
-            client.decided.append(DecidedView(view: view, shown: shown(outcome, codes: codes[view.experiment])))
-            any = true
+        // Each callback is moved out of the list and taken apart once: a copy of one retains
+        // its agent, point, codes and error, and each accessor (`error`, `outcome`) made one.
+        while !callbacks.isEmpty {
+            switch callbacks.remove(at: 0) {
+            case .decision(let outcome):
+                if outcome.error != nil { counters.lost += 1 }
+                guard let index = client.waiting.firstIndex(where: { $0.ticket == outcome.ticket }) else { continue }
+                let view = client.waiting.remove(at: index).view
+                client.decided.append(DecidedView(view: view, shown: shown(outcome, codes: codes[view.experiment])))
+                any = true
+            case .goal(_, _, let error), .sessionExpired(_, _, let error):
+                if error != nil { counters.lost += 1 }
+            }
         }
         return any
     }
