@@ -42,6 +42,8 @@ let package = Package(
             providers: [.apt(["libgsl-dev"])]
         ),
         .target(name: "CMemoryHints"),
+        // Fixed-point text for reports, by the C library's own printf.
+        .target(name: "CDecimalText"),
         // The heap and the radix sort of the fleet kernel, the experiment server and the live
         // timers, and the prefetch of an array's storage; no product. Its API is public and @inlinable so that callers specialise it.
         .target(name: "DataStructures", dependencies: ["CMemoryHints"]),
@@ -56,7 +58,7 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
+                "Allocators", "CDecimalText", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -125,7 +127,7 @@ let package = Package(
 )
 
 // Every Swift target gets the same language settings, as in swift-log.
-for target in package.targets where target.type != .system && target.name != "CMemoryHints" {
+for target in package.targets where target.type != .system && !["CMemoryHints", "CDecimalText"].contains(target.name) {
     var settings = target.swiftSettings ?? []
     settings.append(.enableUpcomingFeature("ExistentialAny"))
     target.swiftSettings = settings

@@ -118,6 +118,18 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.measurement(FleetMetric.offeredEvents, offered)
         benchmark.measurement(FleetMetric.offeredEventsPerSecond, Int((Double(offered) / seconds).rounded()))
     }
+
+    // Writing the time series of a small fleet followed for a year: 8,760 hourly samples of
+    // every metric, most of them decimals.
+    Benchmark(
+        "Reports fleet-model time series 1k devices 365d",
+        configuration: .init(metrics: [.wallClock, .cpuTotal, .mallocCountTotal], maxDuration: .seconds(20), maxIterations: 10)
+    ) { benchmark in
+        let (scenario, runs) = yearLongFleet
+        _ = measuredSeconds(benchmark) {
+            blackHole(FleetReport.timeseries(scenario, runs).text)
+        }
+    }
 }
 
 /// The custom metrics: simulated work per iteration, and that work per second of wall clock.
@@ -143,6 +155,15 @@ enum FleetMetric {
         ]
     }
 }
+
+/// The fleet model at 1,000 devices for 365 days and its runs, simulated once, when a benchmark
+/// first asks (a global is initialised lazily), outside any measurement.
+let yearLongFleet: (Scenario, [FleetSimulation.Run]) = {
+    var scenario = FleetWorkload.fleetModel
+    scenario.population.devices = 1_000
+    scenario.horizon = 365 * 86_400
+    return (scenario, FleetSimulation(scenario: scenario).run(jobs: 1))
+}()
 
 enum FleetWorkload {
     /// `Scenarios/fleet-model.yaml`, read from the repository so the benchmark always runs the

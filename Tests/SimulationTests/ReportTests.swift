@@ -1,4 +1,5 @@
 import Foundation
+import Randomness
 import Testing
 @testable import Simulation
 
@@ -198,5 +199,45 @@ struct FleetReportTests {
         #expect(Set(table.column("baseline")) == ["uniform"])
         let baselineRows = table.rows.filter { $0[1] == "uniform" }
         #expect(baselineRows.allSatisfy { $0[8] == "0" || $0[8] == "" })
+    }
+}
+
+struct FixedPointTests {
+    /// The reports' numbers were written with `String(format:)`, then trimmed; they must read
+    /// the same now.
+    /// Values drawn at random over many magnitudes (seeded), plus the cases where rounding or
+    /// the sign is delicate: ties, negative zero, subnormals, the largest double, and values
+    /// whose text does not fit a small buffer.
+    @Test func writesWhatStringFormatWrites() {
+        var generator = SplitMix64(seed: StreamSeed(20261127))
+        var values: [Double] = [
+            0, -0.0, -0.04, -0.4, 0.5, 1.5, 2.5, -2.5, 0.125, 10, 100, -1000, 0.0625, 1.05, 2.675, 1e-7, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
+            .leastNormalMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+            .infinity, -.infinity, .nan, 123_456_789.987_654_321, 9.999_999_5, 0.049_999_999_999_999_996,
+        ]
+        for _ in 0..<20_000 {
+            let magnitude = Double(Int(generator.next() % 40)) - 20
+            let sign: Double = generator.next() & 1 == 0 ? 1 : -1
+            values.append(sign * Double(generator.next() >> 11) / Double(1 << 53) * pow(10, magnitude))
+        }
+        var mismatches: [String] = []
+        for value in values {
+            for places in [0, 1, 2, 3, 4, 6, 9, 17, 330] {
+                let expected = String(format: "%.\(places)f", value)
+                let written = fixedPoint(value, places: places)
+                if written != expected { mismatches.append("\(value) at \(places) places: \(written), not \(expected)") }
+                // What the reports wrote: the text above less the zeros ending its fraction
+                // and a bare point, and "-0" as "0".
+                var trimmed = expected
+                if trimmed.contains(".") {
+                    while trimmed.hasSuffix("0") { trimmed.removeLast() }
+                    if trimmed.hasSuffix(".") { trimmed.removeLast() }
+                }
+                if trimmed == "-0" { trimmed = "0" }
+                let writtenTrimmed = trimmedFixedPoint(value, places: places)
+                if writtenTrimmed != trimmed { mismatches.append("\(value) at \(places) places, trimmed: \(writtenTrimmed), not \(trimmed)") }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
     }
 }

@@ -90,11 +90,5 @@ public enum CSVCell: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerL
 /// zeros and a trailing point removed; NaN and infinities as empty cells (missing values).
 func formatDecimal(_ x: Double, places: Int) -> String {
     guard x.isFinite else { return "" }
-    var text = String(format: "%.\(places)f", x)
-    if text.contains(".") {
-        while text.hasSuffix("0") { text.removeLast() }
-        if text.hasSuffix(".") { text.removeLast() }
-    }
-    if text == "-0" { text = "0" }
-    return text
+    return trimmedFixedPoint(x, places: places)
 }

@@ -50,9 +50,7 @@ struct SVGWriter {
     }
 
     static func number(_ x: Double) -> String {
-        let text = String(format: "%.1f", x)
-        if text.hasSuffix(".0") { return String(text.dropLast(2)) == "-0" ? "0" : String(text.dropLast(2)) }
-        return text
+        trimmedFixedPoint(x, places: 1)
     }
 
     /// Escapes text for XML content and attribute values.
@@ -130,18 +128,13 @@ enum Ticks {
         let magnitude = value
         if magnitude >= 1e6 { return trimmed(value / 1e6, 2) + "M" }
         if magnitude >= 1e4 { return trimmed(value / 1e3, 1) + "k" }
-        if magnitude >= 100 || magnitude == 0 { return String(format: "%.0f", value) }
+        if magnitude >= 100 || magnitude == 0 { return fixedPoint(value, places: 0) }
         if magnitude >= 1 { return trimmed(value, 2) }
         return trimmed(value, max(2, Int(ceil(-log10(magnitude))) + 1))
     }
 
     private static func trimmed(_ value: Double, _ places: Int) -> String {
-        var text = String(format: "%.\(places)f", value)
-        if text.contains(".") {
-            while text.hasSuffix("0") { text.removeLast() }
-            if text.hasSuffix(".") { text.removeLast() }
-        }
-        return text == "-0" ? "0" : text
+        trimmedFixedPoint(value, places: places)
     }
 }
 

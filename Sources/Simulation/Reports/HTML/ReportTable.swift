@@ -68,7 +68,7 @@ func readable(_ x: Double, signed: Bool = false) -> String {
     guard x.isFinite else { return "–" }
     let magnitude = abs(x)
     let places = magnitude >= 100 ? 0 : magnitude >= 10 ? 1 : magnitude >= 1 ? 2 : magnitude == 0 ? 0 : min(6, Int(ceil(-log10(magnitude))) + 2)
-    var text = String(format: "%.\(places)f", magnitude)
+    var text = fixedPoint(magnitude, places: places)
     if let dot = text.firstIndex(of: ".") ?? Optional(text.endIndex), text.distance(from: text.startIndex, to: dot) > 4 {
         var integer = String(text[..<dot])
         let rest = String(text[dot...])
