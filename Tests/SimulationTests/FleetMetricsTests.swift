@@ -1,3 +1,4 @@
+import Randomness
 import Testing
 @testable import Simulation
 
@@ -68,6 +69,38 @@ struct FleetMetricsTests {
         #expect(whole.deviceDepthP50 == Int(sorted[50]) && whole.deviceDepthP95 == Int(sorted[95]) && whole.deviceDepthMax == 52)
         for percentile in [50.0, 90, 99, 100] {
             #expect(sum.queueLatencySeconds(percentile: percentile) == whole.queueLatencySeconds(percentile: percentile))
+        }
+    }
+
+    /// A latency histogram reserved to a range reads as one that grew to its values: what was
+    /// recorded before is kept, and a value past the range still fits.
+    @Test func reservedLatencyReadsAsGrown() throws {
+        let scenario = try Tiny.scenario()
+        var grown = FleetMetrics(scenario: scenario)
+        var reserved = FleetMetrics(scenario: scenario)
+        var random = SplitMix64(seed: StreamSeed(29))
+        // Over nine decades (1 to 2^30 ms), and every thousandth past the reservation.
+        let values: [UInt64] = (0..<20_000).map { index in
+            if index % 1_000 == 0 { return 5_000_000_000 + UInt64(index) }
+            let magnitude = UInt64(1) << (random.next() % 30)
+            return magnitude + random.next() % magnitude
+        }
+        for (index, value) in values.enumerated() {
+            if index == 100 {
+                reserved.reserveQueueLatency(upTo: 604_800_000)
+                #expect(reserved.queueLatency.totalCount == 100 && reserved.queueLatency.highestTrackableValue >= 604_800_000)
+            }
+            _ = grown.queueLatency.record(value)
+            _ = reserved.queueLatency.record(value)
+        }
+        #expect(reserved.queueLatency.totalCount == UInt64(values.count))
+        let (reservedMax, grownMax): (UInt64, UInt64) = (reserved.queueLatency.max, grown.queueLatency.max)
+        let (reservedMin, grownMin): (UInt64, UInt64) = (reserved.queueLatency.min, grown.queueLatency.min)
+        #expect(reservedMax == grownMax && reservedMin == grownMin)
+        // Three significant digits: the largest value, 5,000,019,000, within 0.1 %.
+        #expect(reservedMax >= 5_000_019_000 && reservedMax <= 5_005_019_000)
+        for percentile in [0.1, 1, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100] {
+            #expect(reserved.queueLatencySeconds(percentile: percentile) == grown.queueLatencySeconds(percentile: percentile), "p\(percentile)")
         }
     }
 }

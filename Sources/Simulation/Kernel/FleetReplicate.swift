@@ -160,6 +160,9 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         self.environment = StyleEnvironment(scenario: scenario, profile: profile, replicateSeed: replicateSeed)
         self.server = server
         self.metrics = FleetMetrics(scenario: scenario)
+        // An event waits at most from the start to the horizon (or, past 30 years, the
+        // histogram grows as before).
+        metrics.reserveQueueLatency(upTo: UInt64(min(scenario.horizon * 1000, 1e12).rounded(.up)))
         self.upgrades = scenario.population.appUpgrades
         self.partitionSalt = replicateSeed.derive("partition").value
         self.deviceRange = range

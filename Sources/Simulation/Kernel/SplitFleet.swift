@@ -170,6 +170,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
             return part
         }
         var result = FleetMetrics(scenario: scenario)
+        result.reserveQueueLatency(upTo: parts.lazy.map(\.queueLatency.highestTrackableValue).max() ?? 2)
         for part in parts { result.add(part) }
         result.samples = samples
         return result

@@ -171,6 +171,21 @@ public struct FleetMetrics: Sendable, Codable {
         return Double(percentile >= 100 ? queueLatency.max : queueLatency.valueAtPercentile(percentile)) / 1000
     }
 
+    /// Makes `queueLatency` cover latencies up to `milliseconds` from the start, so that
+    /// recording one never grows it.
+    ///
+    /// The histogram grows itself to fit a larger value, but it does so by appending zeros
+    /// through the histogram package's unspecialized generic code, about a quarter of a
+    /// microsecond a slot, some twenty thousand slots a shard: 5 % of a Myna-style fleet's run.
+    /// Reserving the range at once costs one zeroed allocation; the histogram's contents and
+    /// every percentile read from it are the same.
+    package mutating func reserveQueueLatency(upTo milliseconds: UInt64) {
+        var reserved = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: max(2, milliseconds), numberOfSignificantValueDigits: .three)
+        reserved.autoResize = true
+        reserved.add(queueLatency)
+        queueLatency = reserved
+    }
+
     /// Counts a view of `variant` in rate epoch `epoch`, where `best` is the best variant.
     @inline(__always)
     mutating func view(experiment e: Int, variant: Int, best: Int, epoch: Int, convertsMask: UInt64, converted: Bool) {
