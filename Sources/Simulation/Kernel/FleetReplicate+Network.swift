@@ -140,7 +140,7 @@ extension FleetReplicate {
     }
 
     @inline(__always)
-    private mutating func schedule(reply: Style.Reply, for request: Style.Request, to d: Int, at time: Double) {
+    private mutating func schedule(reply: consuming Style.Reply, for request: Style.Request, to d: Int, at time: Double) {
         schedule(reply: reply, order: Style.replyOrder(for: request, client: &devices[d].client), to: d, at: time)
     }
 
@@ -180,7 +180,7 @@ extension FleetReplicate {
     /// Puts `reply` on its way to device `d`, due at `time`.
     ///
     /// - Parameter order: Orders replies due at the same time (the request number's low byte).
-    mutating func schedule(reply: Style.Reply, order: UInt8, to d: Int, at time: Double) {
+    mutating func schedule(reply: consuming Style.Reply, order: UInt8, to d: Int, at time: Double) {
         if devices[d].repliesPending == 0 {
             devices[d].replyBound = time
             devices[d].latestReply = time
@@ -298,7 +298,9 @@ struct ReplySlots<Reply> {
     private var slots: [Reply?] = []
     private var free: [Int] = []
 
-    mutating func store(_ reply: Reply) -> Int {
+    /// Keeps `reply`, moved in: a copy retained each of its references, and the caller's
+    /// original released them again.
+    mutating func store(_ reply: consuming Reply) -> Int {
         if let slot = free.popLast() {
             slots[slot] = reply
             return slot
