@@ -256,10 +256,8 @@ package struct StyleEnvironment<Style: DeviceStyle> {
         self.variantCounts = scenario.experiments.map(\.rates.count)
     }
 
-    /// The client's settings, read in place: a getter copied all 409 bytes of them to read one.
-    package var client: Scenario.Client {
-        _read { yield settings.client }
-    }
+    /// The client's settings.
+    package var client: Scenario.Client { settings.client }
     /// The engine profile the style's clients share.
     package var profile: EngineProfile { settings.profile }
 }
