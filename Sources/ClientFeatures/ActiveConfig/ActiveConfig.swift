@@ -113,11 +113,12 @@ public struct ActiveConfig<Store: ConfigStore> {
     ///   - configuration: The configuration downloaded.
     ///   - userID: The user it was downloaded for (`nil` for shared).
     ///   - now: The time of arrival, in seconds.
-    public mutating func apply(_ configuration: ConfigurationState, forUser userID: String?, at now: Double) -> ApplyOutcome {
+    public mutating func apply(_ configuration: consuming ConfigurationState, forUser userID: String?, at now: Double) -> ApplyOutcome {
         store.persist(configuration, forUser: userID)
         guard userID == self.userID else {
             return .storedForOtherUser(userID)
         }
+        // Taken, not copied: the store's copy and the current one are then the only two.
         let update = replaceCurrent(with: configuration, at: now)
         return .applied(update)
     }
@@ -159,19 +160,30 @@ public struct ActiveConfig<Store: ConfigStore> {
         return replaceCurrent(with: configuration, at: now)
     }
 
-    private mutating func replaceCurrent(with configuration: ConfigurationState, at now: Double) -> ConfigurationUpdate {
-        let changed = changes(from: current, to: configuration)
+    private mutating func replaceCurrent(with configuration: consuming ConfigurationState, at now: Double) -> ConfigurationUpdate {
+        // A download of the settings already held usually shares their storage (a fleet reads
+        // each distinct payload once and hands every device the same sections), so the two are
+        // equal at once, with nothing hashed. The current one is moved out, not copied.
+        let old = current.take()
+        let changed = Self.sameSections(old, configuration) ? [] : changes(from: old, to: configuration)
+        let meta = configuration.meta
         current = configuration
         return ConfigurationUpdate(
-            userID: userID, configurationMeta: configuration.meta, changes: changed,
+            userID: userID, configurationMeta: meta, changes: changed,
             notifications: notifications(for: changed), appliedAt: now)
     }
 
+    /// Whether `new` has `old`'s sections. Both are borrowed, so neither is copied to be
+    /// compared (a configuration read in place from a stored property, or bound by a pattern,
+    /// was copied: each copy retained its sections and its meta).
+    private static func sameSections(_ old: borrowing ConfigurationState?, _ new: borrowing ConfigurationState) -> Bool {
+        switch old {
+        case .some(let old): old.sections == new.sections
+        case .none: false
+        }
+    }
+
     private func changes(from old: ConfigurationState?, to new: ConfigurationState?) -> [SectionChange] {
-        // A download of the settings already held usually shares their storage (a fleet reads
-        // each distinct payload once and hands every device the same sections): dictionaries
-        // with one storage are equal at once, hashing nothing.
-        if let old, let new, old.sections == new.sections { return [] }
         let oldSections = old?.sections ?? [:]
         let newSections = new?.sections ?? [:]
         // A download usually changes nothing, or a setting or two: the sections are walked

@@ -19,13 +19,13 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
         case failure(String)
     }
 
-    /// The configuration, persisted in its store across app launches.
-    private(set) var config: ActiveConfig<InMemoryConfigStore> {
-        didSet { configCreatedAt = config.current.map { $0.meta.creationTime ?? -.infinity } }
-    }
-    /// The time the configuration in use was created on the server (its `meta.creation_time`),
-    /// or `nil` when the device has none. Kept apart from the configuration, which every
-    /// session asks it of: reading it there would copy the configuration.
+    /// The configuration, persisted in its store across app launches. Changed only by
+    /// ``fetch(at:)``, which keeps ``configCreatedAt`` in step.
+    private(set) var config: ActiveConfig<InMemoryConfigStore>
+    /// The time the configuration in use was created on the server (its `meta.creation_time`,
+    /// `-infinity` without one), or `nil` when the device has none. Kept apart from the
+    /// configuration, which every session asks it of: reading it there would copy the
+    /// configuration.
     private(set) var configCreatedAt: Double?
     /// The section holding one setting per experiment.
     let section: String
@@ -43,20 +43,32 @@ struct ActiveConfigKeeper: RemoteConfigKeeper {
 
     /// Applies the downloaded payload with ``ActiveConfig``.
     mutating func fetch(at now: Double) -> RemoteFetchStatus {
-        defer { arrived = nil }
-        switch arrived {
+        // The download is moved out, not copied: a copy retained the configuration's parts
+        // only to release them when `arrived` was cleared.
+        switch arrived.take() {
         case nil: return .failure(reason: "nothing was downloaded")
         case .failure(let reason): return .failure(reason: reason)
         case .payload(let payload):
-            return applied(config.apply(payload: payload, forUser: nil, at: now), at: now)
+            let status = applied(config.apply(payload: payload, forUser: nil, at: now), at: now)
+            configCreatedAt = config.current.map { $0.meta.creationTime ?? -.infinity }
+            return status
         case .configuration(let configuration):
-            return applied(config.apply(configuration, forUser: nil, at: now), at: now)
+            // Read before the configuration is handed over: afterwards only a copy of the
+            // current one could be asked. A configuration already read is applied whole (it
+            // is for this device's user, nil, and never rejected).
+            let created = configuration.meta.creationTime ?? -.infinity
+            let status = applied(config.apply(consume configuration, forUser: nil, at: now), at: now)
+            configCreatedAt = created
+            return status
         }
     }
 
-    private mutating func applied(_ outcome: ApplyOutcome, at now: Double) -> RemoteFetchStatus {
-        if let error = outcome.error { return .failure(reason: error.description) }
-        if case .applied(let update) = outcome, !update.changes.isEmpty { sectionChanges += 1 }
+    private mutating func applied(_ outcome: consuming ApplyOutcome, at now: Double) -> RemoteFetchStatus {
+        switch consume outcome {
+        case .rejected(let error): return .failure(reason: error.description)
+        case .applied(let update): if !update.changes.isEmpty { sectionChanges += 1 }
+        case .storedForOtherUser: break
+        }
         return .success(fetchedAt: now)
     }
 

@@ -325,7 +325,7 @@ package enum RemoteConfigStyle: DeviceStyle {
     }
 
     /// The framework's fetch takes what a download brought.
-    static func fetched(_ download: ActiveConfigKeeper.Download, into client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
+    static func fetched(_ download: consuming ActiveConfigKeeper.Download, into client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
         client.values.keeper.arrived = download
         if case .success = client.values.fetch(at: now) {
             counters.configFetches += 1
