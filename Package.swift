@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "ExperimentServer", targets: ["ExperimentServer"]),
         .library(name: "Simulation", targets: ["Simulation"]),
         .library(name: "Randomness", targets: ["Randomness"]),
+        .library(name: "Analysis", targets: ["Analysis"]),
         // The command line as a library, for packages that build their own `aviary` with
         // allocators of their own (Examples/CustomAllocator).
         .library(name: "AviaryCommands", targets: ["AviaryCommands"]),
@@ -52,13 +53,16 @@ let package = Package(
         // snapshots. Below all three, so the device SDK never links an allocator (or GSL).
         .target(name: "ExperimentModel", dependencies: ["Randomness"]),
         .target(name: "Allocators", dependencies: ["ExperimentModel", "Randomness", "CGSL"]),
+        // What an experiment concludes: estimators, tests and sample-ratio checks over what a
+        // server ingested, the same code for the fleet, the bare bandit and the live server.
+        .target(name: "Analysis", dependencies: ["CGSL"]),
         .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
         .target(name: "ClientFeatures", dependencies: ["DataStructures", "ExperimentModel", "Randomness"]),
         .target(name: "ExperimentServer", dependencies: ["Allocators", "DataStructures", "ExperimentModel"]),
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "CDecimalText", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
+                "Allocators", "Analysis", "CDecimalText", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
@@ -110,11 +114,12 @@ let package = Package(
         .testTarget(name: "RandomnessTests", dependencies: ["Randomness"]),
         .testTarget(name: "DataStructuresTests", dependencies: ["DataStructures"]),
         .testTarget(name: "ExperimentModelTests", dependencies: ["ExperimentModel", "Randomness"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Randomness"]),
         .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "ExperimentModel", "Randomness"]),
         .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ExperimentModel", "Allocators", "Randomness"]),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Analysis", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
         .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "ExperimentModel", "Allocators", "Simulation"]),
         .testTarget(
             name: "LiveTests",

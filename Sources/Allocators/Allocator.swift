@@ -47,6 +47,11 @@ public protocol Allocator {
     /// returned now, whatever the allocator learns or chooses in between; the default
     /// computes the snapshot at once.
     mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot
+    /// The probability with which ``choose()`` would pick each variant now, given what the
+    /// allocator has learned: the propensities that an adaptively weighted estimator needs to
+    /// undo the allocation's adaptivity. `nil` where they are not known (the default: an
+    /// allocator in another process, say). Reading them changes no decision.
+    mutating func choiceProbabilities() -> [Double]?
     /// Ends the allocator's run: releases what it holds outside the process (a child process, a
     /// connection) and throws a failure latched during the run. The default does nothing.
     ///
@@ -74,6 +79,9 @@ extension Allocator {
     public mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
         DeferredSnapshot(snapshot(version: version, issuedAt: issuedAt))
     }
+
+    /// Not known.
+    public mutating func choiceProbabilities() -> [Double]? { nil }
 
     /// Nothing to release and nothing that can fail.
     public mutating func finish() throws(AllocatorError) {}

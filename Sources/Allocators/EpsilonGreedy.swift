@@ -61,6 +61,10 @@ public struct EpsilonGreedy: Allocator {
     ///
     /// A snapshot serves a whole batch of views, so a tie broken once for it would send the
     /// batch's exploiting share to one variant picked by a coin; sharing it keeps a tie a tie.
+    /// The snapshot's weights: ε spread evenly, 1 − ε shared by the leaders, as ``choose()``
+    /// breaks a tie among them uniformly at random.
+    public mutating func choiceProbabilities() -> [Double]? { snapshot(version: 0, issuedAt: 0).weights }
+
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
         let explore = currentEpsilon
         var weights = Array(repeating: explore / Double(variantCount), count: variantCount)

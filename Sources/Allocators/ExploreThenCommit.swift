@@ -89,6 +89,9 @@ public struct ExploreThenCommit: Allocator {
         }
     }
 
+    /// The exploration split, or all on the committed variant.
+    public mutating func choiceProbabilities() -> [Double]? { snapshot(version: 0, issuedAt: 0).weights }
+
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
         if let committedVariant {
             return .pinned(committedVariant, of: variantCount, version: version, issuedAt: issuedAt)

@@ -120,6 +120,16 @@ public struct ThompsonSampling: Allocator {
         beta[variant] = priorBeta + Double(max(0, stats.trials - stats.successes))
     }
 
+    /// P(best) under the posteriors without the snapshot's floor, which ``choose()`` does not
+    /// apply: exact for two variants; for more, a Monte Carlo estimate with ``draws`` draws on a
+    /// stream of its own (the views seen so far name it), so reading it changes no decision.
+    public mutating func choiceProbabilities() -> [Double]? {
+        guard variantCount > 2 else { return probabilityBest() }
+        let seen = statistics.reduce(0) { $0 + $1.trials }
+        return Self.monteCarloProbabilityBest(alpha: alpha, beta: beta, draws: draws,
+                                              random: GSLRandom(seed: snapshotSeed.derive("propensity").derive(seen)))
+    }
+
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
         deferredSnapshot(version: version, issuedAt: issuedAt).resolve()
     }

@@ -66,6 +66,10 @@ public struct UCB1: Allocator {
 
     /// The leader pinned, or, where several variants tie for the lead (every unplayed variant
     /// does), an even split among them.
+    /// The leaders' share of 1 (``choose()`` breaks a tie among them uniformly at random), 0
+    /// for the rest: deterministic, so no weighting estimator can use it.
+    public mutating func choiceProbabilities() -> [Double]? { snapshot(version: 0, issuedAt: 0).weights }
+
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
         let leaders = leadingVariants()
         var weights = [Double](repeating: 0, count: variantCount)

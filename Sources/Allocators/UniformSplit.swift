@@ -46,6 +46,9 @@ public struct UniformSplit: Allocator {
         statistics[feedback.variant].add(feedback)
     }
 
+    /// The split's weights, whatever it has learned.
+    public mutating func choiceProbabilities() -> [Double]? { split.weights }
+
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
         // Cannot throw: the weights were validated at creation.
         try! PolicySnapshot(weights: split.weights, version: version, issuedAt: issuedAt)

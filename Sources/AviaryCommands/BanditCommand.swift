@@ -1,4 +1,5 @@
 import Allocators
+import Analysis
 import ArgumentParser
 import ExperimentModel
 import Foundation
@@ -37,6 +38,26 @@ struct BanditCommand: ParsableCommand {
     @Option(name: .customLong("update-every"), help: "Views between two updates of the allocator (1: immediate feedback).")
     var updateEvery: Int = 1
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Equally spaced looks at the experiment, the last after the last view: each writes its analysis to inference.csv (0: no analysis).",
+        valueName: "n"))
+    var looks: Int = 0
+
+    @Option(name: .long, help: ArgumentHelp("The test that decides at a look: fixed, sequential or bayesian.", valueName: "test"))
+    var test: String = AnalysisPlan().test.rawValue
+
+    @Option(name: .long, help: "The level of the deciding test (and 1 − the Bayesian threshold).")
+    var alpha: Double = AnalysisPlan().alpha
+
+    @Option(name: .customLong("srm-threshold"), help: "An SRM p-value below this raises the alarm.")
+    var srmThreshold: Double = AnalysisPlan().srmThreshold
+
+    @Option(name: .customLong("sequential-tuning"), help: "The sample size the sequential test's interval is tightest at.")
+    var sequentialTuning: Double = AnalysisPlan().sequentialTuning
+
+    @Option(name: .customLong("min-units"), help: "Units each variant needs before a decision.")
+    var minUnits: Int = AnalysisPlan().minUnits
+
     @Option(name: .long, help: "Replicates run in parallel (results are identical for any value).")
     var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
 
@@ -58,6 +79,22 @@ struct BanditCommand: ParsableCommand {
         guard rates.count <= Scenario.Limits.variants.upperBound else {
             throw CommandFailure("--rates has \(rates.count) rates; expected at most \(Scenario.Limits.variants.upperBound)")
         }
+        _ = try plan()
+    }
+
+    /// The analysis plan the flags describe.
+    func plan() throws -> AnalysisPlan {
+        guard let test = AnalysisPlan.Test(rawValue: test) else {
+            throw CommandFailure("--test is '\(test)'; expected one of \(AnalysisPlan.Test.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard looks >= 0 else { throw CommandFailure("--looks is \(looks); expected 0 (no analysis) or more") }
+        guard alpha > 0 && alpha < 1 else { throw CommandFailure("--alpha is \(alpha); expected a level in (0, 1)") }
+        guard srmThreshold > 0 && srmThreshold < 1 else { throw CommandFailure("--srm-threshold is \(srmThreshold); expected a p-value in (0, 1)") }
+        guard sequentialTuning > 0 && sequentialTuning.isFinite else {
+            throw CommandFailure("--sequential-tuning is \(sequentialTuning); expected a positive number of units")
+        }
+        guard minUnits >= 2 else { throw CommandFailure("--min-units is \(minUnits); expected at least 2 (a variance needs two units)") }
+        return AnalysisPlan(alpha: alpha, test: test, srmThreshold: srmThreshold, sequentialTuning: sequentialTuning, minUnits: minUnits)
     }
 
     func run() throws {
@@ -74,7 +111,9 @@ struct BanditCommand: ParsableCommand {
         if let repeated = specs.map(\.description).firstRepeated {
             throw CommandFailure("--allocator: '\(repeated)' is given twice")
         }
-        let comparison = BanditComparison(rates: rates, views: views, replicates: replicates, seed: seed, allocators: specs, updateEvery: updateEvery)
+        let plan = try plan()
+        let comparison = BanditComparison(rates: rates, views: views, replicates: replicates, seed: seed, allocators: specs, updateEvery: updateEvery,
+                                          looks: looks, plan: plan)
         let outcomes: [BanditComparison.Outcome]
         do {
             outcomes = try comparison.run(jobs: jobs)
@@ -112,7 +151,33 @@ struct BanditCommand: ParsableCommand {
         print("")
         print("Wrote \(replicatesFile.path)")
         print("Wrote \(comparisonFile.path)")
+        if looks > 0 {
+            let runs = outcomes.map { outcome in
+                InferenceReport.Run(
+                    scenario: "bandit", allocator: outcome.allocator, replicate: outcome.replicate, experiment: "bandit",
+                    variants: rates.indices.map(Self.variantName), looks: outcome.inference.map { (nil, $0) }, plan: plan)
+            }
+            let inferenceFile = folder.appendingPathComponent("inference.csv")
+            let inferenceComparisonFile = folder.appendingPathComponent("inference-comparison.csv")
+            let summaries = InferenceReport.summaries(runs)
+            try InferenceReport.rows(runs).write(to: inferenceFile)
+            try InferenceReport.comparison(summaries).write(to: inferenceComparisonFile)
+            print("")
+            print("What the analyst concludes (\(looks) look(s), \(plan.test.rawValue) test at \(fixed(plan.alpha, 3)); lifts of each variant over A):")
+            print("")
+            print(InferenceSummaryTable.rendered(summaries))
+            print("")
+            print("Wrote \(inferenceFile.path)")
+            print("Wrote \(inferenceComparisonFile.path)")
+        }
         try writeHTMLReport(in: folder, scenarioText: nil)
+    }
+}
+
+extension BanditCommand {
+    /// A, B, C, … for the bandit's variants, the first the control.
+    static func variantName(_ index: Int) -> String {
+        index < 26 ? String(UnicodeScalar(UInt8(65 + index))) : "V\(index)"
     }
 }
 

@@ -241,6 +241,35 @@ struct BanditCommandTests {
         #expect(column("conversions", replicates) == direct.map { String($0.conversions) })
     }
 
+    @Test func looksWriteTheAnalystsTables() throws {
+        let w = try Workspace()
+        let common = ["--rates", "0.1", "0.1", "--views", "600", "--replicates", "2", "--seed", "3", "--update-every", "100",
+                      "--allocator", "uniform", "--allocator", "thompson", "--looks", "3"]
+        try aviary(["bandit"] + common + ["--jobs", "1", "-o", w.path("one")])
+        try aviary(["bandit"] + common + ["--jobs", "2", "-o", w.path("two")])
+        let inference = try w.read("one/inference.csv")
+        #expect(inference == (try w.read("two/inference.csv")))
+        #expect(rows(inference)[0] == InferenceReport.columns)
+        // 2 allocators × 2 replicates × 3 looks × 2 variants × 3 estimators.
+        #expect(rows(inference).count == 1 + 2 * 2 * 3 * 2 * 3)
+        #expect(Set(column("look_views", inference)) == ["200", "400", "600"])
+        let comparison = try w.read("one/inference-comparison.csv")
+        #expect(rows(comparison).count == 1 + 2 * 3 * 2)
+        #expect(comparison == (try w.read("two/inference-comparison.csv")))
+    }
+
+    @Test(arguments: [
+        (["--test", "bonferroni"], "--test is 'bonferroni'; expected one of fixed, sequential, bayesian"),
+        (["--alpha", "1.5"], "--alpha is 1.5"),
+        (["--min-units", "1"], "--min-units is 1"),
+        (["--looks=-1"], "--looks is -1"),
+    ])
+    func badAnalysisFlagsAreNamed(flags: [String], expected: String) throws {
+        let w = try Workspace()
+        let message = try #require(failure(["bandit", "--views", "100", "--replicates", "1", "--looks", "1", "-o", w.path("out")] + flags))
+        #expect(message.contains(expected))
+    }
+
     @Test func invalidRatesAreReported() throws {
         let w = try Workspace()
         let message = try #require(failure(["bandit", "--rates", "0.5", "--views", "10", "--replicates", "1", "-o", w.path("out")]))

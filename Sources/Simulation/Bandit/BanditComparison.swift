@@ -1,4 +1,5 @@
 import Allocators
+import Analysis
 import Dispatch
 import ExperimentModel
 import Foundation
@@ -31,15 +32,30 @@ public struct BanditComparison: Sendable {
     public var allocators: [AllocatorSpec]
     /// Views between two updates of the allocator: 1 for immediate feedback.
     public var updateEvery: Int
+    /// Equally spaced looks at which the experiment is analysed (the last after the last view);
+    /// 0 for none, which leaves the run exactly as it was without the analysis.
+    public var looks: Int
+    /// How the analyst reads each look (its ``AnalysisPlan/lookEvery`` is ignored: ``looks`` says when).
+    public var plan: AnalysisPlan
 
     /// Creates a comparison.
-    public init(rates: [Double], views: Int, replicates: Int, seed: UInt64, allocators: [AllocatorSpec], updateEvery: Int = 1) {
+    public init(rates: [Double], views: Int, replicates: Int, seed: UInt64, allocators: [AllocatorSpec], updateEvery: Int = 1,
+                looks: Int = 0, plan: AnalysisPlan = AnalysisPlan()) {
         self.rates = rates
         self.views = views
         self.replicates = replicates
         self.seed = seed
         self.allocators = allocators
         self.updateEvery = updateEvery
+        self.looks = looks
+        self.plan = plan
+    }
+
+    /// The views after which look 1, 2, … ``looks`` happens: equally spaced, the last after the
+    /// last view.
+    public var lookViews: [Int] {
+        guard looks > 0 else { return [] }
+        return (1...looks).map { Int((Double(views) * Double($0) / Double(looks)).rounded(.down)) }.filter { $0 > 0 }
     }
 
     /// The built-in comparison: 5 % against 6 %, 100,000 views, 20 replicates, uniform baseline.
@@ -61,6 +77,8 @@ public struct BanditComparison: Sendable {
         public var realizedRegret: Double
         public var bestVariantShare: Double
         public var wallSeconds: Double
+        /// The analyst's view at each look; empty without looks.
+        public var inference: [InferenceLook] = []
     }
 
     /// Checks the comparison before it runs.
@@ -75,6 +93,7 @@ public struct BanditComparison: Sendable {
         guard replicates >= 1 else { throw ScenarioError(key: "replicates", "is \(replicates); it must be at least 1") }
         guard updateEvery >= 1 else { throw ScenarioError(key: "update-every", "is \(updateEvery); it must be at least 1 view") }
         guard !allocators.isEmpty else { throw ScenarioError(key: "allocators", "is empty; name at least one") }
+        guard looks >= 0 && looks <= views else { throw ScenarioError(key: "looks", "is \(looks); expected 0 (no analysis) to \(views) (one a view)") }
         for (index, spec) in allocators.enumerated() {
             do {
                 _ = try spec.makeAllocator(variantCount: rates.count, seed: StreamSeed(0))
@@ -109,7 +128,15 @@ public struct BanditComparison: Sendable {
         // Validated in `validate()`.
         var allocator = try! spec.makeAllocator(variantCount: rates.count, seed: replicateSeed.derive("allocator").derive(index))
         let start = DispatchTime.now().uptimeNanoseconds
-        var outcome = simulate(&allocator, outcomes: replicateSeed.derive("outcomes"))
+        var outcome: Outcome
+        if looks > 0 {
+            var observer = BanditInference(rates: rates, plan: plan, lookViews: lookViews, allocator: &allocator)
+            outcome = simulate(&allocator, outcomes: replicateSeed.derive("outcomes"), observer: &observer)
+            outcome.inference = observer.looks
+        } else {
+            var observer = NoBanditObserver()
+            outcome = simulate(&allocator, outcomes: replicateSeed.derive("outcomes"), observer: &observer)
+        }
         outcome.allocator = spec.description
         outcome.replicate = replicate
         outcome.seed = replicateSeed.value
@@ -122,26 +149,30 @@ public struct BanditComparison: Sendable {
         }
     }
 
-    private func simulate(_ allocator: inout some Allocator, outcomes: StreamSeed) -> Outcome {
+    private func simulate(_ allocator: inout some Allocator, outcomes: StreamSeed, observer: inout some BanditObserver) -> Outcome {
         var stream = outcomes.makeGenerator()
         let best = rates.indices.max { rates[$0] < rates[$1] }!
         var uniforms = [Double](repeating: 0, count: rates.count)
         var conversions = 0, bestConversions = 0, bestViews = 0
         var expectedRegret = 0.0
         var pending: [Feedback] = []
-        for _ in 0..<views {
+        for view in 0..<views {
             for v in uniforms.indices { uniforms[v] = stream.nextUniform() }
             let variant = allocator.choose()
             let converted = uniforms[variant] < rates[variant]
+            observer.view(variant, converted: converted)
             if updateEvery == 1 {
                 allocator.record(.outcome(variant, converted: converted))
+                observer.policyChanged(&allocator)
             } else {
                 pending.append(.outcome(variant, converted: converted))
                 if pending.count == updateEvery {
                     allocator.record(contentsOf: pending)
                     pending.removeAll(keepingCapacity: true)
+                    observer.policyChanged(&allocator)
                 }
             }
+            observer.viewed(view + 1)
             if converted { conversions += 1 }
             if uniforms[best] < rates[best] { bestConversions += 1 }
             if variant == best { bestViews += 1 }

@@ -1,0 +1,23 @@
+import Analysis
+import Simulation
+
+/// The analyst's few columns, printed after a run: per allocator, estimator and variant, the
+/// figures `inference-comparison.csv` holds in full.
+enum InferenceSummaryTable {
+    static func rendered(_ summaries: [InferenceReport.Summary]) -> String {
+        var table = TextTable(["allocator", "estimator", "variant", "bias", "coverage", "rejects (last look)", "rejects (any look)",
+                               "sequential rejects", "SRM alarms", "right decision"])
+        for s in summaries where !s.isControl {
+            table.append([
+                s.allocator, s.estimator.rawValue, s.variant, s.bias.isFinite ? fixed(s.bias * 100, 3) + " pp" : "–",
+                percent(s.coverage), percent(s.rejectionRate), percent(s.rejectionRateAnyLook), percent(s.rejectionRateSequential),
+                percent(s.srmAlarmRate), percent(s.correctSelection),
+            ])
+        }
+        return table.rendered
+    }
+
+    private static func percent(_ x: Double) -> String {
+        x.isFinite ? fixed(x * 100, 1) + " %" : "–"
+    }
+}

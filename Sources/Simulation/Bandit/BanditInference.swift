@@ -1,0 +1,154 @@
+import Allocators
+import Analysis
+
+/// What ``BanditComparison/simulate(_:outcomes:observer:)`` tells whoever watches a replicate.
+protocol BanditObserver {
+    /// One view of `variant`, which converted or not.
+    mutating func view(_ variant: Int, converted: Bool)
+    /// The allocator has just learned from feedback: its policy may have changed.
+    mutating func policyChanged(_ allocator: inout some Allocator)
+    /// Called after each view with the views so far.
+    mutating func viewed(_ views: Int)
+}
+
+/// Watches nothing: the plain comparison, compiled as if no observer were there.
+struct NoBanditObserver: BanditObserver {
+    @inline(__always) mutating func view(_ variant: Int, converted: Bool) {}
+    @inline(__always) mutating func policyChanged(_ allocator: inout some Allocator) {}
+    @inline(__always) mutating func viewed(_ views: Int) {}
+}
+
+/// The analyst's view of one bandit replicate: at each look, the experiment as a server that
+/// ingested every view so far would analyse it. Each view is its own unit; the propensities are
+/// the allocator's ``Allocator/choiceProbabilities()`` for the period it decided in.
+///
+/// Policy periods run between two updates of the allocator; an epoch (the stratified
+/// estimator's stratum, and the sequential SRM test's segment) is a run of periods with the
+/// same propensities, so a fixed split is one epoch and its estimators agree with the naive one.
+struct BanditInference: BanditObserver {
+    let rates: [Double]
+    let plan: AnalysisPlan
+    /// Views at which to look, ascending.
+    let lookViews: [Int]
+    private var nextLook = 0
+    private(set) var looks: [InferenceLook] = []
+
+    private var total: [UnitTotals]
+    private var period: [UnitTotals]
+    private var epoch: [UnitTotals]
+    private var srmPending: [Int]
+    private var propensities: [Double]?
+    private var model: [Double]
+    private var expected: [Double]
+    private var weighted: AdaptiveWeighting
+    private var stratified: EpochStratified
+    private var srm = SampleRatio.Sequential()
+
+    init(rates: [Double], plan: AnalysisPlan, lookViews: [Int], allocator: inout some Allocator) {
+        self.rates = rates
+        self.plan = plan
+        self.lookViews = lookViews
+        let k = rates.count
+        total = Array(repeating: UnitTotals(), count: k)
+        period = total
+        epoch = total
+        srmPending = Array(repeating: 0, count: k)
+        model = Array(repeating: 0, count: k)
+        expected = Array(repeating: 0, count: k)
+        weighted = AdaptiveWeighting(variantCount: k)
+        stratified = EpochStratified(variantCount: k)
+        propensities = allocator.choiceProbabilities()
+    }
+
+    mutating func view(_ variant: Int, converted: Bool) {
+        period[variant].addSingleViews(1, converted: converted ? 1 : 0)
+        srmPending[variant] += 1
+    }
+
+    mutating func policyChanged(_ allocator: inout some Allocator) {
+        closePeriod()
+        let next = allocator.choiceProbabilities()
+        if next != propensities {
+            closeEpoch()
+            propensities = next
+        }
+    }
+
+    mutating func viewed(_ views: Int) {
+        while nextLook < lookViews.count && lookViews[nextLook] == views {
+            look(views)
+            nextLook += 1
+        }
+    }
+
+    /// The propensities to weight and to expect units by: the allocator's, or where it cannot
+    /// say, the split the units fell in (which makes the SRM tests vacuous, as they should be).
+    private var weights: [Double] {
+        propensities ?? period.map { Double($0.units) }
+    }
+
+    private mutating func closePeriod() {
+        let units = period.reduce(0) { $0 + $1.units }
+        guard units > 0 else { return }
+        let weights = self.weights, sum = weights.reduce(0, +)
+        for v in expected.indices { expected[v] += Double(units) * weights[v] / sum }
+        if propensities != nil {
+            weighted.addPeriod(period, propensities: weights.map { $0 / sum }, model: model)
+        }
+        for v in total.indices {
+            total[v] = total[v] + period[v]
+            epoch[v] = epoch[v] + period[v]
+        }
+        // The outcome model for the next period: each variant's mean so far (the pooled mean for
+        // one not yet shown), known before any of the next period's units.
+        let pooled = total.reduce(UnitTotals(), +)
+        let pooledMean = pooled.views > 0 ? pooled.conversions / pooled.views : 0
+        for v in model.indices {
+            model[v] = total[v].views > 0 ? total[v].conversions / total[v].views : pooledMean
+            period[v] = UnitTotals()
+        }
+    }
+
+    private mutating func closeEpoch() {
+        stratified.addEpoch(epoch)
+        for v in epoch.indices { epoch[v] = UnitTotals() }
+        observeSRM()
+    }
+
+    private mutating func observeSRM() {
+        guard srmPending.contains(where: { $0 > 0 }) else { return }
+        srm.observe(srmPending, expected: weights)
+        for v in srmPending.indices { srmPending[v] = 0 }
+    }
+
+    private mutating func look(_ views: Int) {
+        // A look reads the open period and epoch as they stand, without closing them: closing
+        // would start a new stratum and move the outcome model, changing what later looks see.
+        var probe = self
+        probe.closePeriod()
+        var stratifiedNow = probe.stratified
+        stratifiedNow.addEpoch(probe.epoch)
+        probe.observeSRM()
+        srm = probe.srm
+        srmPending = probe.srmPending
+        let input = LookInput(
+            totals: probe.total, expectedUnits: probe.expected, oracleUnits: probe.expected, sequentialSRM: srm.pValue,
+            truth: rates, stratified: stratifiedNow, weighted: propensities == nil ? nil : probe.weighted
+        )
+        looks.append(InferenceLook(views: views, totals: probe.total, truth: rates, analysis: LookAnalysis(input, plan: plan)))
+    }
+}
+
+/// One look at one experiment: what the server had ingested, the truth, and the analysis.
+///
+/// `Sendable`: a value.
+public struct InferenceLook: Hashable, Sendable {
+    /// Views ingested by the look, all variants.
+    public var views: Int
+    /// Per variant, the units ingested.
+    public var totals: [UnitTotals]
+    /// Per variant, the true conversions per view for the units exposed.
+    public var truth: [Double]
+    /// The analysis.
+    public var analysis: LookAnalysis
+}
