@@ -7,7 +7,8 @@ code with Aviary (a C program with its own random numbers, a Python model of the
 tolerance is stated with the check and justified in validation/README.md.
 
 Writes validation/results.csv (check, expected, measured, tolerance, pass) and exits 1 if any
-check fails. Usage: validate.py --aviary PATH [--jobs N] [--readme]
+check fails. Usage: validate.py --aviary PATH --gbstats-python PATH --stats-python PATH [--jobs N] [--readme]
+  --gbstats-python, --stats-python  the venvs scripts/setup-stats makes
   --readme  also rewrites the results table in README.md
 """
 import argparse
@@ -36,6 +37,13 @@ class Suite:
         self.rows.append((name, expected, measured, tolerance, passed))
         mark = "pass" if passed else "FAIL"
         print(f"{mark}  {name}: expected {readable(expected)}, measured {readable(measured)}, tolerance {readable(tolerance)}", flush=True)
+
+    def check_at_most(self, name, bound, measured, tolerance):
+        """A check that a figure stays at or below a bound (within sampling error)."""
+        passed = measured <= bound + tolerance
+        self.rows.append((name, bound, measured, tolerance, passed))
+        mark = "pass" if passed else "FAIL"
+        print(f"{mark}  {name}: at most {readable(bound)}, measured {readable(measured)}, tolerance {readable(tolerance)}", flush=True)
 
     def run_aviary(self, *args):
         subprocess.run([self.aviary, *map(str, args), "--jobs", str(self.jobs)], check=True,
@@ -262,6 +270,117 @@ def drain_time(suite):
         suite.check(f"load test drain time (s), {policy}, vs fluid λD/(μ − λ)", expected, measured, 0.05 * expected + step)
 
 
+# MARK: - What the experiment concludes
+
+AA = dict(rates=[0.1, 0.1], views=20_000, replicates=2_000, batch=500)
+
+
+def rate_tolerance(p, n):
+    """4 standard errors of a proportion p estimated from n replicates."""
+    return 4 * math.sqrt(p * (1 - p) / n)
+
+
+def inference_rows(folder, allocator, look=None, estimator="naive", variant="B"):
+    rows = read_csv(os.path.join(folder, "inference.csv"))
+    return [r for r in rows if r["allocator"] == allocator and r["estimator"] == estimator and r["variant"] == variant
+            and (look is None or int(r["look"]) == look)]
+
+
+def rejected_at_some_look(rows, column="p_value", alpha=0.05):
+    by_replicate = {}
+    for r in rows:
+        hit = r[column] != "" and float(r[column]) < alpha
+        by_replicate[r["replicate"]] = by_replicate.get(r["replicate"], False) or hit
+    return statistics.mean(by_replicate.values())
+
+
+def share(rows, column):
+    values = [float(r[column]) for r in rows if r[column] != ""]
+    return statistics.mean(values), len(values)
+
+
+def inference(suite, rates_reference, engines):
+    # A/A tests: every rejection is a false positive and every interval should hold 0. Each
+    # rate is over R = 2,000 replicates; the tolerance is 4 of its standard errors,
+    # 4·√(p(1 − p)/R), and 4 of the difference's where a reference has its own error.
+    replicates, views = AA["replicates"], AA["views"]
+    common = ["bandit", "--rates", *AA["rates"], "--views", views, "--replicates", replicates,
+              "--update-every", AA["batch"], "--seed", 31]
+    five = suite.folder("inference-5")
+    suite.run_aviary(*common, "--allocator", "uniform", "--allocator", "thompson", "--looks", 5, "-o", five)
+    thirty = suite.folder("inference-30")
+    suite.run_aviary(*common, "--allocator", "uniform", "--looks", 30, "-o", thirty)
+    reference = json.loads(finish(rates_reference))
+
+    last = inference_rows(five, "uniform", look=5)
+    rejection = statistics.mean(float(r["p_value"]) < 0.05 for r in last)
+    suite.check("uniform A/A, fixed-horizon test at its one look: false-positive rate", 0.05, rejection, rate_tolerance(0.05, len(last)))
+    coverage, n = share(last, "covered")
+    suite.check("uniform A/A: coverage of the 95 % lift interval", 0.95, coverage, rate_tolerance(0.95, n))
+    for looks, folder in ((5, five), (30, thirty)):
+        rows = inference_rows(folder, "uniform")
+        measured = rejected_at_some_look(rows)
+        expected = reference["peeking"][str(looks)]
+        suite.check(f"uniform A/A, fixed test read at {looks} looks: false-positive rate vs Gaussian random walks (Python)",
+                    expected["rate"], measured, 4 * math.hypot(math.sqrt(expected["rate"] * (1 - expected["rate"]) / replicates), expected["se"]))
+        sequential = rejected_at_some_look(rows, "p_value_sequential")
+        suite.check_at_most(f"uniform A/A, sequential test read at {looks} looks: false-positive rate ≤ 0.05",
+                            0.05, sequential, rate_tolerance(0.05, replicates))
+
+    # Thompson sampling, posteriors updated every 500 views: the pooled analysis is biased and
+    # its interval too narrow; the independent reference (numpy) runs the same bandit.
+    naive = inference_rows(five, "thompson", look=5)
+    rejection = statistics.mean(float(r["p_value"]) < 0.05 for r in naive if r["p_value"] != "")
+    expected = reference["thompson_aa"]
+    suite.check("thompson A/A (batches of 500), naive test: false-positive rate vs independent reference (Python)",
+                expected["rejection_rate"], rejection,
+                4 * math.hypot(math.sqrt(rejection * (1 - rejection) / len(naive)), expected["rejection_se"]))
+    for estimator in ("aipw", "stratified"):
+        coverage, n = share(inference_rows(five, "thompson", look=5, estimator=estimator), "covered")
+        suite.check(f"thompson A/A, {estimator} estimator: coverage of the 95 % lift interval", 0.95, coverage, rate_tolerance(0.95, n))
+    alarms, n = share(naive, "srm_alarm")
+    suite.check("thompson A/A: χ² SRM alarms (p < 0.001) against the published weights, one look", 0.001, alarms,
+                rate_tolerance(0.001, n))
+
+    # The same figures from gbstats, statsmodels, scipy, spotify-confidence and ssrm-test on
+    # the CSV's sufficient statistics alone: every p-value and interval within 1e-4.
+    exact = suite.folder("inference-exact")
+    suite.run_aviary("bandit", "--rates", 0.1, 0.11, "--views", views, "--replicates", 150, "--update-every", AA["batch"],
+                     "--seed", 37, "--allocator", "uniform", "--allocator", "thompson", "--looks", 4, "-o", exact)
+    csv_path = os.path.join(exact, "inference.csv")
+    # Each reported figure is the largest difference over one library's checks of one test (a
+    # check is one column against one library result, named by the checker scripts).
+    def refusal(name):
+        return "refuses" in name or "empty" in name
+    groups = {
+        "gbstats 0.8.0": [
+            ("gbstats TwoSidedTTest (absolute and relative)", lambda n: n.startswith("TwoSidedTTest(") and not refusal(n)),
+            ("gbstats SequentialTwoSidedTTest", lambda n: n.startswith("SequentialTwoSidedTTest(") and not refusal(n)),
+            ("gbstats EffectBayesianABTest", lambda n: n.startswith("EffectBayesianABTest(") and not refusal(n)),
+            ("gbstats check_srm", lambda n: n.startswith("check_srm vs")),
+            ("gbstats refuses ⇔ Aviary's cell is empty (disagreeing rows)", refusal)],
+        "others": [
+            ("statsmodels and scipy Welch t-test", lambda n: "ttest_ind" in n),
+            ("statsmodels Welch interval", lambda n: "tconfint_diff" in n),
+            ("spotify-confidence ZTest, ≥ 5,000 units an arm", lambda n: n.startswith("spotify ZTest")),
+            ("spotify-confidence StudentsTTest, ≥ 5,000 units an arm", lambda n: n.startswith("spotify StudentsTTest")),
+            ("scipy χ² SRM", lambda n: n.startswith("scipy chisquare vs")),
+            ("ssrm-test sequential SRM", lambda n: n.startswith("ssrm_test sequential")),
+            ("SRM cells present where ssrm-test has a value (disagreeing rows)", refusal)],
+    }
+    for engine, python, script in (("gbstats 0.8.0", engines[0], "inference_gbstats.py"), ("others", engines[1], "inference_others.py")):
+        output = subprocess.run([python, os.path.join(HERE, "reference", script), csv_path, "--spotify-min-units", "5000"],
+                                check=True, capture_output=True, text=True).stdout
+        checks = json.loads(output)["checks"]
+        for label, marker in groups[engine]:
+            chosen = [c for c in checks if marker(c["name"]) and c["rows"] > 0]
+            if not chosen or any(c["max_abs_diff"] is None for c in chosen):
+                raise SystemExit(f"{script}: no comparable rows for {label}")
+            worst = max(c["max_abs_diff"] for c in chosen)
+            rows = min(c["rows"] for c in chosen)
+            suite.check(f"{label} on inference.csv's sufficient statistics: largest difference ({rows} rows)", 0.0, worst, 1e-4)
+
+
 # MARK: - Output
 
 def write_csv(rows, path):
@@ -269,12 +388,19 @@ def write_csv(rows, path):
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["check", "expected", "measured", "tolerance", "pass"])
         for name, expected, measured, tolerance, passed in rows:
-            writer.writerow([name, f"{expected:.4f}", f"{measured:.4f}", f"{tolerance:.4f}", "yes" if passed else "no"])
+            writer.writerow([name, *map(plain, (expected, measured, tolerance)), "yes" if passed else "no"])
+
+
+def plain(x):
+    """Four places, or four significant digits below 0.001 (a difference of 5e-11 is not 0)."""
+    return f"{x:.4f}" if x == 0 or abs(x) >= 0.001 else f"{x:.3e}"
 
 
 def readable(x):
-    """Four significant digits or so, never with an exponent."""
+    """Four significant digits or so; an exponent only below 0.001, where places would show 0."""
     magnitude = abs(x)
+    if 0 < magnitude < 0.001:
+        return f"{x:.1e}"
     places = 0 if magnitude >= 1_000 else 1 if magnitude >= 100 else 2 if magnitude >= 10 else 3
     return f"{x:.{places}f}"
 
@@ -303,6 +429,8 @@ def main():
     parser.add_argument("--aviary", required=True)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--readme", action="store_true")
+    parser.add_argument("--gbstats-python", required=True, help="a python with gbstats 0.8.0 (scripts/setup-stats)")
+    parser.add_argument("--stats-python", required=True, help="a python with spotify-confidence, statsmodels, scipy, ssrm-test")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="aviary-validate-") as scratch:
         suite = Suite(os.path.abspath(arguments.aviary), arguments.jobs, scratch)
@@ -314,11 +442,14 @@ def main():
         slope = start_reference(bandit, "thompson", "10000:100000", 1, 300, 7, 0.1, 0.3)
         delays = {(policy, batch): start_reference(bandit, policy, DELAY_VIEWS, batch, 100, 17, *DELAY_RATES)
                   for policy in ("thompson", "ucb1") for batch in DELAY_BATCHES}
+        rates_reference = start_reference(arguments.stats_python, os.path.join(HERE, "reference", "inference_rates.py"),
+                                          "--replicates", AA["replicates"])
         uniform_regret(suite)
         fleet_queue(suite, fleet_model)
         drain_time(suite)
         thompson_slope(suite, slope)
         delayed_feedback(suite, delays)
+        inference(suite, rates_reference, (arguments.gbstats_python, arguments.stats_python))
     write_csv(suite.rows, os.path.join(HERE, "results.csv"))
     if arguments.readme:
         update_readme(suite.rows)
