@@ -52,10 +52,10 @@ let package = Package(
         // The vocabulary devices, servers and allocators share: experiment data, events, policy
         // snapshots. Below all three, so the device SDK never links an allocator (or GSL).
         .target(name: "ExperimentModel", dependencies: ["Randomness"]),
-        .target(name: "Allocators", dependencies: ["ExperimentModel", "Randomness", "CGSL"]),
         // What an experiment concludes: estimators, tests and sample-ratio checks over what a
         // server ingested, the same code for the fleet, the bare bandit and the live server.
         .target(name: "Analysis", dependencies: ["CGSL"]),
+        .target(name: "Allocators", dependencies: ["Analysis", "ExperimentModel", "Randomness", "CGSL"]),
         .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
         .target(name: "ClientFeatures", dependencies: ["DataStructures", "ExperimentModel", "Randomness"]),
         .target(name: "ExperimentServer", dependencies: ["Allocators", "DataStructures", "ExperimentModel"]),

@@ -59,7 +59,7 @@ public struct AllocatorParameters: Sendable {
         switch values[key] {
         case nil: return nil
         case .text(let text): return text
-        case .number, .numbers: throw AllocatorError("\(allocator): parameter '\(key)' must be text in double quotes, e.g. \(key)=\"…\"")
+        case .number, .numbers: throw AllocatorError("\(allocator): parameter '\(key)' must be text: a word, or in double quotes, e.g. \(key)=\"…\"")
         }
     }
 }

@@ -9,7 +9,8 @@ import Randomness
 /// The textual form is `name` or `name(key=value, key=value)`, e.g. `thompson(floor=0.01)`,
 /// `epsilon-greedy(epsilon=0.1, decay=0.0001)`, `uniform(split=80/20)`,
 /// `external(command="python3 policy.py", timeout=5)`: a value is a number, a split such as
-/// `80/20`, or text in double quotes (`\"` and `\\` inside stand for `"` and `\`).
+/// `80/20`, a bare word (`sequential`), or text in double quotes (`\"` and `\\` inside stand for
+/// `"` and `\`).
 ///
 /// Besides the built-in cases, a spec can name any allocator in ``AllocatorRegistry``: the
 /// ``external`` allocator that Aviary ships, and those a package adds.
@@ -23,7 +24,8 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     /// UCB1.
     case ucb1
     /// A fixed split until a view count or a significant test, then the winner.
-    case exploreThenCommit(views: Int?, significance: Double?, minimumViewsPerVariant: Int, weights: [Double]?)
+    case exploreThenCommit(views: Int?, significance: Double?, minimumViewsPerVariant: Int, weights: [Double]?,
+                           test: ExploreThenCommit.StoppingTest = .z)
     /// An allocator found in ``AllocatorRegistry`` by name, with its parameters as given.
     case registered(name: String, parameters: [String: Value])
 
@@ -40,8 +42,15 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         "epsilon-greedy": ["epsilon", "decay"],
         "thompson": ["prior-alpha", "prior-beta", "draws", "floor"],
         "ucb1": [],
-        "explore-then-commit": ["views", "significance", "minimum-views", "split"],
+        "explore-then-commit": ["views", "significance", "minimum-views", "split", "test", "tuning"],
     ]
+
+    /// Whether the allocator ends by sending every view to one winner of its own choosing
+    /// (explore-then-commit), so that its commitment is a decision to judge.
+    public var commitsToWinner: Bool {
+        if case .exploreThenCommit = self { return true }
+        return false
+    }
 
     /// The allocator's name, as used in reports.
     public var name: String {
@@ -97,11 +106,24 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         case "ucb1":
             self = .ucb1
         default:
+            let test: ExploreThenCommit.StoppingTest
+            switch try reader.text("test") {
+            case nil, "z"?:
+                guard try reader.number("tuning") == nil else {
+                    throw AllocatorError("explore-then-commit: 'tuning' belongs to test=sequential")
+                }
+                test = .z
+            case "sequential"?:
+                test = .sequential(tuning: try reader.number("tuning") ?? 5_000)
+            case let other?:
+                throw AllocatorError("explore-then-commit: test is '\(other)'; expected z or sequential")
+            }
             self = .exploreThenCommit(
                 views: try reader.integer("views"),
                 significance: try reader.number("significance"),
                 minimumViewsPerVariant: try reader.integer("minimum-views") ?? 100,
-                weights: try reader.numbers("split")
+                weights: try reader.numbers("split"),
+                test: test
             )
         }
         try validate()
@@ -138,6 +160,10 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
             }
             if parts[1].hasPrefix("\"") {
                 parameters[parts[0]] = .text(try Self.unquote(parts[1], key: parts[0], in: text))
+                continue
+            }
+            if Self.isWord(parts[1]) {
+                parameters[parts[0]] = .text(parts[1])
                 continue
             }
             let pieces = parts[1].split(separator: "/")
@@ -200,13 +226,22 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         throw AllocatorError("allocator '\(text)': value of '\(key)' has no closing '\"'")
     }
 
-    /// The textual form of a value, as ``init(parsing:)`` reads it.
+    /// The textual form of a value, as ``init(parsing:)`` reads it: a word as it is, other text
+    /// quoted.
     static func format(_ value: Value, key: String) -> String {
         switch value {
         case .number(let x): format(x)
         case .numbers(let xs): xs.map(format).joined(separator: "/")
+        case .text(let text) where isWord(text): text
         case .text(let text): "\"" + text.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"") + "\""
         }
+    }
+
+    /// Whether `text` is a bare word: a letter, then letters, digits, `-` or `_`. A word is text
+    /// without quotes, and never a number (a number starts with a digit, a sign or a point).
+    static func isWord(_ text: String) -> Bool {
+        guard let first = text.unicodeScalars.first, first.properties.isAlphabetic, first.isASCII else { return false }
+        return text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_") }
     }
 
     static func format(_ x: Double) -> String {
@@ -220,7 +255,7 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
 
     private var variantCountForValidation: Int {
         switch self {
-        case .uniform(let weights?), .exploreThenCommit(_, _, _, let weights?): weights.count
+        case .uniform(let weights?), .exploreThenCommit(_, _, _, let weights?, _): weights.count
         // As many variants as the floor allows, capped: a tiny floor would otherwise ask for
         // more variants than an Int holds (1 / 1e-320 is infinite) or than memory does.
         case .thompson(_, _, _, let floor) where floor > 0: max(1, Int(min(1 / floor, 64).rounded(.down)))
@@ -244,8 +279,9 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
             try ThompsonSampling(variantCount: variantCount, priorAlpha: priorAlpha, priorBeta: priorBeta, draws: draws, floor: floor, seed: seed)
         case .ucb1:
             try UCB1(variantCount: variantCount, seed: seed)
-        case .exploreThenCommit(let views, let significance, let minimum, let weights):
-            try ExploreThenCommit(variantCount: variantCount, explorationViews: views, significance: significance, minimumViewsPerVariant: minimum, weights: weights, seed: seed)
+        case .exploreThenCommit(let views, let significance, let minimum, let weights, let test):
+            try ExploreThenCommit(variantCount: variantCount, explorationViews: views, significance: significance, minimumViewsPerVariant: minimum,
+                                  weights: weights, test: test, seed: seed)
         case .registered(let name, let parameters):
             try Self.makeRegistered(name, parameters: parameters, variantCount: variantCount, seed: seed)
         }
@@ -275,11 +311,15 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
             if floor != 0 { parts.append("floor=\(format(floor))") }
         case .ucb1:
             break
-        case .exploreThenCommit(let views, let significance, let minimum, let weights):
+        case .exploreThenCommit(let views, let significance, let minimum, let weights, let test):
             if let views { parts.append("views=\(views)") }
             if let significance { parts.append("significance=\(format(significance))") }
             if minimum != 100 { parts.append("minimum-views=\(minimum)") }
             if let weights { parts.append("split=" + weights.map(format).joined(separator: "/")) }
+            if case .sequential(let tuning) = test {
+                parts.append("test=sequential")
+                if tuning != 5_000 { parts.append("tuning=\(format(tuning))") }
+            }
         case .registered(_, let parameters):
             parts = parameters.keys.sorted().map { "\($0)=\(Self.format(parameters[$0]!, key: $0))" }
         }

@@ -1,3 +1,4 @@
+import Analysis
 import ExperimentModel
 import Randomness
 
@@ -15,6 +16,15 @@ import Darwin
 /// after every view is "peeking", which raises the false-positive rate above the nominal level;
 /// that is deliberate, because it is what dashboards that stop on significance do.
 public struct ExploreThenCommit: Allocator {
+    /// The test that ends exploration early.
+    public enum StoppingTest: Hashable, Sendable {
+        /// The pooled two-proportion z-test: valid at one look, and read after every view.
+        case z
+        /// The sequential test (gbstats' `SequentialTwoSidedTTest`, Welch's statistic in an
+        /// asymptotic confidence sequence tuned for `tuning` views): valid however often it is read.
+        case sequential(tuning: Double)
+    }
+
     public let variantCount: Int
     public private(set) var statistics: [ArmStatistics]
     /// Views after which exploration ends, if set.
@@ -23,6 +33,8 @@ public struct ExploreThenCommit: Allocator {
     public let significance: Double?
     /// Views each variant needs before the test is consulted.
     public let minimumViewsPerVariant: Int
+    /// The test that ends exploration early.
+    public let test: StoppingTest
     /// The variant everyone gets once committed, or `nil` while exploring.
     public private(set) var committedVariant: Int?
     private let split: PolicySnapshot
@@ -37,6 +49,7 @@ public struct ExploreThenCommit: Allocator {
     ///   - significance: End exploration when the test is significant at this level, in (0, 0.5), or `nil`.
     ///   - minimumViewsPerVariant: Views per variant before the test is consulted (≥ 1).
     ///   - weights: The exploration split; `nil` for an even one.
+    ///   - test: The test `significance` applies to.
     /// - Throws: ``AllocatorError`` if neither stopping rule is given or a value is invalid.
     public init(
         variantCount: Int,
@@ -44,6 +57,7 @@ public struct ExploreThenCommit: Allocator {
         significance: Double? = nil,
         minimumViewsPerVariant: Int = 100,
         weights: [Double]? = nil,
+        test: StoppingTest = .z,
         seed: StreamSeed
     ) throws(AllocatorError) {
         try validateVariantCount(variantCount)
@@ -59,6 +73,9 @@ public struct ExploreThenCommit: Allocator {
         guard minimumViewsPerVariant >= 1 else {
             throw AllocatorError("explore-then-commit: minimum-views is \(minimumViewsPerVariant); it must be at least 1")
         }
+        if case .sequential(let tuning) = test, !(tuning > 0 && tuning.isFinite) {
+            throw AllocatorError("explore-then-commit: tuning is \(tuning); it must be a positive number of views")
+        }
         let weights = weights ?? Array(repeating: 1, count: variantCount)
         guard weights.count == variantCount else {
             throw AllocatorError("explore-then-commit: \(weights.count) weights given for \(variantCount) variants")
@@ -68,6 +85,7 @@ public struct ExploreThenCommit: Allocator {
         self.explorationViews = explorationViews
         self.significance = significance
         self.minimumViewsPerVariant = minimumViewsPerVariant
+        self.test = test
         self.statistics = Array(repeating: ArmStatistics(), count: variantCount)
         self.generator = seed.makeGenerator()
         let comparisons = Double(max(1, variantCount - 1))
@@ -121,9 +139,22 @@ public struct ExploreThenCommit: Allocator {
         guard statistics.allSatisfy({ $0.trials >= minimumViewsPerVariant }) else { return false }
         let best = leader()
         for index in 0..<variantCount where index != best {
-            guard twoProportionZ(statistics[best], statistics[index]) > criticalZ else { return false }
+            switch test {
+            case .z:
+                guard twoProportionZ(statistics[best], statistics[index]) > criticalZ else { return false }
+            case .sequential(let tuning):
+                guard let significance, let result = LiftTests.sequential(
+                    control: Self.statistic(statistics[index]), variant: Self.statistic(statistics[best]),
+                    alpha: significance / Double(variantCount - 1), tuning: tuning
+                ), result.estimate > 0, result.pValue < significance / Double(variantCount - 1) else { return false }
+            }
         }
         return variantCount > 1
+    }
+
+    /// A variant's conversions per view, each view a unit.
+    private static func statistic(_ arm: ArmStatistics) -> Statistic {
+        .mean(n: arm.trials, sum: Double(arm.successes), sumSquares: Double(arm.successes))
     }
 }
 

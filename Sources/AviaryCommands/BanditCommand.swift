@@ -155,7 +155,9 @@ struct BanditCommand: ParsableCommand {
             let runs = outcomes.map { outcome in
                 InferenceReport.Run(
                     scenario: "bandit", allocator: outcome.allocator, replicate: outcome.replicate, experiment: "bandit",
-                    variants: rates.indices.map(Self.variantName), looks: outcome.inference.map { (nil, $0) }, plan: plan)
+                    variants: rates.indices.map(Self.variantName), looks: outcome.inference.map { (nil, $0) }, plan: plan,
+                    commits: specs.first { $0.description == outcome.allocator }?.commitsToWinner ?? false,
+                    commit: outcome.commit)
             }
             let inferenceFile = folder.appendingPathComponent("inference.csv")
             let inferenceComparisonFile = folder.appendingPathComponent("inference-comparison.csv")

@@ -28,10 +28,12 @@ struct ExternalAllocatorTests {
 
     @Test(arguments: [
         ("external", "external: parameter 'command' or 'url' is required, e.g. external(command=\"python3 policy.py\")"),
-        (#"external(command="x", url="http://h")"#, #"external(command="x", url="http://h"): give 'command' or 'url', not both"#),
-        ("external(command=3)", "external: parameter 'command' must be text in double quotes, e.g. command=\"…\""),
-        (#"external(command="x", timeout=0)"#, #"external(command="x", timeout=0): timeout is 0.0; expected seconds above 0 and at most 86400"#),
-        (#"external(command="x", block=0)"#, #"external(block=0, command="x"): block is 0; expected 1 to 1000000 decisions per choose"#),
+        (#"external(command="x y", url="http://h")"#, #"external(command="x y", url="http://h"): give 'command' or 'url', not both"#),
+        // A bare word is text too, and is written back without quotes.
+        (#"external(command=x, url="http://h")"#, #"external(command=x, url="http://h"): give 'command' or 'url', not both"#),
+        ("external(command=3)", "external: parameter 'command' must be text: a word, or in double quotes, e.g. command=\"…\""),
+        (#"external(command="x y", timeout=0)"#, #"external(command="x y", timeout=0): timeout is 0.0; expected seconds above 0 and at most 86400"#),
+        (#"external(command="x y", block=0)"#, #"external(block=0, command="x y"): block is 0; expected 1 to 1000000 decisions per choose"#),
         (#"external(command="x)"#, #"allocator 'external(command="x)': a quoted value has no closing '"'"#),
     ])
     func badSpecsAreNamed(text: String, message: String) {

@@ -79,6 +79,8 @@ public struct BanditComparison: Sendable {
         public var wallSeconds: Double
         /// The analyst's view at each look; empty without looks.
         public var inference: [InferenceLook] = []
+        /// An explore-then-commit allocator's commitment, seen where there are looks.
+        public var commit: InferenceCommit?
     }
 
     /// Checks the comparison before it runs.
@@ -133,6 +135,7 @@ public struct BanditComparison: Sendable {
             var observer = BanditInference(rates: rates, plan: plan, lookViews: lookViews, allocator: &allocator)
             outcome = simulate(&allocator, outcomes: replicateSeed.derive("outcomes"), observer: &observer)
             outcome.inference = observer.looks
+            outcome.commit = observer.commit
         } else {
             var observer = NoBanditObserver()
             outcome = simulate(&allocator, outcomes: replicateSeed.derive("outcomes"), observer: &observer)

@@ -43,6 +43,9 @@ struct BanditInference: BanditObserver {
     private var weighted: AdaptiveWeighting
     private var stratified: EpochStratified
     private var srm = SampleRatio.Sequential()
+    private var views = 0
+    /// When an explore-then-commit allocator committed, and what it had seen then.
+    private(set) var commit: InferenceCommit?
 
     init(rates: [Double], plan: AnalysisPlan, lookViews: [Int], allocator: inout some Allocator) {
         self.rates = rates
@@ -67,6 +70,15 @@ struct BanditInference: BanditObserver {
 
     mutating func policyChanged(_ allocator: inout some Allocator) {
         closePeriod()
+        if commit == nil, let committed = (allocator as? ExploreThenCommit)?.committedVariant {
+            // The lift it would report: the winner's observed rate over the best other one's.
+            let observed = total.map { $0.views > 0 ? $0.conversions / $0.views : 0 }
+            let others = observed.indices.filter { $0 != committed }
+            commit = InferenceCommit(
+                views: views, variant: committed,
+                lift: observed[committed] - (others.map { observed[$0] }.max() ?? 0),
+                liftTruth: rates[committed] - (others.map { rates[$0] }.max() ?? 0))
+        }
         let next = allocator.choiceProbabilities()
         if next != propensities {
             closeEpoch()
@@ -75,6 +87,7 @@ struct BanditInference: BanditObserver {
     }
 
     mutating func viewed(_ views: Int) {
+        self.views = views
         while nextLook < lookViews.count && lookViews[nextLook] == views {
             look(views)
             nextLook += 1
@@ -151,4 +164,19 @@ public struct InferenceLook: Hashable, Sendable {
     public var truth: [Double]
     /// The analysis.
     public var analysis: LookAnalysis
+}
+
+/// An explore-then-commit allocator's commitment: when, to what, and the lift it saw then
+/// (its winner's observed conversions per view over the best other variant's) against the truth.
+///
+/// `Sendable`: a value.
+public struct InferenceCommit: Hashable, Sendable {
+    /// Views seen when it committed.
+    public var views: Int
+    /// The variant it committed to.
+    public var variant: Int
+    /// The winner's observed rate minus the best other variant's, at the commitment.
+    public var lift: Double
+    /// The same with the true rates: ≤ 0 when the commitment was to a variant no better than another.
+    public var liftTruth: Double
 }

@@ -21,10 +21,16 @@ public enum InferenceReport {
         public var looks: [(hours: Double?, look: InferenceLook)]
         /// The plan the decisions follow.
         public var plan: AnalysisPlan
+        /// Whether the allocator commits to a winner itself (explore-then-commit).
+        public var commits: Bool
+        /// Its commitment, if it made one.
+        public var commit: InferenceCommit?
 
         /// A run given directly.
         public init(scenario: String, allocator: String, replicate: Int, experiment: String, variants: [String],
-                    looks: [(hours: Double?, look: InferenceLook)], plan: AnalysisPlan) {
+                    looks: [(hours: Double?, look: InferenceLook)], plan: AnalysisPlan, commits: Bool = false, commit: InferenceCommit? = nil) {
+            self.commits = commits
+            self.commit = commit
             self.scenario = scenario
             self.allocator = allocator
             self.replicate = replicate
@@ -92,6 +98,8 @@ public enum InferenceReport {
         "srm_alarm_rate", "srm_alarm_rate_ci95_low", "srm_alarm_rate_ci95_high",
         "decision_rate", "correct_selection", "correct_selection_ci95_low", "correct_selection_ci95_high",
         "median_decision_look", "median_decision_views", "median_decision_hours",
+        "commit_rate", "false_commit_rate", "false_commit_rate_ci95_low", "false_commit_rate_ci95_high",
+        "mean_commit_lift", "commit_lift_truth", "median_commit_views",
     ]
 
     /// `inference-comparison.csv`: per allocator, estimator and variant, across replicates, at
@@ -205,6 +213,18 @@ public enum InferenceReport {
         for tally in [covered, valueCovered, rejected, anyLook, sequential, srm] { cells += tally.cells }
         cells += [stat(Double(decided) / Double(group.count))] + correct.cells
         cells += [stat(median(decisionLooks)), stat(median(decisionViews)), stat(median(decisionHours))]
+        // The allocator's own commitments (explore-then-commit): how often, how often to a variant
+        // no better than another, and the lift it saw then against the truth.
+        if first.commits {
+            let commits = group.compactMap(\.commit)
+            var falseCommits = Tally()
+            for run in group { falseCommits.add(run.commit.map { $0.liftTruth <= 0 } ?? false) }
+            let mean = { (values: [Double]) in values.isEmpty ? Double.nan : values.reduce(0, +) / Double(values.count) }
+            cells += [stat(Double(commits.count) / Double(group.count))] + falseCommits.cells
+            cells += [stat(mean(commits.map(\.lift))), stat(mean(commits.map(\.liftTruth))), stat(median(commits.map { Double($0.views) }))]
+        } else {
+            cells += Array(repeating: stat(nil), count: 7)
+        }
         return Summary(allocator: first.allocator, estimator: estimator, variant: first.variants[v], isControl: v == 0,
                        coverage: covered.rate, rejectionRate: rejected.rate, rejectionRateAnyLook: anyLook.rate,
                        rejectionRateSequential: sequential.rate, srmAlarmRate: srm.rate, correctSelection: correct.rate, bias: bias, cells: cells)
