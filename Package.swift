@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "AviaryCommands",
             dependencies: [
-                "Simulation", "Allocators", "ClientEngine", "ClientFeatures", "ExperimentModel",
+                "Simulation", "Allocators", "Analysis", "ClientEngine", "ClientFeatures", "ExperimentModel",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
                 .target(name: "WireFormat", condition: .when(traits: ["Live"])),

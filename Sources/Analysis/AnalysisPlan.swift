@@ -38,6 +38,42 @@ public struct AnalysisPlan: Hashable, Sendable {
         self.minUnits = minUnits
     }
 
+    /// The times of the looks over a run of `horizon` seconds: ``lookEvery``, 2 × ``lookEvery``, …
+    /// strictly before the horizon, then the horizon itself, so the last look always sees the
+    /// whole run; `[horizon]` alone when ``lookEvery`` is `nil`.
+    ///
+    /// Looks every 12 h over 36 h are at 12, 24 and 36 h; over 25 h, at 12, 24 and 25 h. A look
+    /// that the rounding of *k* × ``lookEvery`` puts within a billionth of the horizon below it
+    /// is the horizon's own, so the last look is never doubled. A ``lookEvery`` that is not a
+    /// positive finite number looks only at the horizon.
+    ///
+    /// - Precondition: ``lookCount(horizon:)`` looks fit in memory (a scenario holds them to
+    ///   `Scenario.Limits.samples`).
+    /// - Complexity: O(*n*) for *n* = ``lookCount(horizon:)`` looks.
+    public func lookTimes(horizon: Double) -> [Double] {
+        let count = lookCount(horizon: horizon)
+        guard let every = lookEvery, count > 1 else { return [horizon] }
+        precondition(count < Int.max, "too many looks to list")
+        return (1..<count).map { Double($0) * every } + [horizon]
+    }
+
+    /// How many looks ``lookTimes(horizon:)`` lists, without listing them: 1 when ``lookEvery``
+    /// is `nil`, and `Int.max` when they are past counting (more than 10¹⁵).
+    ///
+    /// - Complexity: O(1).
+    public func lookCount(horizon: Double) -> Int {
+        guard let every = lookEvery, every > 0, every.isFinite, horizon > 0, horizon.isFinite else { return 1 }
+        // Looks at or past the cutoff are the horizon's.
+        let cutoff = horizon * (1 - 1e-9)
+        let quotient = cutoff / every
+        guard quotient < 1e15 else { return .max }
+        // The largest k with k × every below the cutoff, corrected for the division's rounding.
+        var k = Int(quotient.rounded(.down))
+        while k > 0, !(Double(k) * every < cutoff) { k -= 1 }
+        while Double(k + 1) * every < cutoff { k += 1 }
+        return k + 1
+    }
+
     /// What one variant's tests said at a look, as the plan reads them.
     public struct Verdict: Hashable, Sendable {
         /// The absolute lift over the control.

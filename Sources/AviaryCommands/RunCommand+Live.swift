@@ -11,6 +11,9 @@ extension RunCommand {
     /// the same measures, and `summary.csv` gains the live columns (`loadtest --live`'s) after
     /// its own.
     func runLive(_ scenarios: [Scenario]) async throws {
+        for scenario in scenarios where scenario.analysis != nil {
+            FileHandle.standardError.write(Data("aviary: \(scenario.name): live runs do not write inference.csv yet; its analysis: section is left out\n".utf8))
+        }
         #if Live
         OpenFileLimit.raise()
         let folder = options.folder(default: (scenarios[0].sweepParent ?? scenarios[0].name) + "-live")

@@ -29,6 +29,9 @@ extension RunCommand {
     /// whole run does: it never holds more replicates at once than a whole run, so it never
     /// needs more memory.
     func runShard(_ shard: Shard, scenarios: [Scenario]) throws {
+        if let analysed = scenarios.first(where: { $0.analysis != nil }) {
+            throw CommandFailure("\(analysed.name): --shard does not carry the analysis (inference.csv) to the merge yet; run it without --shard, or remove its analysis: section")
+        }
         let name = scenarios[0].sweepParent ?? scenarios[0].name
         let folder = options.folder(default: "\(name)/shard-\(shard.index)-of-\(shard.count)")
         let plan = ShardPlan(scenarios: scenarios, shards: shard.count)

@@ -1,4 +1,5 @@
 import Allocators
+import Analysis
 import ArgumentParser
 import ExperimentModel
 import Foundation
@@ -61,6 +62,13 @@ struct RunCommand: ParsableCommand {
             results.append(result)
             print(SummaryTable.render(scenario: result.scenario, runs: result.runs, wallSeconds: Date().timeIntervalSince(start)))
             print("")
+            if let plan = result.scenario.analysis {
+                let looks = plan.lookTimes(horizon: result.scenario.horizon).count
+                print("What the analyst concludes (\(looks) look(s), \(plan.test.rawValue) test at \(fixed(plan.alpha, 3)); lifts over each experiment's first variant):")
+                print("")
+                print(InferenceSummaryTable.rendered(InferenceReport.summaries(InferenceReport.runs(result))))
+                print("")
+            }
         }
         try writeReports(results, to: folder)
         if windowProfile { try writeWindowProfile(results, to: folder) }
@@ -93,6 +101,18 @@ struct RunCommand: ParsableCommand {
             throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
         }
         for file in files { print("Wrote \(file.path)") }
+        let analysed = results.flatMap(InferenceReport.runs)
+        if !analysed.isEmpty {
+            let rows = folder.appendingPathComponent("inference.csv"), comparison = folder.appendingPathComponent("inference-comparison.csv")
+            do {
+                try InferenceReport.rows(analysed).write(to: rows)
+                try InferenceReport.comparison(analysed).write(to: comparison)
+            } catch {
+                throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
+            }
+            print("Wrote \(rows.path)")
+            print("Wrote \(comparison.path)")
+        }
         try writeHTMLReport(in: folder, scenarioText: scenarioText(path: scenario, builtIn: Scenario.builtInDefaultText))
     }
 }

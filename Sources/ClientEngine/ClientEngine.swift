@@ -171,7 +171,8 @@ extension ClientEngine {
         }
         let variant = data.experiments[index].snapshot.sample(using: &generator)
         assignments[index] = UInt32(truncatingIfNeeded: variant + 1)
-        queue(.view, experiment: index, variant: variant, value: 0, at: now)
+        // The event names the data version the draw used, so a server can look up its weights.
+        queue(.view, experiment: index, variant: variant, value: 0, at: now, policyVersion: UInt16(truncatingIfNeeded: data.version))
         return VariantView(variant: variant, isFirstView: true, isDefault: false)
     }
 
@@ -248,14 +249,17 @@ extension ClientEngine {
     }
 
     /// Numbers a new event and adds it to the queue, applying the overflow policy.
+    ///
+    /// `policyVersion` is the event's ``Event/policyVersion``: set only for a view drawn from
+    /// the downloaded data's weights; forced views and conversions keep 0 (unknown).
     @inlinable
-    mutating func queue(_ kind: EventKind, experiment: Int, variant: Int, value: Double, at now: Double) {
+    mutating func queue(_ kind: EventKind, experiment: Int, variant: Int, value: Double, at now: Double, policyVersion: UInt16 = 0) {
         let sequence = _store.nextSequenceNumber()
         countCreatedEvent()
         let event = Event(
             id: EventID(device: deviceID, sequence: sequence), kind: kind,
             experiment: Int32(truncatingIfNeeded: experiment), variant: Int32(truncatingIfNeeded: variant),
-            value: value, createdAt: now)
+            value: value, createdAt: now, policyVersion: policyVersion)
         if _store.count >= profile.settings.queueCapacity {
             trouble.eventsDroppedByOverflow.addSaturating(1)
             switch profile.settings.overflowPolicy {

@@ -26,6 +26,8 @@ extension FileEventStore {
     static func decodePayload(_ bytes: [UInt8], _ start: Int, _ length: Int) -> Record? {
         switch bytes[start] {
         case 1:
+            // The format has no policy version: a recovered event gets `policyVersion` 0
+            // (unknown), whatever it had when written.
             guard length == 38, let kind = EventKind(rawValue: bytes[start + 13]) else { return nil }
             let id = EventID(device: readUInt64(bytes, start + 1), sequence: readUInt32(bytes, start + 9))
             return .append(Event(
@@ -55,6 +57,8 @@ extension FileEventStore {
 
     // MARK: Encoding
 
+    /// Writes an append record: 38 bytes of payload. `event.policyVersion` is deliberately not
+    /// written (the format is unchanged), so the event reads back with `policyVersion` 0.
     static func encodeAppend(_ event: Event, into bytes: inout [UInt8]) {
         frame(into: &bytes) { payload in
             payload.append(1)

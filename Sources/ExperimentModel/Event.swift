@@ -39,9 +39,10 @@ public enum EventKind: UInt8, Sendable, Hashable, CaseIterable {
 
 /// One queued analytics event: a view or a conversion, waiting to be acknowledged by a server.
 ///
-/// Kept to 40 bytes so that a million devices' queues stay small; experiment and variant are
-/// indices into the ``ExperimentData`` that was active when the event was created (servers keep
-/// experiment and variant order stable across data versions, appending new ones).
+/// Kept to 40 bytes so that a million devices' queues stay small (``policyVersion`` fills what
+/// would otherwise be padding after ``kind``); experiment and variant are indices into the
+/// ``ExperimentData`` that was active when the event was created (servers keep experiment and
+/// variant order stable across data versions, appending new ones).
 ///
 /// `Event` is `Sendable`: it is a plain value.
 public struct Event: Sendable, Hashable {
@@ -49,6 +50,18 @@ public struct Event: Sendable, Hashable {
     public var id: EventID
     /// What happened.
     public var kind: EventKind
+    /// The version of the policy snapshot a `.view`'s variant was drawn from: the low 16 bits of
+    /// the ``ExperimentData/version`` the device drew it with. 0 means unknown (no data, a forced
+    /// or default view, or not a view at all).
+    ///
+    /// A server maps it back to the latest publication, up to the event's time, whose version
+    /// has these low bits, and so to the weights (propensities) the device drew with; that is
+    /// ambiguous only for a cache 65,536 publications stale. A version whose low 16 bits are all
+    /// zero (65,536, 131,072, ...) also reads as 0, unknown.
+    ///
+    /// Declared right after `kind` so that it fills the padding before `experiment`, keeping the
+    /// event at 40 bytes.
+    public var policyVersion: UInt16
     /// The experiment's index in the active ``ExperimentData``.
     public var experiment: Int32
     /// The variant's index within the experiment.
@@ -59,9 +72,13 @@ public struct Event: Sendable, Hashable {
     public var createdAt: Double
 
     /// Creates an event.
-    public init(id: EventID, kind: EventKind, experiment: Int32, variant: Int32, value: Double, createdAt: Double) {
+    ///
+    /// - Parameter policyVersion: See ``policyVersion``; 0 (unknown) unless the event is a view
+    ///   drawn from downloaded data.
+    public init(id: EventID, kind: EventKind, experiment: Int32, variant: Int32, value: Double, createdAt: Double, policyVersion: UInt16 = 0) {
         self.id = id
         self.kind = kind
+        self.policyVersion = policyVersion
         self.experiment = experiment
         self.variant = variant
         self.value = value

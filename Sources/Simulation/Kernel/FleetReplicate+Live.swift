@@ -38,7 +38,7 @@ extension FleetReplicate {
             lag = max(lag, now - entry.time)
             liveTime = max(liveTime, entry.time)
             switch entry.payload.kind {
-            case .serverTick, .sample:
+            case .serverTick, .sample, .look:
                 // The server is real, and the driver samples on its own clock.
                 continue
             default:

@@ -9,7 +9,7 @@ extension FleetReplicate {
     /// kind's detail is read back by the accessor of the same name, beside its constructor.
     struct Occurrence: EventQueuePayload {
         enum Kind: UInt8 {
-            case session, views, conversion, wake, reply, connectivity, serverTick, sample
+            case session, views, conversion, wake, reply, connectivity, serverTick, sample, look
         }
 
         /// Devices are numbered below this (28 bits, one pattern kept for fleet-wide occurrences).
@@ -77,5 +77,9 @@ extension FleetReplicate {
 
         /// The metrics take a sample.
         static var sample: Occurrence { Occurrence(.sample, device: -1) }
+
+        /// The analyst looks at the experiments (after a server update and a sample due at the
+        /// same time: kinds order equal times).
+        static var look: Occurrence { Occurrence(.look, device: -1) }
     }
 }

@@ -25,7 +25,11 @@ extension FleetReplicate {
 
     /// The server ingests `batch`; each event's queue latency is measured from its creation.
     mutating func ingest(_ batch: [Event], at ingested: Double) {
-        Self.serverIngests(batch, at: ingested, server: &server, metrics: &metrics)
+        if inference == nil {
+            Self.serverIngests(batch, at: ingested, server: &server, metrics: &metrics)
+        } else {
+            Self.serverIngests(batch, at: ingested, server: &server, metrics: &metrics, inference: &inference!)
+        }
     }
 
     /// Takes the server and the metrics apart from the replicate, so that the server's callback
@@ -33,6 +37,16 @@ extension FleetReplicate {
     private static func serverIngests(_ batch: [Event], at ingested: Double, server: inout ExperimentServer<A>, metrics: inout FleetMetrics) {
         let result = server.ingest(batch, at: ingested) { event in
             _ = metrics.queueLatency.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
+        }
+        metrics.acceptedEvents += result.accepted
+    }
+
+    /// The same, with the analyst's ledger taking in each event the server accepts.
+    private static func serverIngests(_ batch: [Event], at ingested: Double, server: inout ExperimentServer<A>, metrics: inout FleetMetrics,
+                                      inference: inout FleetInference) {
+        let result = server.ingest(batch, at: ingested) { event in
+            _ = metrics.queueLatency.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
+            inference.ingested(event)
         }
         metrics.acceptedEvents += result.accepted
     }

@@ -85,7 +85,12 @@ extension FleetReplicate {
     mutating func show(_ view: PendingView, _ shown: Shown, at now: Double) {
         refreshRates(at: now)
         let e = view.experiment, variant = shown.variant
-        if shown.isDefault { metrics.defaultViews += 1 }
+        if shown.isDefault {
+            metrics.defaultViews += 1
+        } else if inference != nil, scenario.experiments[e].sticky {
+            let first = metrics.offsets[e]
+            inference!.showed(device: view.device, experiment: e, rates: rates[first ..< first + variantCounts[e]])
+        }
         let converted = view.convertsMask & (1 << UInt64(variant)) != 0
         let best = bestVariants[e]
         metrics.view(experiment: e, variant: variant, best: best, epoch: rateEpoch, convertsMask: view.convertsMask, converted: converted)

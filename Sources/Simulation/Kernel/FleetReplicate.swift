@@ -63,6 +63,9 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
     /// Runs in time order even where windowed order is possible (to check they agree).
     var forcesTimeOrder = false
+    /// The analyst's ledger and looks, where the scenario has an analysis plan (which runs the
+    /// replicate in time order, so that a look sees exactly what was sent before it).
+    var inference: FleetInference?
 
     /// On the wall clock (live mode), where a device's request goes instead of the simulated
     /// network and server: real sockets. `nil` in simulation. See `+Live`.
@@ -196,6 +199,10 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
             schedule(.serverTick, at: 60)
         }
         schedule(.sample, at: min(scenario.timestep, scenario.horizon))
+        if inference != nil {
+            inference!.notePublication(server.published)
+            schedule(.look, at: inference!.nextLookTime)
+        }
 
         let horizon = scenario.horizon
         var prefetched = UInt32.max
@@ -205,8 +212,12 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
             switch occurrence.kind {
             case .serverTick:
                 server.tick(at: now)
+                if inference != nil { inference!.notePublication(server.published) }
                 let next = server.nextUpdate(after: now) ?? (now + 60)
                 schedule(occurrence, at: max(next, now + 1))
+            case .look:
+                inference!.look(at: now)
+                if inference!.nextLookTime <= horizon { schedule(occurrence, at: inference!.nextLookTime) }
             case .sample:
                 metrics.sample(at: now, onlineFraction: onlineFraction(at: now), serverBacklog: capacityQueue.backlog(at: now, capacity: scenario.server.capacity))
                 onSample?(now, metrics.sessions)
@@ -259,7 +270,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         case .connectivity:
             devices[d].connectivityWatch = false
             appRuns(d, at: now) { fleet in fleet.runClient(d, at: now) }
-        case .serverTick, .sample:
+        case .serverTick, .sample, .look:
             preconditionFailure("fleet-wide occurrences are the fleet's to run")
         }
     }

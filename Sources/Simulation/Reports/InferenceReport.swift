@@ -276,3 +276,18 @@ private func flag(_ x: Bool?) -> CSVCell {
     guard let x else { return .text("") }
     return .integer(x ? 1 : 0)
 }
+
+extension InferenceReport {
+    /// A fleet simulation's analysed runs: one per run and experiment, where the scenario has an
+    /// analysis plan (none otherwise).
+    public static func runs(_ result: FleetSimulation.Result) -> [Run] {
+        guard let plan = result.scenario.analysis else { return [] }
+        return result.runs.flatMap { run in
+            run.inference.enumerated().map { e, looks in
+                let experiment = result.scenario.experiments[e]
+                return Run(scenario: result.scenario.name, allocator: run.allocator, replicate: run.replicate, experiment: experiment.id,
+                           variants: experiment.variantIDs, looks: looks, plan: plan)
+            }
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import Analysis
 import Allocators
 import ClientEngine
 import Dispatch
@@ -60,6 +61,9 @@ public struct FleetSimulation: Sendable {
         /// Where the replicate's time went, window by window, when the simulation was asked
         /// (``FleetSimulation/profilesWindows``) and the replicate was split among threads.
         public var windowProfile: WindowProfile?
+        /// Where the scenario has an analysis plan: per experiment, the analyst's looks with
+        /// their virtual time in hours.
+        public var inference: [[(hours: Double?, look: InferenceLook)]] = []
 
         /// A run measured elsewhere (in real time, say) of the replicate `replicate` of `allocator`.
         public init(allocator: String, replicate: Int, seed: UInt64, metrics: FleetMetrics, wallSeconds: Double, failure: AllocatorError? = nil) {
@@ -164,16 +168,17 @@ public struct FleetSimulation: Sendable {
             try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let (metrics, failure, windows) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        let (metrics, failure, windows, inference) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         var run = Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: Self.replicateSeed(scenario, replicate: replicate), metrics: metrics, wallSeconds: wall, failure: failure)
         run.windowProfile = windows
+        run.inference = inference
         return run
     }
 
     /// A replicate's metrics, the first failure its allocators threw from
-    /// ``Allocator/finish()``, and its window profile if one was recorded.
-    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?)
+    /// ``Allocator/finish()``, its window profile if one was recorded, and its analysed looks.
+    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?, inference: [[(hours: Double?, look: InferenceLook)]])
 
     /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
     /// existential would leave the whole event loop running unspecialised generic code.
@@ -206,18 +211,21 @@ public struct FleetSimulation: Sendable {
     }
 
     private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker) -> Outcome {
-        if !forcesTimeOrder, scenario.independentWindow != nil {
+        if !forcesTimeOrder, scenario.analysis == nil, scenario.independentWindow != nil {
             var fleet = SplitFleet<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile, shards: shardCount)
             fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
             let recorder = profilesWindows ? WindowRecorder(shards: fleet.shardCount, windows: fleet.windowCount, threads: threads) : nil
             let metrics = fleet.run(threads: threads, recorder: recorder)
-            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile())
+            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile(), [])
         }
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
-        fleet.forcesTimeOrder = forcesTimeOrder
+        fleet.forcesTimeOrder = forcesTimeOrder || scenario.analysis != nil
+        if let plan = scenario.analysis {
+            fleet.inference = FleetInference(plan: plan, scenario: scenario, devices: 0 ..< scenario.population.devices)
+        }
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         let metrics = fleet.run()
-        return (metrics, Self.finish(fleet.server.allocators), nil)
+        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [])
     }
 }
 

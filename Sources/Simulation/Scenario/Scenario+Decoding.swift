@@ -1,4 +1,5 @@
 import Allocators
+import Analysis
 import ClientEngine
 import ExperimentModel
 import ExperimentServer
@@ -119,7 +120,7 @@ extension Scenario {
 
     init(node root: Node, file: String?) throws(ScenarioError) {
         let r = ScenarioReader(file: file, node: root)
-        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep", "campaigns", "objective"])
+        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep", "campaigns", "objective", "analysis"])
 
         name = try r.optional("name")?.text ?? "scenario"
         description = try r.optional("description")?.text ?? ""
@@ -161,7 +162,44 @@ extension Scenario {
             if let x = o.optional("request_p99") { objective.requestP99 = try x.duration(atLeast: 0.001) }
             if let x = o.optional("error_rate") { objective.errorRate = try x.number(in: 0...1, "a share of requests from 0 to 1") }
         }
+        analysis = try Self.analysis(r.optional("analysis"))
+        if analysis != nil, client.style == .conductrics, let section = r.optional("analysis") {
+            // Its server decides each view and logs goals, and no view event carries a unit.
+            throw section.error("is not available for the conductrics style yet, whose server logs decisions rather than view events; remove it or use another style")
+        }
         try validateSchedule(file: file)
+    }
+
+    /// The `analysis:` section, or `nil` when it is absent or `~`; every key it leaves out takes
+    /// ``AnalysisPlan``'s default, so `analysis: {}` is the default plan.
+    private static func analysis(_ r: ScenarioReader?) throws(ScenarioError) -> AnalysisPlan? {
+        guard let r else { return nil }
+        try r.requireKeys(allowed: ["looks", "alpha", "test", "srm_threshold", "sequential_tuning", "min_units"])
+        var plan = AnalysisPlan()
+        if let x = r.optional("looks") {
+            plan.lookEvery = try x.duration(atLeast: 1, "a time between looks such as 12h, 1d or 1w")
+        }
+        if let x = r.optional("alpha") {
+            let expected = "a significance level in (0, 0.5], such as 0.05"
+            plan.alpha = try x.number(in: 0...0.5, expected)
+            guard plan.alpha > 0 else { throw x.error("is 0; expected \(expected)") }
+        }
+        if let x = r.optional("test") {
+            plan.test = try x.choice(Dictionary(uniqueKeysWithValues: AnalysisPlan.Test.allCases.map { ($0.rawValue, $0) }))
+        }
+        if let x = r.optional("srm_threshold") {
+            let expected = "a p-value in (0, 1), such as 0.001"
+            plan.srmThreshold = try x.number(in: 0...1, expected)
+            guard plan.srmThreshold > 0, plan.srmThreshold < 1 else { throw x.error("is \(format(plan.srmThreshold)); expected \(expected)") }
+        }
+        if let x = r.optional("sequential_tuning") {
+            plan.sequentialTuning = try x.number(in: 1...Double(Limits.count.upperBound), "a sample size from 1 to \(Limits.count.upperBound), such as 5000")
+        }
+        if let x = r.optional("min_units") {
+            let range = 2...Limits.count.upperBound
+            plan.minUnits = try x.integer(in: range, "a whole number of units per variant \(describe(range))")
+        }
+        return plan
     }
 
     private static func population(_ r: ScenarioReader) throws(ScenarioError) -> Population {

@@ -1,3 +1,5 @@
+import Analysis
+
 extension Scenario {
     /// The range of every size and duration a scenario may have, checked when a scenario file
     /// or the command line's flags are read, so that no value reaches code that cannot hold it.
@@ -54,6 +56,15 @@ extension Scenario {
                 file: file, key: "timestep",
                 "is \(format(timestep)) s over a horizon of \(format(horizon)) s, \(format((horizon / timestep).rounded(.up))) samples; expected at most \(Limits.samples) samples (a timestep of at least \(format((horizon / Double(Limits.samples)).rounded(.up))) s)"
             )
+        }
+        if let plan = analysis, let every = plan.lookEvery {
+            let looks = plan.lookCount(horizon: horizon)
+            guard looks <= Limits.samples else {
+                throw ScenarioError(
+                    file: file, key: "analysis.looks",
+                    "is \(format(every)) s over a horizon of \(format(horizon)) s, \(looks == Int.max ? "too many" : String(looks)) looks; expected at most \(Limits.samples) looks (looks at least \(format((horizon / Double(Limits.samples)).rounded(.up))) s apart)"
+                )
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Allocators
+import Analysis
 import ClientEngine
 import ExperimentServer
 import Foundation
@@ -36,6 +37,10 @@ public struct Scenario: Sendable {
     /// What a live load test holds the server to (`objective:`): `loadtest --live
     /// --find-capacity` reports the highest load that meets it.
     public var objective = ServiceObjective()
+    /// How the analyst reads each experiment (`analysis:`): how often they look, which test
+    /// decides and at what level, when the SRM alarm rings. `nil` (the key absent or `~`): the
+    /// scenario asks for no analysis; `analysis: {}` is ``AnalysisPlan``'s defaults.
+    public var analysis: AnalysisPlan? = nil
 
     /// A service objective for a live load test, measured by the load generator.
     public struct ServiceObjective: Sendable, Equatable {
