@@ -2,16 +2,17 @@ import Analysis
 import Simulation
 
 /// The analyst's few columns, printed after a run: per allocator, estimator and variant, the
-/// figures `inference-comparison.csv` holds in full.
+/// figures `inference-comparison.csv` holds in full. Rejections and SRM alarms are over the
+/// variant's replicates; "decided" and "right decision" are the plan's, over the experiment.
 enum InferenceSummaryTable {
     static func rendered(_ summaries: [InferenceReport.Summary]) -> String {
         var table = TextTable(["allocator", "estimator", "variant", "bias", "coverage", "rejects (last look)", "rejects (any look)",
-                               "sequential rejects", "SRM alarms", "right decision"])
+                               "sequential rejects", "SRM alarms", "decided", "right decision"])
         for s in summaries where !s.isControl {
             table.append([
                 s.allocator, s.estimator.rawValue, s.variant, s.bias.isFinite ? fixed(s.bias * 100, 3) + " pp" : "–",
                 percent(s.coverage), percent(s.rejectionRate), percent(s.rejectionRateAnyLook), percent(s.rejectionRateSequential),
-                percent(s.srmAlarmRate), percent(s.correctSelection),
+                percent(s.srmAlarmRate), percent(s.decisionRate), percent(s.correctSelection),
             ])
         }
         return table.rendered

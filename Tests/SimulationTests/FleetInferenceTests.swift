@@ -66,6 +66,26 @@ struct FleetInferenceTests {
         #expect(abs(naive.estimate - stratified.estimate) < 1e-12)
     }
 
+    /// An experiment that draws every view anew has views for units, and gets the pooled
+    /// analysis only: its conversions do not say which view (and so which policy) they follow.
+    @Test func aNonStickyExperimentsUnitIsTheView() throws {
+        let experiments = """
+        experiments:
+          - id: button
+            sticky: false
+            variants:
+              - {id: control, rate: 0.05}
+              - {id: green, rate: 0.10}
+        """
+        let (_, runs) = try analysed(["experiments": experiments])
+        let look = try #require(runs[0].inference[0].last).look
+        #expect(look.totals.reduce(0) { $0 + $1.units } == look.views)
+        #expect(look.views > 1_000)
+        #expect(Set(look.analysis.results.map(\.estimator)) == [.naive])
+        // The truth is the rates in force at the views.
+        #expect(abs(look.truth[0] - 0.05) < 1e-12 && abs(look.truth[1] - 0.10) < 1e-12)
+    }
+
     @Test func theReportsHaveARowPerLookVariantAndEstimator() throws {
         let (scenario, runs) = try analysed()
         let analysed = InferenceReport.runs(FleetSimulation.Result(scenario: scenario, runs: runs))

@@ -46,8 +46,10 @@ struct FleetInference {
     private let offsets: [Int]
     private let variantsPerDevice: Int
 
-    /// A view experiment's units, per (policy version, variant), and its truth so far.
-    private var viewUnits: [[Int: [UnitTotals]]]
+    /// A view experiment's units per variant, and its truth so far. A conversion event does not
+    /// say which view it follows, so these are not split by policy: such an experiment gets the
+    /// pooled analysis only.
+    private var viewUnits: [[UnitTotals]]
     private var viewTruth: [[Double]]
 
     /// Published weights per experiment by policy version, in order.
@@ -75,7 +77,7 @@ struct FleetInference {
         self.offsets = offsets
         variantsPerDevice = offset
         survival = Array(repeating: 0, count: devices.count * offset)
-        viewUnits = Array(repeating: [:], count: experiments)
+        viewUnits = variantCounts.map { Array(repeating: UnitTotals(), count: $0) }
         viewTruth = variantCounts.map { Array(repeating: 0, count: $0) }
         published = Array(repeating: [], count: experiments)
         arrivals = variantCounts.map { Array(repeating: 0, count: $0) }
@@ -139,22 +141,16 @@ struct FleetInference {
         let e = Int(event.experiment), v = Int(event.variant), k = variantCounts[e]
         switch event.kind {
         case .view:
-            let version = Int(event.policyVersion)
-            var totals = viewUnits[e][version] ?? Array(repeating: UnitTotals(), count: k)
-            totals[v].addSingleViews(1, converted: 0)
-            viewUnits[e][version] = totals
+            viewUnits[e][v].addSingleViews(1, converted: 0)
             arrivals[e][v] += 1
             // The rates in force when the view was shown.
             let rates = experiments[e].rates(at: event.createdAt)
             for w in 0..<k { viewTruth[e][w] += rates[w] }
         case .conversion:
-            // Attributed to a view of the same variant: conversions per view, one at most.
-            let version = viewUnits[e].keys.max() ?? 0
-            var totals = viewUnits[e][version] ?? Array(repeating: UnitTotals(), count: k)
-            totals[v].conversions += 1
-            totals[v].conversionsSquares += 1
-            totals[v].viewsConversions += 1
-            viewUnits[e][version] = totals
+            // A view's conversion, one at most: conversions per view of the variant.
+            viewUnits[e][v].conversions += 1
+            viewUnits[e][v].conversionsSquares += 1
+            viewUnits[e][v].viewsConversions += 1
         case .goal, .participation:
             break
         }
@@ -207,14 +203,10 @@ struct FleetInference {
                 viewCount += Double(unit.views)
             }
         } else {
-            for (version, totals) in viewUnits[e] {
-                let index = weights(experiment: e, version: UInt16(truncatingIfNeeded: version))?.index ?? -1
-                var merged = byPublication[index] ?? Array(repeating: UnitTotals(), count: k)
-                for v in 0..<k { merged[v] = merged[v] + totals[v] }
-                byPublication[index] = merged
-            }
+            // Not split by policy (see `viewUnits`): the unknown publication, −1.
+            byPublication[-1] = viewUnits[e]
             truthSum = viewTruth[e]
-            viewCount = Double(viewUnits[e].values.reduce(0) { $0 + $1.reduce(0) { $0 + $1.units } })
+            viewCount = Double(viewUnits[e].reduce(0) { $0 + $1.units })
         }
         let total = byPublication.values.reduce(Array(repeating: UnitTotals(), count: k)) { sum, totals in
             zip(sum, totals).map { $0 + $1 }
@@ -248,8 +240,9 @@ struct FleetInference {
         }
         if epochWeights != nil { stratified.addEpoch(epoch) }
         // Units whose device drew with a policy the replicate never saw published (none in a
-        // simulation of Myna's devices; a style whose events carry no version) leave the
-        // propensities unknown: no oracle, no weighted estimate.
+        // simulation of Myna's sticky devices; a style whose events carry no version, or a
+        // non-sticky experiment) leave the propensities unknown: no oracle, no strata, no
+        // weighted estimate.
         let complete = byPublication[-1] == nil && !known.isEmpty
         let input = LookInput(
             totals: total, expectedUnits: expected[e], oracleUnits: complete ? oracle : expected[e], sequentialSRM: srm[e].pValue,

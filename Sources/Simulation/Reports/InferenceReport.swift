@@ -138,6 +138,8 @@ public enum InferenceReport {
         public var rejectionRateSequential: Double
         /// The share with an SRM alarm at some look.
         public var srmAlarmRate: Double
+        /// The share in which the plan decided at some look (to ship a variant or keep the control).
+        public var decisionRate: Double
         /// The share whose production variant after the plan's first decision is the best.
         public var correctSelection: Double
         /// The mean error of the last-look lift.
@@ -227,7 +229,8 @@ public enum InferenceReport {
         }
         return Summary(allocator: first.allocator, estimator: estimator, variant: first.variants[v], isControl: v == 0,
                        coverage: covered.rate, rejectionRate: rejected.rate, rejectionRateAnyLook: anyLook.rate,
-                       rejectionRateSequential: sequential.rate, srmAlarmRate: srm.rate, correctSelection: correct.rate, bias: bias, cells: cells)
+                       rejectionRateSequential: sequential.rate, srmAlarmRate: srm.rate, decisionRate: Double(decided) / Double(group.count),
+                       correctSelection: correct.rate, bias: bias, cells: cells)
     }
 
     /// Successes out of trials, with a Wilson interval; trials without an answer are not counted.
