@@ -119,6 +119,32 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.measurement(FleetMetric.offeredEventsPerSecond, Int((Double(offered) / seconds).rounded()))
     }
 
+    // The bare bandit with and without the analyst's view: Thompson sampling on an A/A test,
+    // 200 replicates of 20,000 views, the posterior updated every 500 views, on one thread. With
+    // looks, each period's propensities (P(best), integrated exactly), the stratified and AIPW
+    // sums, and at each look every estimator, test and SRM check of Analysis, and the rows of
+    // inference.csv and its comparison.
+    for looks in [0, 1, 5] {
+        let comparison = BanditComparison(
+            rates: [0.1, 0.1], views: 20_000, replicates: 200, seed: 2026,
+            allocators: [.thompson(priorAlpha: 1, priorBeta: 1, draws: 10_000, floor: 0)], updateEvery: 500, looks: looks)
+        Benchmark(
+            "Bandit thompson 200 x 20k views, updates every 500, \(looks) look(s)",
+            configuration: .init(metrics: [.wallClock, .cpuTotal, .peakMemoryResident], maxDuration: .seconds(30), maxIterations: 5)
+        ) { benchmark in
+            _ = measuredSeconds(benchmark) {
+                let outcomes = try! comparison.run(jobs: 1)
+                guard looks > 0 else { return blackHole(outcomes) }
+                let runs = outcomes.map {
+                    InferenceReport.Run(scenario: "bandit", allocator: $0.allocator, replicate: $0.replicate, experiment: "bandit",
+                                        variants: ["A", "B"], looks: $0.inference.map { (nil, $0) }, plan: comparison.plan)
+                }
+                blackHole(InferenceReport.rows(runs).text)
+                blackHole(InferenceReport.comparison(runs).text)
+            }
+        }
+    }
+
     // Writing the time series of a small fleet followed for a year: 8,760 hourly samples of
     // every metric, most of them decimals.
     Benchmark(
