@@ -380,6 +380,26 @@ def inference(suite, rates_reference, engines):
             rows = min(c["rows"] for c in chosen)
             suite.check(f"{label} on inference.csv's sufficient statistics: largest difference ({rows} rows)", 0.0, worst, 1e-4)
 
+    # The fleet's analysis of what its server ingested (Scenarios/aa-test.yaml: device units,
+    # daily looks, the queue's late and lost events): the same code, checked the same way.
+    fleet = suite.folder("inference-fleet")
+    suite.run_aviary("run", os.path.join(ROOT, "Scenarios", "aa-test.yaml"), "--replicates", 20, "--allocator", "uniform", "-o", fleet)
+    fleet_csv = os.path.join(fleet, "inference.csv")
+    fleet_groups = [
+        ("gbstats 0.8.0", engines[0], "inference_gbstats.py", "gbstats TwoSidedTTest", lambda n: n.startswith("TwoSidedTTest(") and not refusal(n)),
+        ("gbstats 0.8.0", engines[0], "inference_gbstats.py", "gbstats check_srm", lambda n: n.startswith("check_srm vs")),
+        ("others", engines[1], "inference_others.py", "ssrm-test sequential SRM", lambda n: n.startswith("ssrm_test sequential")),
+    ]
+    for _, python, script, label, marker in fleet_groups:
+        output = subprocess.run([python, os.path.join(HERE, "reference", script), fleet_csv, "--spotify-min-units", "5000"],
+                                check=True, capture_output=True, text=True).stdout
+        chosen = [c for c in json.loads(output)["checks"] if marker(c["name"]) and c["rows"] > 0]
+        if not chosen or any(c["max_abs_diff"] is None for c in chosen):
+            raise SystemExit(f"{script}: no comparable rows for {label} (fleet)")
+        worst = max(c["max_abs_diff"] for c in chosen)
+        rows = min(c["rows"] for c in chosen)
+        suite.check(f"{label} on the fleet's inference.csv (aa-test, daily looks): largest difference ({rows} rows)", 0.0, worst, 1e-4)
+
 
 # MARK: - Output
 

@@ -22,6 +22,17 @@ public enum SampleRatio {
         return Distributions.chiSquaredUpperTail(statistic, degreesOfFreedom: Double(observed.count - 1))
     }
 
+    /// Whether two sets of weights give the same split: the test restarts its Dirichlet only
+    /// when they do not.
+    public static func sameSplit(_ a: [Double], _ b: [Double]) -> Bool {
+        normalised(a) == normalised(b)
+    }
+
+    static func normalised(_ weights: [Double]) -> [Double] {
+        let total = weights.reduce(0, +)
+        return weights.map { $0 / total }
+    }
+
     /// The sequential SRM test of Lindon and Malek (2022), as Optimizely's `ssrm-test`
     /// (`sequential_p_values`) and GrowthBook compute it: a Dirichlet-multinomial alternative
     /// centred on the expected split against the multinomial null; the p-value is the smallest
@@ -51,8 +62,7 @@ public enum SampleRatio {
         /// probabilities `expected` (weights; normalised here), and returns the p-value.
         @discardableResult
         public mutating func observe(_ counts: [Int], expected: [Double]) -> Double {
-            let total = expected.reduce(0, +)
-            let probabilities = expected.map { $0 / total }
+            let probabilities = SampleRatio.normalised(expected)
             if probabilities != null {
                 null = probabilities
                 alpha = probabilities.map { $0 * concentration }

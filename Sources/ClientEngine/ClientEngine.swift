@@ -77,6 +77,8 @@ public struct ClientEngine<Store: EventStore> {
 
     @usableFromInline static var variantMask: UInt32 { 0x3FFF_FFFF }
     @usableFromInline static var convertedBit: UInt32 { 0x8000_0000 }
+    /// Assigned, but the screen showing it never loaded: its view is logged when one does.
+    @usableFromInline static var unloggedBit: UInt32 { 0x4000_0000 }
 
     /// Creates an engine in offline mode on `defaults`; its first ``nextAction(at:)`` requests the
     /// experiment data.
@@ -167,6 +169,7 @@ extension ClientEngine {
         if assignments.isEmpty { assignments = AssignmentTable(count: data.count) }
         let state = assignments[index]
         if state != 0 && data.experiments[index].sticky {
+            if state & Self.unloggedBit != 0 { return logView(experiment: index, at: now) }
             return VariantView(variant: Int(state & Self.variantMask) - 1, isFirstView: false, isDefault: false)
         }
         let variant = data.experiments[index].snapshot.sample(using: &generator)
@@ -174,6 +177,54 @@ extension ClientEngine {
         // The event names the data version the draw used, so a server can look up its weights.
         queue(.view, experiment: index, variant: variant, value: 0, at: now, policyVersion: UInt16(truncatingIfNeeded: data.version))
         return VariantView(variant: variant, isFirstView: true, isDefault: false)
+    }
+
+    /// Draws (or recalls) the variant a view will show without logging the view: the screen
+    /// that shows it is still loading. ``logView(experiment:at:)`` logs it once it has loaded;
+    /// until then the assignment is kept but has no view, so a conversion is not recorded, and
+    /// the next ``viewVariant(experiment:at:using:)`` of a sticky experiment logs it.
+    ///
+    /// - Precondition: `index` is a valid experiment index of ``activeData``.
+    public mutating func assignVariant(experiment index: Int, using generator: inout some RandomNumberGenerator) -> VariantView {
+        guard let data else {
+            return VariantView(variant: profile.defaults.experiments[index].snapshot.sample(using: &generator), isFirstView: false, isDefault: true)
+        }
+        if assignments.isEmpty { assignments = AssignmentTable(count: data.count) }
+        let state = assignments[index]
+        if state != 0 && data.experiments[index].sticky {
+            return VariantView(variant: Int(state & Self.variantMask) - 1, isFirstView: state & Self.unloggedBit != 0, isDefault: false)
+        }
+        let variant = data.experiments[index].snapshot.sample(using: &generator)
+        assignments[index] = UInt32(truncatingIfNeeded: variant + 1) | Self.unloggedBit
+        return VariantView(variant: variant, isFirstView: true, isDefault: false)
+    }
+
+    /// The screen showing experiment `index`'s assigned variant has loaded: queues its view if
+    /// none was logged for the assignment. The event names the data version in force now,
+    /// which is the draw's unless the data changed since ``assignVariant(experiment:using:)``.
+    ///
+    /// - Precondition: `index` is a valid experiment index of ``activeData``.
+    @discardableResult
+    public mutating func logView(experiment index: Int, at now: Double) -> VariantView {
+        guard let data, !assignments.isEmpty, assignments[index] != 0 else {
+            return VariantView(variant: 0, isFirstView: false, isDefault: true)
+        }
+        let state = assignments[index], variant = Int(state & Self.variantMask) - 1
+        guard state & Self.unloggedBit != 0 else { return VariantView(variant: variant, isFirstView: false, isDefault: false) }
+        assignments[index] = state & ~Self.unloggedBit
+        queue(.view, experiment: index, variant: variant, value: 0, at: now, policyVersion: UInt16(truncatingIfNeeded: data.version))
+        return VariantView(variant: variant, isFirstView: true, isDefault: false)
+    }
+
+    /// Logs `count` more events of the viewed variant (screen events, impressions): a variant
+    /// that logs more fills its batches sooner. Nothing is queued without a logged view.
+    ///
+    /// - Precondition: `index` is a valid experiment index of ``activeData``.
+    public mutating func logExtraEvents(experiment index: Int, count: Int, at now: Double) {
+        guard data != nil, !assignments.isEmpty else { return }
+        let state = assignments[index]
+        guard state != 0, state & Self.unloggedBit == 0 else { return }
+        for _ in 0..<count { queue(.goal, experiment: index, variant: Int(state & Self.variantMask) - 1, value: 0, at: now) }
     }
 
     /// Shows a chosen variant regardless of the weights; it becomes the sticky one.
@@ -241,7 +292,7 @@ extension ClientEngine {
         guard data != nil else { return .offline }
         guard !assignments.isEmpty else { return .noView }
         let state = assignments[index]
-        if state == 0 { return .noView }
+        if state == 0 || state & Self.unloggedBit != 0 { return .noView }
         if state & Self.convertedBit != 0 { return .duplicate }
         assignments[index] = state | Self.convertedBit
         queue(.conversion, experiment: index, variant: variant ?? Int(state & Self.variantMask) - 1, value: value, at: now)

@@ -58,6 +58,9 @@ struct FleetInference {
     private var arrivals: [[Int]]
     /// Σ over publication periods of arrivals × weights: the published split's expected units.
     private var expected: [[Double]]
+    /// Units not yet shown to the sequential SRM test: it observes when the published split
+    /// changes and at looks, as an analyst running `ssrm-test` would, not at every publication.
+    private var srmPending: [[Int]]
     private var srm: [SampleRatio.Sequential]
 
     init(plan: AnalysisPlan, scenario: Scenario, devices: Range<Int>) {
@@ -82,6 +85,7 @@ struct FleetInference {
         published = Array(repeating: [], count: experiments)
         arrivals = variantCounts.map { Array(repeating: 0, count: $0) }
         expected = variantCounts.map { Array(repeating: 0, count: $0) }
+        srmPending = variantCounts.map { Array(repeating: 0, count: $0) }
         srm = Array(repeating: SampleRatio.Sequential(), count: experiments)
         looks = Array(repeating: [], count: experiments)
     }
@@ -98,15 +102,19 @@ struct FleetInference {
         for e in published.indices where e < data.experiments.count {
             let weights = data.experiments[e].snapshot.weights
             if let last = published[e].last, last.version == data.version { continue }
+            if let last = published[e].last, !SampleRatio.sameSplit(last.weights, weights) { observeSRM(experiment: e) }
             published[e].append((data.version, weights))
         }
     }
 
     /// Device `device` (the replicate's own numbering) showed `variant` of experiment `e`, not
-    /// the in-app default, while the true rates of its variants were `rates`.
-    mutating func showed(device: Int, experiment e: Int, rates: ArraySlice<Double>) {
+    /// the in-app default, while the true rates of its variants were `rates`. Bit `v` of
+    /// `shownUnder` says whether the view would have been shown had the device drawn variant
+    /// `v` (a slow variant's screen may not load in time): the potential outcomes count only
+    /// the views each variant would have shown.
+    mutating func showed(device: Int, experiment e: Int, rates: ArraySlice<Double>, shownUnder: UInt64 = ~0) {
         let base = device * variantsPerDevice + offsets[e]
-        for (v, rate) in rates.enumerated() {
+        for (v, rate) in rates.enumerated() where shownUnder & (1 << UInt64(v)) != 0 {
             survival[base + v] += log1p(-rate)
         }
     }
@@ -161,10 +169,19 @@ struct FleetInference {
         for e in arrivals.indices where arrivals[e].contains(where: { $0 > 0 }) {
             let weights = published[e].last?.weights ?? Array(repeating: 1, count: variantCounts[e])
             let sum = weights.reduce(0, +), n = Double(arrivals[e].reduce(0, +))
-            for v in weights.indices { expected[e][v] += n * weights[v] / sum }
-            srm[e].observe(arrivals[e], expected: weights)
+            for v in weights.indices {
+                expected[e][v] += n * weights[v] / sum
+                srmPending[e][v] += arrivals[e][v]
+            }
             arrivals[e] = Array(repeating: 0, count: variantCounts[e])
         }
+    }
+
+    private mutating func observeSRM(experiment e: Int) {
+        guard srmPending[e].contains(where: { $0 > 0 }) else { return }
+        let weights = published[e].last?.weights ?? Array(repeating: 1, count: variantCounts[e])
+        srm[e].observe(srmPending[e], expected: weights)
+        srmPending[e] = Array(repeating: 0, count: variantCounts[e])
     }
 
     // MARK: - Looks
@@ -173,6 +190,7 @@ struct FleetInference {
     mutating func look(at now: Double) {
         closePeriod()
         for e in variantCounts.indices {
+            observeSRM(experiment: e)
             looks[e].append((now / 3_600, analyse(experiment: e)))
         }
         nextLook += 1

@@ -1,5 +1,4 @@
 import Allocators
-import Randomness
 
 extension FleetReplicate {
     // MARK: - Sessions
@@ -55,15 +54,12 @@ extension FleetReplicate {
     /// The session's views, conversions and (if the app crashes) the restart.
     mutating func views(_ d: Int, crashes: Bool, at now: Double) {
         refreshRates(at: now)
+        if hasVariantBehaviour {
+            viewsWithBehaviour(d, at: now)
+            return
+        }
         for e in 0..<variantCounts.count {
-            let first = metrics.offsets[e]
-            // Potential outcomes: one uniform per variant, drawn whatever is shown.
-            var outcomes = stream(.outcomes, of: d)
-            var converts: UInt64 = 0
-            for v in 0..<variantCounts[e] where outcomes.nextUniform() < rates[first + v] { converts |= 1 << UInt64(v) }
-            let delay = conversionDelay.sample(using: &outcomes)
-            keep(outcomes, as: .outcomes, of: d)
-
+            let (converts, delay) = potentialOutcomes(d, experiment: e)
             let view = PendingView(device: d, experiment: e, convertsMask: converts, delay: delay)
             var assignment = stream(.assignment, of: d)
             let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
@@ -71,23 +67,87 @@ extension FleetReplicate {
             keep(assignment, as: .assignment, of: d)
             if let shown { show(view, shown, at: now) }
         }
-        if crashes {
-            // The app is killed before the session ends: what the client had not persisted is lost.
-            let slot = devices.pointer(d)
-            Style.crash(&slot.pointee.client, metrics: &metrics, server: server, at: now)
-            metrics.crashes += 1
-        }
+        if crashes { crash(d, at: now) }
         runClient(d, at: now)
     }
 
-    /// The device shows `variant` for `view`: the view counts, and if the user converts on it,
+    /// Device `d`'s view of experiment `e`: one uniform per variant, drawn whatever is shown,
+    /// says which variants it would convert on, and after what delay.
+    @inline(__always)
+    mutating func potentialOutcomes(_ d: Int, experiment e: Int) -> (converts: UInt64, delay: Double) {
+        let first = metrics.offsets[e]
+        var outcomes = stream(.outcomes, of: d)
+        var converts: UInt64 = 0
+        for v in 0..<variantCounts[e] where outcomes.nextUniform() < rates[first + v] { converts |= 1 << UInt64(v) }
+        let delay = conversionDelay.sample(using: &outcomes)
+        keep(outcomes, as: .outcomes, of: d)
+        return (converts, delay)
+    }
+
+    /// The app is killed before the session ends: what the client had not persisted is lost.
+    mutating func crash(_ d: Int, at now: Double) {
+        let slot = devices.pointer(d)
+        Style.crash(&slot.pointee.client, metrics: &metrics, server: server, at: now)
+        metrics.crashes += 1
+    }
+
+    /// A session's views when some variant's own code changes the client (its crash rate, its
+    /// loading time, the events it logs): the same potential outcomes and assignment draws as
+    /// without it, and the loading times and the crash from streams of their own, drawn
+    /// whatever is shown, so that allocators still meet the same users.
+    mutating func viewsWithBehaviour(_ d: Int, at now: Double) {
+        // The largest crash probability among the variants shown; the population's if none.
+        var crashProbability: Double?
+        for e in 0..<variantCounts.count {
+            let first = metrics.offsets[e]
+            let (converts, delay) = potentialOutcomes(d, experiment: e)
+            // Where the outcomes stream now stands: a position no other view of the device has.
+            let loading = DeviceRandom(key: devices[d].key, label: behaviourLabels.loading, draws: devices[d].drawn(.outcomes))
+
+            var assignment = stream(.assignment, of: d)
+            let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
+            let drawn = Style.assign(experiment: e, of: &slot.pointee.client, device: facts, environment: environment, counters: &counters, using: &assignment, at: now)
+            keep(assignment, as: .assignment, of: d)
+            guard let drawn else { continue }
+            // Each variant's loading time from the same draw, so that the potential outcomes
+            // know which views every variant would have shown.
+            let behaviours = variantBehaviour[e]
+            var loads = [Double](repeating: 0, count: behaviours.count), shownUnder: UInt64 = 0
+            for (v, behaviour) in behaviours.enumerated() {
+                if let loadDelay = behaviour.loadDelay {
+                    var generator = loading
+                    loads[v] = loadDelay.sample(using: &generator)
+                }
+                if now + loads[v] <= devices[d].foregroundUntil { shownUnder |= 1 << UInt64(v) }
+            }
+            let variant = drawn.isDefault || behaviours.isEmpty ? nil : drawn.variant
+            if let variant, inference != nil, scenario.experiments[e].sticky {
+                inference!.showed(device: d, experiment: e, rates: rates[first ..< first + variantCounts[e]], shownUnder: shownUnder)
+            }
+            // The user leaves before the screen has loaded: nothing shown, no view logged.
+            if let variant, shownUnder & (1 << UInt64(variant)) == 0 { continue }
+            let behaviour = variant.map { behaviours[$0] } ?? Scenario.VariantBehaviour()
+            Style.loaded(experiment: e, extraEvents: behaviour.eventsPerView - 1, of: &slot.pointee.client, at: now)
+            crashProbability = max(crashProbability ?? 0, behaviour.crashProbability ?? scenario.population.crashProbability)
+            let load = variant.map { loads[$0] } ?? 0
+            show(PendingView(device: d, experiment: e, convertsMask: converts, delay: delay + load), drawn, at: now, countsTruth: variant == nil)
+        }
+        // One draw a session, shown or not, decides the crash.
+        var crashDraw = DeviceRandom(key: devices[d].key, label: behaviourLabels.crash, draws: devices[d].drawn(.sessions))
+        let crashes = crashDraw.nextUniform() < crashProbability ?? scenario.population.crashProbability
+        if crashes { crash(d, at: now) }
+        runClient(d, at: now)
+    }
+
+    /// The device shows `variant` for `view`: the view counts (and, unless the caller has
+    /// counted it, its potential outcomes), and if the user converts on it,
     /// the conversion happens now or after its delay.
-    mutating func show(_ view: PendingView, _ shown: Shown, at now: Double) {
+    mutating func show(_ view: PendingView, _ shown: Shown, at now: Double, countsTruth: Bool = true) {
         refreshRates(at: now)
         let e = view.experiment, variant = shown.variant
         if shown.isDefault {
             metrics.defaultViews += 1
-        } else if inference != nil, scenario.experiments[e].sticky {
+        } else if countsTruth, inference != nil, scenario.experiments[e].sticky {
             let first = metrics.offsets[e]
             inference!.showed(device: view.device, experiment: e, rates: rates[first ..< first + variantCounts[e]])
         }

@@ -46,6 +46,10 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// Scenario values the event loop reads, kept at hand.
     let variantCounts: [Int]
     let conversionDelay: Distribution
+    /// Each experiment's variants' own client behaviour; empty for an experiment whose
+    /// variants all behave alike, which is every experiment unless the scenario says otherwise.
+    let variantBehaviour: [[Scenario.VariantBehaviour]]
+    let hasVariantBehaviour: Bool
     /// The server's ingestion capacity: see `+ServerLink`.
     var capacityQueue = CapacityQueue()
     /// The true rates in force, flat (experiment `e`'s variants from `metrics.offsets[e]`), and
@@ -81,6 +85,9 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     var onSample: ((Double, Int) -> Void)?
     /// The labels of the devices' streams, hashed once.
     let streamLabels = DeviceStream.Labels()
+    /// Streams that a variant's own behaviour draws from, read at a position another stream
+    /// has reached, so that they store nothing and leave every other draw as it was.
+    let behaviourLabels = (loading: StreamSeed.Label("loading"), crash: StreamSeed.Label("variant crash"))
 
     /// A device: its user's streams, what the kernel tracks of its app and link, and its client.
     /// What a session touches comes first and next to the client's own hot fields, so that a
@@ -173,6 +180,8 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         self.sampleStride = max(1, scenario.population.devices / 20_000)
         self.variantCounts = scenario.experiments.map(\.rates.count)
         self.conversionDelay = scenario.population.conversionDelay
+        self.variantBehaviour = scenario.experiments.map(\.behaviour)
+        self.hasVariantBehaviour = variantBehaviour.contains { !$0.isEmpty }
     }
 
     /// The scenario's experiment server, with its allocators and update cadence.

@@ -88,7 +88,7 @@ public enum InferenceReport {
 
     /// The columns of `inference-comparison.csv`, in order.
     public static let comparisonColumns = [
-        "scenario", "allocator", "estimator", "variant", "replicates", "looks",
+        "scenario", "allocator", "experiment", "estimator", "variant", "replicates", "looks",
         "truth", "lift_truth", "mean_lift", "bias", "bias_se", "rmse",
         "coverage", "coverage_ci95_low", "coverage_ci95_high",
         "estimate_coverage", "estimate_coverage_ci95_low", "estimate_coverage_ci95_high",
@@ -122,6 +122,8 @@ public enum InferenceReport {
     public struct Summary: Sendable {
         /// The allocator.
         public var allocator: String
+        /// The experiment.
+        public var experiment: String
         /// The estimator.
         public var estimator: Estimator
         /// The variant's name.
@@ -209,7 +211,7 @@ public enum InferenceReport {
         let biasSE = errors.count < 2 ? Double.nan
             : (errors.reduce(0) { $0 + ($1 - bias) * ($1 - bias) } / Double(errors.count - 1) / Double(errors.count)).squareRoot()
         let rmse = errors.isEmpty ? Double.nan : (errors.reduce(0) { $0 + $1 * $1 } / Double(errors.count)).squareRoot()
-        var cells: [CSVCell] = [.text(first.scenario), .text(first.allocator), .text(estimator.rawValue), .text(first.variants[v]),
+        var cells: [CSVCell] = [.text(first.scenario), .text(first.allocator), .text(first.experiment), .text(estimator.rawValue), .text(first.variants[v]),
                                 .integer(group.count), .integer(first.looks.count)]
         cells += [stat(truth), stat(liftTruth), stat(lifts.isEmpty ? .nan : lifts.reduce(0, +) / Double(lifts.count)), stat(bias), stat(biasSE), stat(rmse)]
         for tally in [covered, valueCovered, rejected, anyLook, sequential, srm] { cells += tally.cells }
@@ -227,7 +229,7 @@ public enum InferenceReport {
         } else {
             cells += Array(repeating: stat(nil), count: 7)
         }
-        return Summary(allocator: first.allocator, estimator: estimator, variant: first.variants[v], isControl: v == 0,
+        return Summary(allocator: first.allocator, experiment: first.experiment, estimator: estimator, variant: first.variants[v], isControl: v == 0,
                        coverage: covered.rate, rejectionRate: rejected.rate, rejectionRateAnyLook: anyLook.rate,
                        rejectionRateSequential: sequential.rate, srmAlarmRate: srm.rate, decisionRate: Double(decided) / Double(group.count),
                        correctSelection: correct.rate, bias: bias, cells: cells)

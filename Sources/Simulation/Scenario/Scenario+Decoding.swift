@@ -163,6 +163,11 @@ extension Scenario {
             if let x = o.optional("error_rate") { objective.errorRate = try x.number(in: 0...1, "a share of requests from 0 to 1") }
         }
         analysis = try Self.analysis(r.optional("analysis"))
+        if client.style != .myna, let e = experiments.firstIndex(where: { !$0.behaviour.isEmpty }), let list = r.optional("experiments") {
+            // The keys act through the engine's own view and event calls, which the other
+            // styles' clients do not make.
+            throw try list.elements[e].error("sets crash_probability, load_delay or events_per_view on a variant, which only the myna style models yet; remove them or use style: myna", at: "variants")
+        }
         if analysis != nil, client.style == .conductrics, let section = r.optional("analysis") {
             // Its server decides each view and logs goals, and no view event carries a unit.
             throw section.error("is not available for the conductrics style yet, whose server logs decisions rather than view events; remove it or use another style")
@@ -247,13 +252,18 @@ extension Scenario {
             guard variants.count <= Limits.variants.upperBound else {
                 throw e.error("has \(variants.count) variants; expected at most \(Limits.variants.upperBound) (one bit each in a view's potential outcomes)", at: "variants")
             }
-            var ids: [String] = [], rates: [Double] = []
+            var ids: [String] = [], rates: [Double] = [], behaviour: [VariantBehaviour] = []
             for v in variants {
-                try v.requireKeys(allowed: ["id", "rate"])
+                try v.requireKeys(allowed: ["id", "rate", "crash_probability", "load_delay", "events_per_view"])
                 let vid = try v.required("id", "a variant id").text
                 guard !ids.contains(vid) else { throw v.error("duplicate variant id '\(vid)'", at: "id") }
                 ids.append(vid)
                 rates.append(try v.required("rate", "a conversion rate in [0, 1]").number(in: 0...1, "a conversion rate in [0, 1]"))
+                behaviour.append(VariantBehaviour(
+                    crashProbability: try v.optional("crash_probability")?.number(in: 0...1, "a probability in [0, 1]"),
+                    loadDelay: try v.optional("load_delay").map { d throws(ScenarioError) in try distribution(d) },
+                    eventsPerView: try v.optional("events_per_view")?.integer(in: Limits.eventsPerView, "a whole number of events \(describe(Limits.eventsPerView))") ?? 1
+                ))
             }
             var changes: [(at: Double, rates: [Double])] = []
             if let list = e.optional("rate_changes") {
@@ -270,7 +280,10 @@ extension Scenario {
                     changes.append((at, try values.map { x throws(ScenarioError) in try x.number(in: 0...1, "a conversion rate in [0, 1]") }))
                 }
             }
-            return Experiment(id: id, variantIDs: ids, rates: rates, rateChanges: changes, sticky: try e.optional("sticky")?.boolean() ?? true)
+            return Experiment(
+                id: id, variantIDs: ids, rates: rates, rateChanges: changes, sticky: try e.optional("sticky")?.boolean() ?? true,
+                behaviour: behaviour.allSatisfy(\.isPlain) ? [] : behaviour
+            )
         }
     }
 

@@ -38,6 +38,9 @@ extension Scenario {
         /// Counts of events and requests (batch sizes, queue capacities, concurrency):
         /// a billion is beyond any device or server the scenario can describe.
         public static let count: ClosedRange<Int> = 1...1_000_000_000
+        /// Events a variant logs per view: enough for a chatty screen, few enough that a
+        /// session's events stay within a queue.
+        public static let eventsPerView: ClosedRange<Int> = 1...1_000
     }
 
     /// The number of samples a replicate takes: one per timestep, and one at the horizon.

@@ -93,11 +93,37 @@ public struct Scenario: Sendable {
         /// Later true rates: from `at` on, the variants convert at `rates` (non-stationary truth).
         public var rateChanges: [(at: Double, rates: [Double])]
         public var sticky: Bool
+        /// What each variant's own code does to the client, by variant; empty when no variant
+        /// sets any of it.
+        public var behaviour: [VariantBehaviour] = []
 
         /// The true rates in force at time `t`.
         public func rates(at t: Double) -> [Double] {
             rateChanges.last { $0.at <= t }?.rates ?? rates
         }
+    }
+
+    /// How a variant's own code changes the client: the causes of a sample ratio mismatch
+    /// that the client, not the allocator, makes.
+    public struct VariantBehaviour: Sendable, Hashable {
+        /// The chance that a session showing the variant crashes, in place of the
+        /// population's; `nil` keeps the population's.
+        public var crashProbability: Double?
+        /// How long the variant's screen takes to load: a session that ends first shows
+        /// nothing and logs no view. `nil`: at once.
+        public var loadDelay: Distribution?
+        /// Events the variant logs per view shown, its view among them.
+        public var eventsPerView: Int
+
+        /// A variant that behaves as every other.
+        public init(crashProbability: Double? = nil, loadDelay: Distribution? = nil, eventsPerView: Int = 1) {
+            self.crashProbability = crashProbability
+            self.loadDelay = loadDelay
+            self.eventsPerView = eventsPerView
+        }
+
+        /// Whether the variant behaves as every other.
+        public var isPlain: Bool { self == VariantBehaviour() }
     }
 
     /// An allocator with the label reports use for it.

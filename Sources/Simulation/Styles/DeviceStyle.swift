@@ -58,6 +58,15 @@ package protocol DeviceStyle {
     /// waits for the server; the view then comes back from ``takeDecided(_:)``.
     static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown?
 
+    /// A view whose screen may not load before the user leaves: the variant it will show,
+    /// drawn or recalled, with no view logged yet. Only the styles that model a variant's own
+    /// behaviour (``Scenario/VariantBehaviour``) implement it; the scenario refuses it elsewhere.
+    static func assign(experiment e: Int, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown?
+
+    /// The screen of experiment `e`'s assigned variant loaded: the view is logged, with
+    /// `extraEvents` more events of the variant's own.
+    static func loaded(experiment e: Int, extraEvents: Int, of client: inout Client, at now: Double)
+
     /// The user converted on `variant`, which the device showed.
     static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double)
 
@@ -304,6 +313,10 @@ extension DeviceStyle {
     package static func carried(_ request: Request, _ fate: Carried<Reply>, client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {}
     @inline(__always)
     package static func takeDecided(_ client: inout Client) -> DecidedView? { nil }
+    package static func assign(experiment e: Int, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
+        preconditionFailure("\(Self.self) does not model a variant's own behaviour; the scenario refuses it")
+    }
+    package static func loaded(experiment e: Int, extraEvents: Int, of client: inout Client, at now: Double) {}
     package static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double) {}
     package static func appVersionChanged(_ client: inout Client, to version: String, at now: Double) {}
     @inline(__always)

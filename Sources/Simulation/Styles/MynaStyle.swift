@@ -49,6 +49,16 @@ package enum MynaStyle: DeviceStyle {
         return Shown(variant: shown.variant, isDefault: shown.isDefault)
     }
 
+    package static func assign(experiment e: Int, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout NoCounters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
+        let drawn = client.assignVariant(experiment: e, using: &assignment)
+        return Shown(variant: drawn.variant, isDefault: drawn.isDefault)
+    }
+
+    package static func loaded(experiment e: Int, extraEvents: Int, of client: inout Client, at now: Double) {
+        client.logView(experiment: e, at: now)
+        if extraEvents > 0 { client.logExtraEvents(experiment: e, count: extraEvents, at: now) }
+    }
+
     package static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout NoCounters, at now: Double) {
         if client.recordConversion(experiment: e, at: now) == .recorded {
             metrics.conversionsRecorded += 1
