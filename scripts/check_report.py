@@ -81,6 +81,14 @@ def expected_charts(folder):
         expected[("bandit-regret", len(allocators))] += 1
         if len(allocators) > 1:
             expected[("forest", len(allocators) - 1)] += 1
+    inference = read_csv(folder, "inference-comparison.csv")
+    if inference is not None:
+        allocators = len(distinct(inference, "allocator"))
+        expected[("inference-bias", allocators)] += 1
+        expected[("inference-coverage", allocators)] += 1
+        for experiment in distinct(inference, "experiment"):
+            expected[("inference-srm", allocators + 1)] += 1
+            expected[("inference-rejections", allocators)] += 1
     return expected
 
 

@@ -38,6 +38,27 @@ struct ReportCommandTests {
         #expect(!FileManager.default.fileExists(atPath: w.path("out/scenario.yaml")), "a stale scenario would mislabel the run")
     }
 
+    /// With an analysis: the estimates against the truth, coverage, the SRM p-values and the
+    /// rejections by look, drawn from inference-comparison.csv and inference.csv alone.
+    @Test func theAnalystsViewIsDrawnFromItsTwoFiles() throws {
+        let w = try Workspace()
+        try aviary(["bandit", "--views", "2000", "--replicates", "4", "--looks", "3", "--allocator", "uniform", "--allocator", "thompson", "--jobs", "1", "-o", w.path("out")])
+        let page = try w.read("out/report.html")
+        #expect(page.contains("What the analyst concludes"))
+        for chart in ["inference-bias", "inference-coverage", "inference-srm", "inference-rejections"] {
+            #expect(FileManager.default.fileExists(atPath: w.path("out/charts/\(chart).svg")), "\(chart)")
+        }
+        // One row per allocator and estimator in each forest; the SRM chart adds the diagonal.
+        let bias = try w.read("out/charts/inference-bias.svg")
+        #expect(bias.contains("uniform · naive") && bias.contains("thompson · aipw"))
+        let srm = try w.read("out/charts/inference-srm.svg")
+        #expect(srm.contains("data-series=\"3\""))
+        // Without inference.csv the comparison cannot be read: one line saying so.
+        try FileManager.default.removeItem(atPath: w.path("out/inference.csv"))
+        let message = try #require(failure(["report", w.path("out")]))
+        #expect(message.contains("inference-comparison.csv needs inference.csv beside it"))
+    }
+
     @Test func aFolderWithoutResultsFailsWithOneLine() throws {
         let w = try Workspace()
         let message = try #require(failure(["report", w.folder.path]))

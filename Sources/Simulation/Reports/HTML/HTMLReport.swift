@@ -86,6 +86,12 @@ public enum HTMLReport {
         if let comparison = try ReportTable.read("bandit-comparison.csv", in: folder) {
             sections += try BanditCharts(comparison: comparison).sections()
         }
+        if let comparison = try ReportTable.read("inference-comparison.csv", in: folder) {
+            guard let looks = try ReportTable.read("inference.csv", in: folder) else {
+                throw ReportError("\(folder.path): inference-comparison.csv needs inference.csv beside it")
+            }
+            sections += try InferenceCharts(comparison: comparison, looks: looks).sections()
+        }
         if let capacity = try ReportTable.read("capacity.csv", in: folder) {
             sections += try CapacityCharts(capacity: capacity).sections()
         }
