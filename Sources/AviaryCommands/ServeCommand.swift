@@ -26,6 +26,13 @@ struct ServeCommand: AsyncParsableCommand {
 
             TLS: with --tls-cert and --tls-key (PEM files) --port serves HTTP/1.1 over TLS only. A server with \
             client keys may listen beyond loopback; without TLS its keys then cross the network in clear.
+
+            Floods: a request's head must arrive within --header-timeout, its body must not pause longer than \
+            --body-timeout, and a kept-alive connection is closed after --idle-timeout without a request. At most \
+            --max-connections are served at once (by default the open-file limit, raised to its hard limit at start, \
+            less 256 the server keeps for its own files); at the cap a new connection takes the place of the one that \
+            has waited longest on its client, or gets 503 with Retry-After when every one has a request in progress. \
+            /v1/stats and /metrics count each closing.
             """
     )
 
@@ -80,6 +87,20 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("dedupe-window"), help: ArgumentHelp("Event ids a snapshot remembers as seen: a re-sent event older than the last this many accepted may count again after a restart.", valueName: "events"))
     var dedupeWindow = 1_000_000
 
+    @Option(name: .customLong("header-timeout"), help: ArgumentHelp("Seconds a request's head may take to arrive; the connection is closed after.", valueName: "seconds"))
+    var headerTimeout = 10.0
+
+    @Option(name: .customLong("body-timeout"), help: ArgumentHelp("Longest pause in seconds while a request body arrives; the connection is closed after.", valueName: "seconds"))
+    var bodyTimeout = 30.0
+
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a kept-alive connection may wait for its next request.", valueName: "seconds"))
+    var idleTimeout = 60.0
+
+    @Option(
+        name: .customLong("max-connections"),
+        help: ArgumentHelp("Most connections served at once. (default: the open-file limit less 256 kept for the server's own files)", valueName: "count"))
+    var maxConnections: Int?
+
     /// Compaction's threshold when --compact-every is not given.
     static let defaultCompactEvery = 64 << 20
 
@@ -91,6 +112,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port is \(port); it must be between 0 and 65535") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body is \(maxBody); it must be at least 1024 bytes") }
+        for (flag, seconds) in [("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout), ("--idle-timeout", idleTimeout)] {
+            guard seconds.isFinite, seconds >= 0.01, seconds <= 86_400 else { throw ValidationError("\(flag) is \(seconds); it must be between 0.01 and 86400 seconds") }
+        }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections is \(maxConnections); it must be at least 1") }
     }
 
     func run() async throws {
@@ -106,6 +131,11 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         configuration.keys = keys
+        let fileLimit = DescriptorLimit.raiseToHard()
+        if let maxConnections, maxConnections > ConnectionLimits.largestMaxConnections(fileLimit: fileLimit) {
+            throw CommandFailure(
+                "--max-connections is \(maxConnections); with \(fileLimit) open files allowed (ulimit -n) and \(ConnectionLimits.leastReserve) kept for the server's own, it must be at most \(ConnectionLimits.largestMaxConnections(fileLimit: fileLimit))")
+        }
         let service: ExperimentService
         do {
             service = try ExperimentService(configuration)
@@ -129,6 +159,7 @@ struct ServeCommand: AsyncParsableCommand {
         if keys.requiresKeys, configuration.tls == nil, !APIKeys.isLoopback(host) {
             line += "; without TLS (--tls-cert, --tls-key) the keys cross the network in clear"
         }
+        line += "; at most \(maxConnections ?? ConnectionLimits.defaultMaxConnections(fileLimit: fileLimit)) connections"
         FileHandle.standardError.write(Data((line + "\n").utf8))
         await running.wait()
         #else
@@ -150,6 +181,10 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.dataDirectory = dataDirectory
         configuration.syncWrites = fsync
         configuration.dedupeWindow = dedupeWindow
+        configuration.connections.headerTimeout = .seconds(headerTimeout)
+        configuration.connections.bodyTimeout = .seconds(bodyTimeout)
+        configuration.connections.idleTimeout = .seconds(idleTimeout)
+        configuration.connections.maxConnections = maxConnections
         // By default only where a snapshot can hold the allocator's state; asked for, it must.
         let threshold = compactEvery ?? (Snapshot.supports(configuration.allocator) ? Self.defaultCompactEvery : 0)
         configuration.compactEvery = threshold > 0 ? threshold : nil

@@ -58,25 +58,41 @@ public struct ExperimentHTTPServer: Sendable {
     /// over TLS when the configuration has ``ServerConfiguration/tls``, plain HTTP/1.1 otherwise.
     ///
     /// - Parameter stopOnSignals: Stop gracefully on SIGINT and SIGTERM (a command's server).
-    /// - Throws: ``ServeError`` if it cannot listen, or if `host` is not loopback and the
-    ///   service has no client keys (``APIKeys/checkExposure(host:)``).
+    /// It raises the soft open-file limit to the hard one, and serves at most
+    /// ``ConnectionLimits/maxConnections`` connections under it (``ConnectionLimits``).
+    ///
+    /// - Throws: ``ServeError`` if it cannot listen, if the connection cap leaves the server too
+    ///   few descriptors, or if `host` is not loopback and the service has no client keys
+    ///   (``APIKeys/checkExposure(host:)``).
     public func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
         try service.configuration.keys.checkExposure(host: host)
+        let limits = service.configuration.connections
+        let fileLimit = DescriptorLimit.raiseToHard()
+        let cap = limits.maxConnections ?? ConnectionLimits.defaultMaxConnections(fileLimit: fileLimit)
+        guard cap <= ConnectionLimits.largestMaxConnections(fileLimit: fileLimit) else {
+            throw ServeError("\(cap) connections leave too few of the \(fileLimit) open files allowed (ulimit -n) for the server's own: at most \(ConnectionLimits.largestMaxConnections(fileLimit: fileLimit))")
+        }
+        service.connections.setCap(cap)
+        let registry = service.connections
+        let http1: HTTPServerBuilder = .init { responder in
+            GuardedHTTP1Channel(base: HTTP1Channel(responder: responder), limits: limits, registry: registry)
+        }
         let server: HTTPServerBuilder
         if let tls = service.configuration.tls {
             do {
-                server = try .tls(.http1(), tlsConfiguration: tls.configuration)
+                server = try .tls(http1, tlsConfiguration: tls.configuration)
             } catch {
                 throw ServeError("cannot serve TLS with \(tls.certificateFile) and \(tls.keyFile): \(error)")
             }
         } else {
-            server = .http1()
+            server = http1
         }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let ceiling = AcceptCeiling(ceiling: cap + ConnectionLimits.acceptMargin(cap: cap, fileLimit: fileLimit))
         let app = Application(
             router: router(),
             server: server,
-            configuration: .init(address: .hostname(host, port: port), serverName: "aviary", backlog: 4096),
+            configuration: .init(address: .hostname(host, port: port), serverName: "aviary", backlog: 4096, availableConnectionsDelegate: ceiling),
             onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? port) },
             logger: Self.logger
         )

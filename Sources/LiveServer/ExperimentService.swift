@@ -40,12 +40,29 @@ public final class ExperimentService: Sendable {
         /// Events of a vendor's format that are not experiment events (other names, page views,
         /// identifies), acknowledged without being kept; a retried batch counts them again.
         public var vendorEventsIgnored = 0
+        // The connections' figures are the running process's (``ConnectionLimits``): read from
+        // the server when asked for, never restored from a snapshot.
+        /// Connections served now.
+        public var connectionsOpen = 0
+        /// New connections answered 503 at the cap, every served one having a request in progress.
+        public var connectionsRefused = 0
+        /// Connections closed at the cap to make room for a new one, each the one that had
+        /// waited longest on its client.
+        public var connectionsShed = 0
+        /// Connections closed because a request's head did not arrive in time.
+        public var headerTimeouts = 0
+        /// Connections closed because a request body paused too long.
+        public var bodyTimeouts = 0
+        /// Kept-alive connections closed after waiting too long for a request.
+        public var idleTimeouts = 0
 
         enum CodingKeys: String, CodingKey {
             case eventsAccepted = "events_accepted", duplicatesIgnored = "duplicates_ignored", batches
             case rejectedOverCapacity = "rejected_over_capacity", decisions, goals
             case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes", compactions
             case vendorEventsIgnored = "vendor_events_ignored"
+            case connectionsOpen = "connections_open", connectionsRefused = "connections_refused", connectionsShed = "connections_shed"
+            case headerTimeouts = "header_timeouts", bodyTimeouts = "body_timeouts", idleTimeouts = "idle_timeouts"
         }
 
         public init() {}
@@ -169,6 +186,8 @@ public final class ExperimentService: Sendable {
     private let commits: GroupCommit?
     /// What `GET /metrics` exposes.
     public let metrics = ServerMetrics()
+    /// The HTTP server's connections, counted for ``stats()``.
+    let connections = ConnectionRegistry()
     /// The snapshot being written, if any.
     private let compaction = Mutex<Task<Void, Never>?>(nil)
     /// Wall-clock microseconds from an event batch's arrival to its acknowledgement.
@@ -520,6 +539,13 @@ public final class ExperimentService: Sendable {
     public func stats() -> Stats {
         var stats = state.withLock { $0.stats }
         stats.logFlushes = commits?.flushes ?? 0
+        let connections = connections.counts
+        stats.connectionsOpen = connections.open
+        stats.connectionsRefused = connections.refused
+        stats.connectionsShed = connections.shed
+        stats.headerTimeouts = connections.headerTimeouts
+        stats.bodyTimeouts = connections.bodyTimeouts
+        stats.idleTimeouts = connections.idleTimeouts
         return stats
     }
 

@@ -223,7 +223,7 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes, compactions, vendor_events_ignored]
+                required: [events_accepted, duplicates_ignored, batches, rejected_over_capacity, decisions, goals, goals_ignored, data_version, log_bytes, log_flushes, compactions, vendor_events_ignored, connections_open, connections_refused, connections_shed, header_timeouts, body_timeouts, idle_timeouts]
                 properties:
                   events_accepted: {type: integer, minimum: 0}
                   duplicates_ignored: {type: integer, minimum: 0}
@@ -237,6 +237,12 @@ paths:
                   log_flushes: {type: integer, minimum: 0, description: "Flushes of the log to disk with --fsync, each covering every record written before it."}
                   compactions: {type: integer, minimum: 0, description: "Compactions of the log into a snapshot and a new tail."}
                   vendor_events_ignored: {type: integer, minimum: 0, description: "Events of a vendor's format that are not experiment events, acknowledged and not kept; since the process started (or the snapshot it restored)."}
+                  connections_open: {type: integer, minimum: 0, description: "Connections served now, at most --max-connections (and briefly one more per connection being shed)."}
+                  connections_refused: {type: integer, minimum: 0, description: "New connections answered 503 with Retry-After at the connection cap, every served connection having a request in progress; since the process started."}
+                  connections_shed: {type: integer, minimum: 0, description: "Connections closed at the cap to make room for a new one, each the one that had waited longest on its client; since the process started."}
+                  header_timeouts: {type: integer, minimum: 0, description: "Connections closed because a request's head did not arrive within --header-timeout; since the process started."}
+                  body_timeouts: {type: integer, minimum: 0, description: "Connections closed because a request body paused longer than --body-timeout; since the process started."}
+                  idle_timeouts: {type: integer, minimum: 0, description: "Kept-alive connections closed after --idle-timeout without a request; since the process started."}
         "401": {$ref: "#/components/responses/Unauthorized"}
   /v1/results:
     get:

@@ -49,6 +49,8 @@ public struct ServerConfiguration: Sendable {
     /// still knows them as duplicates: the de-duplication window across compactions (16 bytes
     /// an id in memory, about 24 in the snapshot).
     public var dedupeWindow = 1_000_000
+    /// The timeouts on slow and idle clients and the cap on connections served at once.
+    public var connections = ConnectionLimits()
 
     /// Creates a configuration; the defaults suit a development server.
     public init(

@@ -63,6 +63,12 @@ public final class ServerMetrics: Sendable {
             counter("log_compactions", "Compactions of the event log into a snapshot and a new tail.") { $0.compactions },
             gauge("log", unit: "bytes", "Bytes in the event log on disk (--data-dir).") { $0.logBytes },
             gauge("data_version", unit: "", "Version of the published experiment data.") { $0.dataVersion },
+            gauge("connections_open", unit: "", "Connections served now (connections_open in /v1/stats).") { $0.connectionsOpen },
+            counter("connections_refused", "New connections answered 503 at the connection cap (--max-connections).") { $0.connectionsRefused },
+            counter("connections_shed", "Connections closed at the cap to make room for a new one, each the one that waited longest on its client.") { $0.connectionsShed },
+            counter("header_timeouts", "Connections closed because a request's head did not arrive within --header-timeout.") { $0.headerTimeouts },
+            counter("body_timeouts", "Connections closed because a request body paused longer than --body-timeout.") { $0.bodyTimeouts },
+            counter("idle_timeouts", "Kept-alive connections closed after --idle-timeout without a request.") { $0.idleTimeouts },
         ]
         reported = Mutex(Array(repeating: 0, count: exported.count))
         ingest = registry.makeDurationHistogram(

@@ -1,0 +1,433 @@
+import Foundation
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import WireFormat
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How long the server waits on a client, and how many connections it keeps: what lets
+/// `aviary serve` outlive a flood of connections that send nothing, or a request's head and then
+/// too little of its body (slowloris).
+///
+/// A connection that waits on its client past a timeout is closed; so is, at the cap, the one
+/// that has waited longest, to make room for a new one; a new connection finds the cap full of
+/// connections whose requests the server is working on gets `503` with `Retry-After` instead.
+/// Each closing is counted in `/v1/stats` and `/metrics`.
+///
+/// `Sendable`: a plain value.
+public struct ConnectionLimits: Sendable, Hashable {
+    /// The time a request's head may take to arrive: from the connection's opening, or from
+    /// the first bytes of the next request on a kept-alive connection.
+    public var headerTimeout: Duration = .seconds(10)
+    /// The longest pause in a request body's arrival while the server reads it.
+    public var bodyTimeout: Duration = .seconds(30)
+    /// How long a kept-alive connection may wait for its next request.
+    public var idleTimeout: Duration = .seconds(60)
+    /// The most connections served at once, or `nil` for the open-file limit less
+    /// ``reservedDescriptors(fileLimit:)``.
+    public var maxConnections: Int?
+
+    public init() {}
+
+    /// The descriptors the server keeps for itself (its log, snapshots, compaction, event
+    /// loops) out of `fileLimit`: 256, or half a limit under 512.
+    public static func reservedDescriptors(fileLimit: Int) -> Int {
+        min(256, fileLimit / 2)
+    }
+
+    /// The fewest descriptors a cap given explicitly must leave the server.
+    public static let leastReserve = 64
+
+    /// The cap for `fileLimit` when none is given.
+    public static func defaultMaxConnections(fileLimit: Int) -> Int {
+        max(1, fileLimit - reservedDescriptors(fileLimit: fileLimit))
+    }
+
+    /// The largest cap the server accepts under `fileLimit`.
+    public static func largestMaxConnections(fileLimit: Int) -> Int {
+        max(1, fileLimit - leastReserve)
+    }
+
+    /// Sockets the server may hold beyond `cap` while it answers them 503 or sheds older ones:
+    /// a quarter of the descriptors the cap leaves, at most 64. Past it the server stops
+    /// accepting until one closes, so that `accept` never meets the file limit (which would end
+    /// the listener).
+    static func acceptMargin(cap: Int, fileLimit: Int) -> Int {
+        max(1, min(64, (fileLimit - cap) / 4))
+    }
+}
+
+/// The process's limit on open files (`ulimit -n`), which bounds the server's connections.
+public enum DescriptorLimit {
+    /// Raises the soft limit to the hard one, as servers do at start: the default soft limit
+    /// (often 1,024) is far below what the machine allows. Returns the limit now in force.
+    @discardableResult
+    public static func raiseToHard() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        // RLIM_INFINITY reads as a huge number; the kernel caps descriptors far below it.
+        return Int(min(limit.rlim_cur, rlim_t(Int32.max)))
+    }
+}
+
+/// The connections of one server: how many are served, which wait on their clients and in what
+/// order, and the count of each closing the server decided on.
+///
+/// `Sendable`: its state is behind a lock; the channels it holds are `Sendable`.
+final class ConnectionRegistry: Sendable {
+    /// Closings and refusals, since the process started.
+    struct Counts: Sendable, Hashable {
+        var open = 0
+        var refused = 0
+        var shed = 0
+        var headerTimeouts = 0
+        var bodyTimeouts = 0
+        var idleTimeouts = 0
+    }
+
+    /// What becomes of a new connection.
+    enum Admission {
+        case served
+        /// Served in place of this connection, the one that waited longest on its client.
+        case shedding(any Channel)
+        /// Answered 503 and closed: every served connection has a request in progress.
+        case refused
+    }
+
+    private struct State {
+        var cap = Int.max
+        var counts = Counts()
+        /// Each waiting connection's turn: the connection that waited longest has the least.
+        var waiting: [ObjectIdentifier: UInt64] = [:]
+        /// Connections in the order they began to wait; an entry whose turn is no longer the
+        /// connection's in `waiting` is stale and skipped.
+        var queue = CircularBuffer<(turn: UInt64, channel: any Channel)>()
+        var nextTurn: UInt64 = 0
+
+        /// Drops stale entries once they outnumber live ones, so the queue stays O(waiting).
+        mutating func compactIfStale() {
+            guard queue.count > 2 * waiting.count + 64 else { return }
+            let waiting = self.waiting
+            queue = CircularBuffer(queue.filter { waiting[ObjectIdentifier($0.channel)] == $0.turn })
+        }
+    }
+
+    private let state = Mutex(State())
+
+    /// Sets the most connections served at once.
+    func setCap(_ cap: Int) {
+        state.withLock { $0.cap = cap }
+    }
+
+    var counts: Counts { state.withLock { $0.counts } }
+
+    /// Decides on a new connection, which then waits on its client for its first request.
+    func admit(_ channel: any Channel) -> Admission {
+        state.withLock { state in
+            if state.counts.open < state.cap {
+                state.counts.open += 1
+                Self.beginWaiting(channel, &state)
+                return .served
+            }
+            while let (turn, oldest) = state.queue.popFirst() {
+                let id = ObjectIdentifier(oldest)
+                guard state.waiting[id] == turn else { continue }
+                state.waiting[id] = nil
+                state.counts.shed += 1
+                // The shed connection's slot is counted until it has closed.
+                state.counts.open += 1
+                Self.beginWaiting(channel, &state)
+                return .shedding(oldest)
+            }
+            state.counts.refused += 1
+            return .refused
+        }
+    }
+
+    /// `channel` waits on its client: for a request, or the rest of one.
+    func waiting(_ channel: any Channel) {
+        state.withLock { state in
+            guard state.waiting[ObjectIdentifier(channel)] == nil else { return }
+            Self.beginWaiting(channel, &state)
+        }
+    }
+
+    /// The server works on `channel`'s request: it may not be shed.
+    func busy(_ channel: any Channel) {
+        state.withLock { state in
+            state.waiting[ObjectIdentifier(channel)] = nil
+            state.compactIfStale()
+        }
+    }
+
+    /// A served connection closed.
+    func closed(_ channel: any Channel) {
+        state.withLock { state in
+            state.waiting[ObjectIdentifier(channel)] = nil
+            state.counts.open -= 1
+            state.compactIfStale()
+        }
+    }
+
+    func count(_ counter: WritableKeyPath<Counts, Int>) {
+        state.withLock { $0.counts[keyPath: counter] += 1 }
+    }
+
+    private static func beginWaiting(_ channel: any Channel, _ state: inout State) {
+        state.nextTurn += 1
+        state.waiting[ObjectIdentifier(channel)] = state.nextTurn
+        state.queue.append((state.nextTurn, channel))
+    }
+}
+
+/// Stops accepting while the sockets open reach a ceiling a little above the cap, so that
+/// `accept` never fails for want of descriptors: on Linux that failure ends the listener.
+struct AcceptCeiling: AvailableConnectionsDelegate {
+    let ceiling: Int
+    private var sockets = 0
+
+    init(ceiling: Int) {
+        self.ceiling = ceiling
+    }
+
+    mutating func connectionOpened() { sockets += 1 }
+    mutating func connectionClosed() { sockets -= 1 }
+    func isAcceptingNewConnections() -> Bool { sockets < ceiling }
+}
+
+/// HTTP/1.1 as Hummingbird serves it, with a ``ConnectionGuard`` on each connection between
+/// the request decoder and the rest of the pipeline.
+struct GuardedHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let base: HTTP1Channel
+    let limits: ConnectionLimits
+    let registry: ConnectionRegistry
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        base.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let pipeline = channel.pipeline.syncOperations
+            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try pipeline.addHandler(ConnectionGuard(limits: limits, registry: registry), position: .after(decoder))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await base.handle(value: value, logger: logger)
+    }
+}
+
+/// Watches one connection for the server's timeouts and its cap: admits it or answers 503,
+/// closes it when its client is too slow with a request's head or body or idles too long.
+///
+/// It sits right after the request decoder, so it sees request heads as soon as they are
+/// complete, body parts as they arrive, and each read from the socket (`channelReadComplete`)
+/// even when the decoder makes nothing of it yet.
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private enum Phase {
+        /// Not yet admitted.
+        case opening
+        /// Waiting for a request's head to complete.
+        case head
+        /// Reading a request body.
+        case body
+        /// The request is read; the server answers it. No timeout: the wait is the server's.
+        case responding
+        /// Between requests on a kept-alive connection.
+        case idle
+        case closed
+    }
+
+    private let limits: ConnectionLimits
+    private let registry: ConnectionRegistry
+    private var phase = Phase.opening
+    /// The connection once admitted, until the registry hears of its closing.
+    private var served: (any Channel)?
+    /// Requests whose response has not ended.
+    private var unanswered = 0
+    /// Whether the server asked for more bytes since the last read: a body stalled while the
+    /// server does not read it is not the client's doing.
+    private var reading = false
+    private var deadline = NIODeadline.distantFuture
+    private var timer: Scheduled<Void>?
+    private var timerDeadline = NIODeadline.distantFuture
+
+    init(limits: ConnectionLimits, registry: ConnectionRegistry) {
+        self.limits = limits
+        self.registry = registry
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { open(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        open(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            unanswered += 1
+            if phase != .closed { phase = .body }
+            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+        case .body:
+            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+        case .end:
+            if unanswered > 0 {
+                phase = .responding
+                registry.busy(context.channel)
+            } else {
+                // Answered before its body was read (a 401, a 413): the connection is idle.
+                phase = .idle
+                arm(.now() + TimeAmount(limits.idleTimeout), context)
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        switch phase {
+        case .idle:
+            // The next request's first bytes: its head has the header timeout from now.
+            phase = .head
+            arm(.now() + TimeAmount(limits.headerTimeout), context)
+        case .body:
+            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+        default:
+            break
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if !reading, phase == .body {
+            // The server reads again after holding back: the client gets a whole pause.
+            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+        }
+        reading = true
+        context.read()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            unanswered = max(0, unanswered - 1)
+            if unanswered == 0, phase == .responding {
+                phase = .idle
+                registry.waiting(context.channel)
+                arm(.now() + TimeAmount(limits.idleTimeout), context)
+            }
+        }
+        context.write(data, promise: promise)
+    }
+
+    // MARK: - Admission and timeouts
+
+    private func open(_ context: ChannelHandlerContext) {
+        guard phase == .opening else { return }
+        switch registry.admit(context.channel) {
+        case .served:
+            served = context.channel
+        case .shedding(let shedding):
+            served = context.channel
+            shedding.close(promise: nil)
+        case .refused:
+            phase = .closed
+            refuse(context)
+            return
+        }
+        phase = .head
+        arm(.now() + TimeAmount(limits.headerTimeout), context)
+    }
+
+    /// Answers 503 with `Retry-After` before any request, and closes.
+    private func refuse(_ context: ChannelHandlerContext) {
+        let error = APIError(status: 503, "the server is at its connection limit; retry shortly", retryAfter: 1)
+        let body = ByteBuffer(bytes: Wire.encode(error.body))
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Length", value: String(body.readableBytes))
+        headers.add(name: "Retry-After", value: String(error.retryAfter ?? 1))
+        headers.add(name: "Connection", value: "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .serviceUnavailable, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// Sets the phase's deadline; the timer is moved only when the deadline comes sooner.
+    private func arm(_ deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        guard phase != .closed else { return }
+        self.deadline = deadline
+        guard timer == nil || deadline < timerDeadline else { return }
+        timer?.cancel()
+        schedule(at: deadline, context)
+    }
+
+    private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
+        timerDeadline = deadline
+        let loop = context.eventLoop.assumeIsolatedUnsafeUnchecked()
+        timer = loop.scheduleTask(deadline: deadline) { [self] in
+            timer = nil
+            expire(context)
+        }
+    }
+
+    private func expire(_ context: ChannelHandlerContext) {
+        let now = NIODeadline.now()
+        let counter: WritableKeyPath<ConnectionRegistry.Counts, Int>
+        switch phase {
+        case .opening, .responding, .closed:
+            return
+        case _ where now < deadline:
+            schedule(at: deadline, context)
+            return
+        case .body where !reading:
+            arm(now + TimeAmount(limits.bodyTimeout), context)
+            return
+        case .head: counter = \.headerTimeouts
+        case .body: counter = \.bodyTimeouts
+        case .idle: counter = \.idleTimeouts
+        }
+        registry.count(counter)
+        phase = .closed
+        context.close(promise: nil)
+    }
+
+    private func finish() {
+        timer?.cancel()
+        timer = nil
+        phase = .closed
+        if let served {
+            self.served = nil
+            registry.closed(served)
+        }
+    }
+}
