@@ -258,6 +258,32 @@ struct BanditCommandTests {
         #expect(comparison == (try w.read("two/inference-comparison.csv")))
     }
 
+    /// Each allocator against the first on the same replicates: the mean of the paired
+    /// differences is the difference of the means wherever both have a value in every replicate.
+    @Test func theComparisonPairsEachAllocatorWithTheBaseline() throws {
+        let w = try Workspace()
+        try aviary(["bandit", "--rates", "0.1", "0.12", "--views", "2000", "--replicates", "12", "--seed", "5", "--update-every", "100",
+                    "--allocator", "uniform", "--allocator", "thompson", "--looks", "2", "--jobs", "1", "-o", w.path("out")])
+        let table = rows(try w.read("out/inference-comparison.csv"))
+        let header = table[0]
+        func cell(_ row: [String], _ name: String) -> Double? { Double(row[header.firstIndex(of: name)!]) }
+        let named = { (allocator: String, estimator: String, variant: String) in
+            table.first { $0[header.firstIndex(of: "allocator")!] == allocator && $0[header.firstIndex(of: "estimator")!] == estimator
+                && $0[header.firstIndex(of: "variant")!] == variant }!
+        }
+        let (base, other) = (named("uniform", "naive", "B"), named("thompson", "naive", "B"))
+        for column in ["bias_difference_from_baseline", "coverage_difference_from_baseline", "correct_selection_difference_from_baseline"] {
+            #expect(cell(base, column) == nil, "the baseline has no difference from itself")
+        }
+        let bias = try #require(cell(other, "bias_difference_from_baseline"))
+        #expect(abs(bias - (cell(other, "bias")! - cell(base, "bias")!)) < 1e-9)
+        let coverage = try #require(cell(other, "coverage_difference_from_baseline"))
+        #expect(abs(coverage - (cell(other, "coverage")! - cell(base, "coverage")!)) < 1e-9)
+        #expect(cell(other, "coverage_difference_ci95_low")! <= coverage && coverage <= cell(other, "coverage_difference_ci95_high")!)
+        let selection = try #require(cell(named("thompson", "naive", "A"), "correct_selection_difference_from_baseline"))
+        #expect(abs(selection - (cell(named("thompson", "naive", "A"), "correct_selection")! - cell(named("uniform", "naive", "A"), "correct_selection")!)) < 1e-9)
+    }
+
     @Test(arguments: [
         (["--test", "bonferroni"], "--test is 'bonferroni'; expected one of fixed, sequential, bayesian"),
         (["--alpha", "1.5"], "--alpha is 1.5"),

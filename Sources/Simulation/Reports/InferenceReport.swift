@@ -100,6 +100,9 @@ public enum InferenceReport {
         "median_decision_look", "median_decision_views", "median_decision_hours",
         "commit_rate", "false_commit_rate", "false_commit_rate_ci95_low", "false_commit_rate_ci95_high",
         "mean_commit_lift", "commit_lift_truth", "median_commit_views",
+        "bias_difference_from_baseline", "bias_difference_ci95_low", "bias_difference_ci95_high",
+        "coverage_difference_from_baseline", "coverage_difference_ci95_low", "coverage_difference_ci95_high",
+        "correct_selection_difference_from_baseline", "correct_selection_difference_ci95_low", "correct_selection_difference_ci95_high",
     ]
 
     /// `inference-comparison.csv`: per allocator, estimator and variant, across replicates, at
@@ -146,7 +149,11 @@ public enum InferenceReport {
         public var correctSelection: Double
         /// The mean error of the last-look lift.
         public var bias: Double
-        let cells: [CSVCell]
+        var cells: [CSVCell]
+        let scenario: String
+        /// Per replicate: the last look's lift error, whether its interval held the truth, and
+        /// whether the plan's production variant was the best; what the baseline is paired on.
+        let byReplicate: [Int: (error: Double?, covered: Bool?, correct: Bool)]
     }
 
     /// The rows of `inference-comparison.csv`.
@@ -170,7 +177,38 @@ public enum InferenceReport {
                 }
             }
         }
+        // Each allocator against the first (the baseline) on the same replicates: the same
+        // seeds and potential outcomes, so the differences are paired, as in comparison.csv.
+        let baselines = Dictionary(summaries.map { ("\($0.scenario)\u{1}\($0.experiment)", $0.allocator) }, uniquingKeysWith: { first, _ in first })
+        let byKey = Dictionary(summaries.map { (pairKey($0, allocator: $0.allocator), $0) }, uniquingKeysWith: { first, _ in first })
+        for index in summaries.indices {
+            let s = summaries[index]
+            let baseline = baselines["\(s.scenario)\u{1}\(s.experiment)"]
+            guard baseline != s.allocator, let base = baseline.flatMap({ byKey[pairKey(s, allocator: $0)] }) else {
+                summaries[index].cells += Array(repeating: stat(nil), count: 9)
+                continue
+            }
+            let replicates = s.byReplicate.keys.filter { base.byReplicate[$0] != nil }.sorted()
+            func difference(_ value: ((error: Double?, covered: Bool?, correct: Bool)) -> Double?) -> [CSVCell] {
+                pairedDifference(replicates.compactMap { r in value(s.byReplicate[r]!).flatMap { a in value(base.byReplicate[r]!).map { a - $0 } } })
+            }
+            let share = { (flag: Bool?) in flag.map { $0 ? 1.0 : 0.0 } }
+            summaries[index].cells += difference { $0.error } + difference { share($0.covered) } + difference { $0.correct ? 1 : 0 }
+        }
         return summaries
+    }
+
+    private static func pairKey(_ s: Summary, allocator: String) -> String {
+        "\(s.scenario)\u{1}\(s.experiment)\u{1}\(allocator)\u{1}\(s.estimator.rawValue)\u{1}\(s.variant)"
+    }
+
+    /// The mean of paired differences with its normal 95 % interval.
+    private static func pairedDifference(_ differences: [Double]) -> [CSVCell] {
+        guard !differences.isEmpty else { return [stat(nil), stat(nil), stat(nil)] }
+        let n = Double(differences.count), mean = differences.reduce(0, +) / n
+        let variance = differences.count < 2 ? Double.nan : differences.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / (n - 1)
+        let margin = 1.96 * (variance / n).squareRoot()
+        return [stat(mean), stat(mean - margin), stat(mean + margin)]
     }
 
     private static func summary(_ group: [Run], estimator: Estimator, variant v: Int) -> Summary {
@@ -180,6 +218,7 @@ public enum InferenceReport {
         var decided = 0
         var decisionLooks: [Double] = [], decisionViews: [Double] = [], decisionHours: [Double] = []
         var truth = Double.nan, liftTruth = Double.nan
+        var byReplicate: [Int: (error: Double?, covered: Bool?, correct: Bool)] = [:]
         for run in group {
             guard let final = run.looks.last?.look,
                   let result = final.analysis.results.first(where: { $0.estimator == estimator && $0.variant == v }) else { continue }
@@ -195,7 +234,9 @@ public enum InferenceReport {
                 if let hours = firstDecision.element.hours { decisionHours.append(hours) }
             }
             let production = firstDecision.map { $0.element.look.analysis.decisions[estimator]!.production } ?? 0
-            correct.add(final.truth[production] >= (final.truth.max() ?? 0))
+            let isCorrect = final.truth[production] >= (final.truth.max() ?? 0)
+            correct.add(isCorrect)
+            byReplicate[run.replicate] = (nil, nil, isCorrect)
             guard v != 0 else { continue }
             liftTruth = final.truth[v] - final.truth[0]
             let lifts_ = run.looks.compactMap { look in look.look.analysis.results.first { $0.estimator == estimator && $0.variant == v } }
@@ -205,6 +246,7 @@ public enum InferenceReport {
             lifts.append(lift.estimate)
             errors.append(lift.estimate - liftTruth)
             covered.add(lift.covers(liftTruth))
+            byReplicate[run.replicate] = (lift.estimate - liftTruth, lift.covers(liftTruth), isCorrect)
             rejected.add(lift.pValue < run.plan.alpha)
         }
         let bias = errors.isEmpty ? Double.nan : errors.reduce(0, +) / Double(errors.count)
@@ -232,7 +274,7 @@ public enum InferenceReport {
         return Summary(allocator: first.allocator, experiment: first.experiment, estimator: estimator, variant: first.variants[v], isControl: v == 0,
                        coverage: covered.rate, rejectionRate: rejected.rate, rejectionRateAnyLook: anyLook.rate,
                        rejectionRateSequential: sequential.rate, srmAlarmRate: srm.rate, decisionRate: Double(decided) / Double(group.count),
-                       correctSelection: correct.rate, bias: bias, cells: cells)
+                       correctSelection: correct.rate, bias: bias, cells: cells, scenario: first.scenario, byReplicate: byReplicate)
     }
 
     /// Successes out of trials, with a Wilson interval; trials without an answer are not counted.
