@@ -3,6 +3,7 @@ import Foundation
 import Simulation
 #if Live
 import LiveDevices
+import WireFormat
 #endif
 
 /// The flags of a real-time run that `aviary run --live` and `aviary loadtest --live` share: where
@@ -142,7 +143,7 @@ extension LiveOptions {
 extension LoadTestCommand {
     func runLive() async throws {
         #if Live
-        OpenFileLimit.raise()
+        OpenFileLimit.raise(liftingHardLimit: true)
         let metrics = live.metricsPort.map { _ in GeneratorMetrics() }
         var listener: GeneratorMetrics.Listener?
         if let metrics, let port = live.metricsPort {

@@ -2,6 +2,7 @@ import Foundation
 import Simulation
 #if Live
 import LiveDevices
+import WireFormat
 #endif
 
 extension RunCommand {
@@ -15,7 +16,7 @@ extension RunCommand {
             FileHandle.standardError.write(Data("aviary: \(scenario.name): live runs do not write inference.csv yet; its analysis: section is left out\n".utf8))
         }
         #if Live
-        OpenFileLimit.raise()
+        OpenFileLimit.raise(liftingHardLimit: true)
         let folder = options.folder(default: (scenarios[0].sweepParent ?? scenarios[0].name) + "-live")
         let wire = try live.resolvedWire()
         let interrupt = Interrupt("aviary run")

@@ -4,6 +4,7 @@ import Foundation
 import Simulation
 #if Live
 import LiveServer
+import WireFormat
 #endif
 
 /// `aviary serve [SCENARIO]`: the experiment server over real HTTP.
@@ -131,7 +132,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw CommandFailure(error.description)
         }
         configuration.keys = keys
-        let fileLimit = DescriptorLimit.raiseToHard()
+        let fileLimit = OpenFileLimit.raise(liftingHardLimit: false)
         if let maxConnections, maxConnections > ConnectionLimits.largestMaxConnections(fileLimit: fileLimit) {
             throw CommandFailure(
                 "--max-connections is \(maxConnections); with \(fileLimit) open files allowed (ulimit -n) and \(ConnectionLimits.leastReserve) kept for the server's own, it must be at most \(ConnectionLimits.largestMaxConnections(fileLimit: fileLimit))")

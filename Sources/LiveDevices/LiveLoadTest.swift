@@ -8,6 +8,7 @@ import NIOSSL
 import Randomness
 import Simulation
 import Synchronization
+import WireFormat
 
 /// Set once to stop a live run early (Ctrl-C); what was measured until then is kept.
 ///

@@ -6,9 +6,6 @@ import NIOHTTP1
 import Synchronization
 import WireFormat
 
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// How long the server waits on a client, and how many connections it keeps: what lets
 /// `aviary serve` outlive a flood of connections that send nothing, or a request's head and then
@@ -59,24 +56,6 @@ public struct ConnectionLimits: Sendable, Hashable {
     /// the listener).
     static func acceptMargin(cap: Int, fileLimit: Int) -> Int {
         max(1, min(64, (fileLimit - cap) / 4))
-    }
-}
-
-/// The process's limit on open files (`ulimit -n`), which bounds the server's connections.
-public enum DescriptorLimit {
-    /// Raises the soft limit to the hard one, as servers do at start: the default soft limit
-    /// (often 1,024) is far below what the machine allows. Returns the limit now in force.
-    @discardableResult
-    public static func raiseToHard() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
-        if limit.rlim_cur < limit.rlim_max {
-            var raised = limit
-            raised.rlim_cur = limit.rlim_max
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
-        }
-        // RLIM_INFINITY reads as a huge number; the kernel caps descriptors far below it.
-        return Int(min(limit.rlim_cur, rlim_t(Int32.max)))
     }
 }
 

@@ -67,7 +67,7 @@ public struct ExperimentHTTPServer: Sendable {
     public func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
         try service.configuration.keys.checkExposure(host: host)
         let limits = service.configuration.connections
-        let fileLimit = DescriptorLimit.raiseToHard()
+        let fileLimit = OpenFileLimit.raise(liftingHardLimit: false)
         let cap = limits.maxConnections ?? ConnectionLimits.defaultMaxConnections(fileLimit: fileLimit)
         guard cap <= ConnectionLimits.largestMaxConnections(fileLimit: fileLimit) else {
             throw ServeError("\(cap) connections leave too few of the \(fileLimit) open files allowed (ulimit -n) for the server's own: at most \(ConnectionLimits.largestMaxConnections(fileLimit: fileLimit))")
