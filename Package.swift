@@ -75,7 +75,7 @@ let package = Package(
         .target(
             name: "LiveServer",
             dependencies: [
-                "Allocators", "ExperimentModel", "ExperimentServer", "Randomness", "WireFormat",
+                "Allocators", "Analysis", "ExperimentModel", "ExperimentServer", "Randomness", "WireFormat",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "LiveDevices",
             dependencies: [
-                "Allocators", "ClientEngine", "ClientFeatures", "DataStructures", "ExperimentModel", "Randomness", "Simulation", "WireFormat",
+                "Allocators", "Analysis", "ClientEngine", "ClientFeatures", "DataStructures", "ExperimentModel", "Randomness", "Simulation", "WireFormat",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

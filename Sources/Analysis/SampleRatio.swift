@@ -43,8 +43,8 @@ public enum SampleRatio {
     /// factor per period, each with expectation 1 under the null given the past, so it stays a
     /// test martingale and the p-value stays valid. For one fixed split it is `ssrm-test`'s.
     ///
-    /// `Sendable`: a value.
-    public struct Sequential: Hashable, Sendable {
+    /// `Sendable` and `Codable`: a value, kept in the server's snapshots.
+    public struct Sequential: Hashable, Sendable, Codable {
         /// The Dirichlet's concentration (`ssrm-test`'s `dirichlet_concentration`).
         public let concentration: Double
         /// The smallest 1 / Bayes factor so far: the p-value.

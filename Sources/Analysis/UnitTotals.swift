@@ -2,8 +2,8 @@
 /// them every estimate, interval and test of the naive estimator follows, so an analyst can
 /// recompute each figure from a CSV row alone (gbstats takes the same sums).
 ///
-/// `Sendable`: a value.
-public struct UnitTotals: Hashable, Sendable {
+/// `Sendable` and `Codable`: a value.
+public struct UnitTotals: Hashable, Sendable, Codable {
     /// Randomization units: devices, or views where each view is its own unit.
     public var units: Int = 0
     /// Σ views over units.
@@ -39,6 +39,18 @@ public struct UnitTotals: Hashable, Sendable {
         self.conversions += conversions
         conversionsSquares += conversions * conversions
         viewsConversions += views * conversions
+    }
+
+    /// Takes out one unit added with these views and conversions: a unit whose counts change is
+    /// taken out and added again. Exact while the sums stay below 2⁵³, as counts do.
+    @inlinable
+    public mutating func remove(views: Double, conversions: Double) {
+        units -= 1
+        self.views -= views
+        viewsSquares -= views * views
+        self.conversions -= conversions
+        conversionsSquares -= conversions * conversions
+        viewsConversions -= views * conversions
     }
 
     /// Adds `count` units that each had one view, `converted` of them with one conversion: the

@@ -1,4 +1,5 @@
 #if Live
+import Analysis
 import ExperimentModel
 import ExperimentServer
 import LiveDevices
@@ -33,12 +34,17 @@ struct EmbeddedAviaryServer: EmbeddedServer {
     }
 
     func ingestLatencyMilliseconds(percentile: Double) -> Double { service.ingestLatencyMilliseconds(percentile: percentile) }
+
+    func analyses() -> [ServerAnalysis] {
+        service.analyses().map { ServerAnalysis(totals: $0.input.totals, analysis: $0.analysis) }
+    }
+
     func stop() async { await running.stop() }
 }
 
 extension ServerConfiguration {
     /// The server a scenario describes: its experiments, first allocator, cadence, capacity,
-    /// data TTL and campaigns.
+    /// data TTL, campaigns and analysis plan.
     init(scenario: Scenario) {
         let experiments = scenario.experiments.map { experiment in
             ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
@@ -46,6 +52,7 @@ extension ServerConfiguration {
         self.init(
             experiments: experiments, allocator: scenario.allocators[0].spec, seed: scenario.seed, cadence: scenario.server.update,
             capacity: scenario.server.capacity, dataTTL: scenario.client.dataTTL)
+        if let plan = scenario.analysis { analysis = plan }
         campaigns = scenario.campaignPlans.map { plan in
             CampaignSchedule(status: plan.status.rawValue, changes: plan.schedule.map { ($0.at, $0.status.rawValue) }, segment: plan.segment)
         }

@@ -10,12 +10,16 @@ extension RunCommand {
     /// replicate in turn, the devices (every client style) over real sockets to `--url` or to an
     /// embedded `aviary serve` running that allocator. It writes what `aviary run` writes, from
     /// the same measures, and `summary.csv` gains the live columns (`loadtest --live`'s) after
-    /// its own.
+    /// its own. Where the scenario has an analysis plan, `inference.csv` holds the embedded
+    /// server's own analysis (`GET /v1/results`) at each look, with the truth over the units
+    /// the devices saw acknowledged.
     func runLive(_ scenarios: [Scenario]) async throws {
-        for scenario in scenarios where scenario.analysis != nil {
-            FileHandle.standardError.write(Data("aviary: \(scenario.name): live runs do not write inference.csv yet; its analysis: section is left out\n".utf8))
-        }
         #if Live
+        if let url = live.url {
+            for scenario in scenarios where scenario.analysis != nil {
+                FileHandle.standardError.write(Data("aviary: \(scenario.name): inference.csv needs the embedded server's analysis; against \(url), read GET /v1/results\n".utf8))
+            }
+        }
         OpenFileLimit.raise(liftingHardLimit: true)
         let folder = options.folder(default: (scenarios[0].sweepParent ?? scenarios[0].name) + "-live")
         let wire = try live.resolvedWire()
@@ -48,7 +52,9 @@ extension RunCommand {
                 progress.finish()
                 for result in done {
                     let seed = FleetSimulation.replicateSeed(scenario, replicate: result.replicate)
-                    measured.append(FleetSimulation.Run(allocator: allocator.label, replicate: result.replicate, seed: seed, metrics: result.metrics.fleet, wallSeconds: result.metrics.wallSeconds))
+                    var run = FleetSimulation.Run(allocator: allocator.label, replicate: result.replicate, seed: seed, metrics: result.metrics.fleet, wallSeconds: result.metrics.wallSeconds)
+                    run.inference = result.metrics.inference
+                    measured.append(run)
                     liveCells.append(LiveLoadTestReport.liveCells(result) + [.text(result.metrics.isBalanced ? "true" : "false")])
                 }
             }
@@ -67,6 +73,7 @@ extension RunCommand {
         } catch {
             throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
         }
+        try writeInference(results.filter { $0.runs.allSatisfy { !$0.inference.isEmpty } }, to: folder)
         try writeHTMLReport(in: folder, scenarioText: scenarioText(path: scenario, builtIn: Scenario.builtInDefaultText))
         #else
         throw CommandFailure(liveModeMissing)

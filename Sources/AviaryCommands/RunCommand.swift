@@ -101,6 +101,12 @@ struct RunCommand: ParsableCommand {
             throw CommandFailure("cannot write reports to \(folder.path): \(error.localizedDescription)")
         }
         for file in files { print("Wrote \(file.path)") }
+        try writeInference(results, to: folder)
+        try writeHTMLReport(in: folder, scenarioText: scenarioText(path: scenario, builtIn: Scenario.builtInDefaultText))
+    }
+
+    /// `inference.csv` and `inference-comparison.csv`, where a scenario has an analysis plan.
+    func writeInference(_ results: [FleetSimulation.Result], to folder: URL) throws {
         let analysed = results.flatMap(InferenceReport.runs)
         if !analysed.isEmpty {
             let rows = folder.appendingPathComponent("inference.csv"), comparison = folder.appendingPathComponent("inference-comparison.csv")
@@ -113,7 +119,6 @@ struct RunCommand: ParsableCommand {
             print("Wrote \(rows.path)")
             print("Wrote \(comparison.path)")
         }
-        try writeHTMLReport(in: folder, scenarioText: scenarioText(path: scenario, builtIn: Scenario.builtInDefaultText))
     }
 }
 

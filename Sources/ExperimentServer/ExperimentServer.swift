@@ -264,6 +264,16 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
 
+    /// Publishes again now under a number above `served`, unless the current publication's
+    /// is already above it: a server restarted on its log (whose replay republishes from 1)
+    /// keeps its data versions increasing, so a version, and its entity tag, never names two
+    /// policies.
+    public mutating func continueVersions(after served: Int, at now: Double) {
+        guard served >= version - 1 else { return }
+        version = max(version, served + 1)
+        publish(at: now)
+    }
+
     /// Captures every allocator's policy now; ``published`` builds the data when it is read.
     private mutating func publish(at now: Double) {
         let snapshots = allocators.indices.map { allocators[$0].deferredSnapshot(version: version, issuedAt: now) }

@@ -1,3 +1,4 @@
+import Analysis
 import ExperimentModel
 import Simulation
 
@@ -18,8 +19,40 @@ public protocol EmbeddedServer: Sendable {
     func ingestionCounts() -> (accepted: Int, duplicates: Int)
     /// Its ingest latency at `percentile`, in wall-clock milliseconds.
     func ingestLatencyMilliseconds(percentile: Double) -> Double
+    /// Per served experiment, its analysis as `GET /v1/results` gives it now, with the units'
+    /// totals it was computed from.
+    func analyses() -> [ServerAnalysis]
     /// Stops listening.
     func stop() async
+}
+
+extension EmbeddedServer {
+    /// None: a server that does not analyse.
+    public func analyses() -> [ServerAnalysis] { [] }
+}
+
+/// One experiment's analysis by the server, at one moment.
+///
+/// `Sendable`: a value.
+public struct ServerAnalysis: Sendable {
+    /// Per variant, the units the analysis counted.
+    public var totals: [UnitTotals]
+    public var analysis: LookAnalysis
+
+    public init(totals: [UnitTotals], analysis: LookAnalysis) {
+        self.totals = totals
+        self.analysis = analysis
+    }
+}
+
+/// A look of a live run's analysis plan in one shard: the truth over its units and, in the
+/// shard that reads it, the server's analysis.
+///
+/// `Sendable`: a value.
+struct LiveLook: Sendable {
+    var time: Double
+    var truth: [TruthSums]
+    var server: [ServerAnalysis]?
 }
 
 /// Starts the embedded server for one run: the scenario's experiments, allocator, cadence and

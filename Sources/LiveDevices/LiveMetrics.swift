@@ -12,6 +12,13 @@ public struct LiveMetrics: Sendable, Codable {
     /// The fleet's metrics, as a simulated run of the same devices keeps them; samples in
     /// scenario seconds.
     public var fleet: FleetMetrics
+    /// Where the scenario has an analysis plan and the server is embedded: per experiment, the
+    /// server's analysis at each look with the truth over the units the devices saw
+    /// acknowledged (see ``inference(looks:)``).
+    public var inference: [[(hours: Double?, look: InferenceLook)]] { Self.inference(looks: looks.looks) }
+    /// This shard's looks; a shard record written for another machine leaves them out (the
+    /// server it ran against is that machine's).
+    var looks = Looks()
 
     /// Responses by status class.
     public var status2xx = 0
@@ -60,6 +67,13 @@ public struct LiveMetrics: Sendable, Codable {
         var result = LiveMetrics(fleet: FleetMetrics.merging(parts.map(\.fleet), devices: devices, scenario: scenario))
         let samples = parts.map(\.connectionsOpenedBySample.count).min() ?? 0
         result.connectionsOpenedBySample = (0..<samples).map { index in parts.map { $0.connectionsOpenedBySample[index] }.reduce(0, +) }
+        let looks = parts.map(\.looks.looks.count).min() ?? 0
+        result.looks.looks = (0..<looks).map { index in
+            let shards = parts.map { $0.looks.looks[index] }
+            return LiveLook(
+                time: shards[0].time, truth: shards.dropFirst().reduce(shards[0].truth) { zip($0, $1.truth).map(+) },
+                server: shards.lazy.compactMap(\.server).first)
+        }
         for part in parts {
             result.status2xx += part.status2xx
             result.status304 += part.status304
@@ -77,6 +91,34 @@ public struct LiveMetrics: Sendable, Codable {
             result.serverIngestP99Milliseconds = [result.serverIngestP99Milliseconds, part.serverIngestP99Milliseconds].filter(\.isFinite).max() ?? .nan
         }
         return result
+    }
+
+    /// The looks, each experiment analysed by the server with the truth beside it; none
+    /// without the server's analysis.
+    static func inference(looks: [LiveLook]) -> [[(hours: Double?, look: InferenceLook)]] {
+        guard let experiments = looks.first?.server?.count, experiments > 0 else { return [] }
+        return (0..<experiments).map { e in
+            looks.compactMap { look -> (hours: Double?, look: InferenceLook)? in
+                guard let server = look.server, server.indices.contains(e), look.truth.indices.contains(e) else { return nil }
+                let totals = server[e].totals
+                return (look.time / 3_600, InferenceLook(
+                    views: Int(totals.reduce(0) { $0 + $1.views }), totals: totals, truth: look.truth[e].value, analysis: server[e].analysis))
+            }
+        }
+    }
+
+    /// A shard's looks, which stay in the process that ran it.
+    struct Looks: Sendable, Codable {
+        var looks: [LiveLook] = []
+
+        init() {}
+
+        init(from decoder: any Decoder) throws {}
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        }
     }
 
     /// Whether every event created is acknowledged, still on a device, or dropped by policy.

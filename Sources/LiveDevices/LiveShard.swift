@@ -138,6 +138,8 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
     private let promise: EventLoopPromise<LiveMetrics>
     private var phase = Phase.running
     private var nextSample: Double
+    /// The analysis plan's look times still to come, soonest last.
+    private var looksDue: [Double]
 
     private var connections: [LiveConnection] = []
     private var jobs: [Job?] = []
@@ -185,12 +187,14 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         self.server = server
         self.firstDevice = devices.lowerBound
         self.nextSample = min(scenario.timestep, scenario.horizon)
+        self.looksDue = (scenario.analysis?.lookTimes(horizon: scenario.horizon) ?? []).reversed()
         self.promise = loop.makePromise(of: LiveMetrics.self)
         let profile = FleetSimulation(scenario: scenario).profile
         // The replicate's own server answers nothing live (the real one does); it only has to
         // exist, so the cheapest allocator stands in.
         let stand = scenario.experiments.map { try! UniformSplit(variantCount: $0.rates.count, seed: StreamSeed(0)) }
         self.fleet = FleetReplicate(scenario: scenario, replicate: replicate, allocators: stand, profile: profile, devices: devices)
+        fleet.keepTruth()
         self.live = LiveMetrics(fleet: FleetMetrics(scenario: scenario))
         let routes = network.endpoints.count
         waiting = Array(repeating: [], count: routes)
@@ -229,6 +233,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
                     sample(at: nextSample)
                     nextSample += scenario.timestep
                 }
+                while let look = looksDue.last, look <= now { self.look(at: look) }
             }
         }
         expire(at: now)
@@ -429,10 +434,11 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         let now = clock.now
         _ = live.requestLatency.record(UInt64(max(0, (now - job.intended) / speedup * 1e6)))
         count(exchange)
-        for createdAt in exchange.acknowledgedCreatedAt {
-            _ = fleet.metrics.queueLatency.record(UInt64(max(0, (now - createdAt) * 1000).rounded()))
+        for event in exchange.acknowledged {
+            _ = fleet.metrics.queueLatency.record(UInt64(max(0, (now - event.createdAt) * 1000).rounded()))
         }
-        fleet.metrics.acceptedEvents += max(0, exchange.acknowledgedCreatedAt.count - exchange.duplicates)
+        fleet.metrics.acceptedEvents += max(0, exchange.acknowledged.count - exchange.duplicates)
+        fleet.acknowledged(exchange.acknowledged)
         fleet.metrics.duplicatesIgnored += exchange.duplicates
         busy = true
         fleet.deliverLive(exchange.reply, to: job.device, received: now)
@@ -463,6 +469,13 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         board.report(shard: index, sessions: fleet.metrics.sessions, at: time)
     }
 
+    /// A look of the analysis plan: the truth over this shard's units and, from the first
+    /// shard, the embedded server's analysis now (the fleet's whole: one shard reads it).
+    private func look(at time: Double) {
+        looksDue.removeLast()
+        live.looks.looks.append(LiveLook(time: time, truth: fleet.truthSums(), server: index == 0 ? server?.analyses() : nil))
+    }
+
     /// Publishes the shard's counts for a scrape (`--metrics-port`).
     private func publish() {
         published = clock.wallSeconds
@@ -482,6 +495,12 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
             nextSample += scenario.timestep
         }
         if fleet.metrics.samples.last.map({ $0.time < end }) ?? true { sample(at: end) }
+        // A run stopped early looks once more where it stopped.
+        while let look = looksDue.last, look <= end { self.look(at: look) }
+        if !looksDue.isEmpty, live.looks.looks.last.map({ $0.time < end }) ?? true {
+            looksDue = [end]
+            look(at: end)
+        }
         if board.publishes { publish() }
         for connection in connections { connection.close() }
         live.connectionsOpened = handshakes

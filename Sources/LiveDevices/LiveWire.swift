@@ -45,8 +45,8 @@ struct LiveExchange<Reply: Sendable>: Sendable {
     var status: Int?
     /// No response in time.
     var timedOut = false
-    /// When the acknowledged events were created (scenario seconds), for queue latency.
-    var acknowledgedCreatedAt: [Double] = []
+    /// The events acknowledged: their queue latency, and the units of the analysis' truth.
+    var acknowledged: [ExperimentModel.Event] = []
     /// Of those, events the server had already ingested.
     var duplicates = 0
     /// A download the server answered (a style whose server half counts its fetches).
@@ -76,7 +76,7 @@ struct MynaWire: LiveWire {
         let (response, duplicates) = codec.read(answer, for: request)
         var live = LiveExchange(reply: MynaStyle.Reply(id: request.id, response: response), status: answer.status)
         if case .acknowledged(let ids) = response, case .sendEvents(let events) = request.kind {
-            live.acknowledgedCreatedAt = Self.createdAt(of: ids, in: events)
+            live.acknowledged = Self.acknowledged(ids, in: events)
             live.duplicates = duplicates
         }
         return live
@@ -91,12 +91,12 @@ struct MynaWire: LiveWire {
         return MynaStyle.Reply(id: request.id, response: codec.localFetchResponse)
     }
 
-    /// When the acknowledged events of a batch were created. A server acknowledges a whole
-    /// batch, in order, almost always: that case costs no set.
-    private static func createdAt(of ids: [EventID], in events: [ExperimentModel.Event]) -> [Double] {
-        if ids.count == events.count, zip(ids, events).allSatisfy({ $0 == $1.id }) { return events.map(\.createdAt) }
+    /// The acknowledged events of a batch. A server acknowledges a whole batch, in order,
+    /// almost always: that case costs no set, and no copy.
+    private static func acknowledged(_ ids: [EventID], in events: [ExperimentModel.Event]) -> [ExperimentModel.Event] {
+        if ids.count == events.count, zip(ids, events).allSatisfy({ $0 == $1.id }) { return events }
         let acknowledged = Set(ids)
-        return events.filter { acknowledged.contains($0.id) }.map(\.createdAt)
+        return events.filter { acknowledged.contains($0.id) }
     }
 }
 

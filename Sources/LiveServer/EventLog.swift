@@ -34,7 +34,7 @@ import Glibc
 final class EventLog {
     /// One change.
     struct Record: Codable, Sendable {
-        enum Kind: String, Codable, Sendable { case events, decision, goal, agent, expire }
+        enum Kind: String, Codable, Sendable { case events, decision, goal, agent, expire, publication }
         var kind: Kind
         /// Seconds since 1970 when the server applied it.
         var time: Double
@@ -44,6 +44,10 @@ final class EventLog {
         var session: String?
         var value: Double?
         var choices: [String]?
+        /// A publication's data version and, per served experiment, its weights: the periods
+        /// and propensities of the analysis, and the versions a restart continues from.
+        var version: Int?
+        var weights: [[Double]]?
     }
 
     struct Failure: Error, CustomStringConvertible {

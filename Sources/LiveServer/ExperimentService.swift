@@ -1,4 +1,5 @@
 import Allocators
+import Analysis
 import ExperimentModel
 import ExperimentServer
 import Foundation
@@ -120,6 +121,8 @@ public final class ExperimentService: Sendable {
     public struct ExperimentResults: Codable, Sendable, Hashable {
         public var id: String
         public var variants: [VariantResults]
+        /// The analyst's view of the experiment as ingested so far (``ResultsAnalysis``).
+        public var analysis: ResultsAnalysis?
     }
 
     /// `GET /v1/results`: every served experiment's events as ingested, each id once.
@@ -172,6 +175,8 @@ public final class ExperimentService: Sendable {
         var stats = Stats()
         /// Per served experiment, per variant: what the events ingested add up to.
         var results: [[VariantResults]]
+        /// Per served experiment, its units and publications, for the analysis.
+        var analysis: [IngestedExperiment]
         var busyUntil = 0.0
         var inFlight = 0
     }
@@ -248,6 +253,9 @@ public final class ExperimentService: Sendable {
             initial.log = log
             initial.stats.logBytes = log.size
         }
+        // Versions served before the restart are not served again with another policy.
+        let lastVersion = initial.analysis.compactMap(\.lastVersion).max() ?? 0
+        initial.server.continueVersions(after: lastVersion, at: now)
         commits = initial.log?.commits
         state = Mutex(initial)
     }
@@ -275,7 +283,8 @@ public final class ExperimentService: Sendable {
         var state = State(
             server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: configuration.cadence, at: now),
             recent: RecentEvents(capacity: configuration.dedupeWindow),
-            results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } })
+            results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } },
+            analysis: configuration.experiments.map { IngestedExperiment(variantCount: $0.variants.count, sticky: $0.sticky) })
         guard let snapshot else { return state }
         // A snapshot written before results were kept has none: they count from it on.
         if let results = snapshot.results {
@@ -283,6 +292,11 @@ public final class ExperimentService: Sendable {
                 throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments' variants; serve it with the scenario that wrote it, or use another --data-dir")
             }
             state.results = results
+        }
+        // A snapshot written before the analysis was kept has none: its units count from it on.
+        if let analysis = snapshot.analysis {
+            try Self.check(analysis, of: snapshot.generation, against: configuration)
+            state.analysis = analysis
         }
         for agent in snapshot.agents {
             do {
@@ -313,6 +327,7 @@ public final class ExperimentService: Sendable {
             Self.tick(&state, at: now, cadence: configuration.cadence)
             let data = state.server.published
             if let cached = state.published, cached.version == data.version { return cached }
+            Self.note(data, in: &state, at: now)
             let body = Wire.encode(Wire.payload(data))
             let published = Published(version: data.version, etag: "\"v\(data.version)\"", body: body)
             state.published = published
@@ -329,6 +344,7 @@ public final class ExperimentService: Sendable {
         return state.withLock { state in
             Self.tick(&state, at: now, cadence: configuration.cadence)
             let data = state.server.published
+            Self.note(data, in: &state, at: now)
             state.stats.dataVersion = data.version
             return data
         }
@@ -399,6 +415,37 @@ public final class ExperimentService: Sendable {
         state.withLock { $0.stats.vendorEventsIgnored += count }
     }
 
+    /// Notes `data` as published, the first time it is served: devices draw only from data
+    /// they were served, so these are the periods and propensities of the analysis. Logged, so
+    /// a replay knows them; a failed append costs the analysis that period's propensities
+    /// after a restart, never the request.
+    private static func note(_ data: ExperimentData, in state: inout State, at now: Double) {
+        guard state.analysis.contains(where: { $0.lastVersion != data.version }) else { return }
+        let weights = data.experiments.prefix(state.analysis.count).map(\.snapshot.weights)
+        publish(version: data.version, weights: weights, in: &state)
+        guard let log = state.log else { return }
+        do {
+            try log.append(EventLog.Record(kind: .publication, time: now, version: data.version, weights: weights))
+            state.stats.logBytes = log.size
+        } catch {
+            logger.error("cannot log publication \(data.version): \(error.description)")
+        }
+    }
+
+    private static func publish(version: Int, weights: [[Double]], in state: inout State) {
+        for (e, w) in weights.enumerated() where e < state.analysis.count && w.count == state.analysis[e].variantCount {
+            state.analysis[e].published(version: version, weights: w)
+        }
+    }
+
+    private static func check(_ analysis: [IngestedExperiment], of generation: Int, against configuration: ServerConfiguration) throws(ServeError) {
+        let experiments = configuration.experiments
+        guard analysis.count == experiments.count,
+              zip(analysis, experiments).allSatisfy({ $0.variantCount == $1.variants.count && $0.sticky == $1.sticky }) else {
+            throw ServeError("the snapshot of generation \(generation) does not match the served experiments' variants; serve it with the scenario that wrote it, or use another --data-dir")
+        }
+    }
+
     /// Checks every event against the served experiments and, when `bounded`, its numbers
     /// against ``Bounds``: replay is not bounded, so that a log written before the bounds still
     /// opens.
@@ -426,6 +473,12 @@ public final class ExperimentService: Sendable {
             if let created = event.createdAt {
                 try Bounds.check(created, in: Bounds.createdAt, field: "\(path).created_at", what: "seconds since 1970")
             }
+            if let version = event.policyVersion, version < 0 {
+                throw .badField("\(path).policy_version", expected: "the version of the experiment data the variant was drawn from: an integer from 0 (unknown)")
+            }
+            if let propensity = event.propensity, !(propensity > 0 && propensity <= 1) {
+                throw .badField("\(path).propensity", expected: "the probability the variant was drawn with: above 0, at most 1")
+            }
         }
     }
 
@@ -436,7 +489,8 @@ public final class ExperimentService: Sendable {
         let value = wire.value ?? (kind == .conversion || kind == .goal ? 1 : 0)
         return Event(
             id: Wire.eventID(wire.id)!, kind: kind, experiment: Int32(experiment),
-            variant: Int32(experiments[experiment].variantIndex(of: wire.variant)!), value: value, createdAt: wire.createdAt ?? 0
+            variant: Int32(experiments[experiment].variantIndex(of: wire.variant)!), value: value, createdAt: wire.createdAt ?? 0,
+            policyVersion: kind == .view ? UInt16(truncatingIfNeeded: wire.policyVersion ?? 0) : 0
         )
     }
 
@@ -552,8 +606,23 @@ public final class ExperimentService: Sendable {
     /// Every served experiment's events as ingested, each id once: live, replayed from the log
     /// and restored from a snapshot alike.
     public func results() -> Results {
-        let results = state.withLock { $0.results }
-        return Results(experiments: zip(configuration.experiments, results).map { ExperimentResults(id: $0.id, variants: $1) })
+        let plan = configuration.analysis
+        // Analysed under the lock, in O(periods × variants): a copy of the units taken out
+        // would cost the next event a copy of them all.
+        let (results, analyses) = state.withLock { ($0.results, $0.analysis.map { $0.analysis(plan: plan) }) }
+        return Results(experiments: configuration.experiments.indices.map { e in
+            let experiment = configuration.experiments[e]
+            let (input, look) = analyses[e]
+            return ExperimentResults(id: experiment.id, variants: results[e], analysis: ResultsAnalysis(input: input, look: look, variants: experiment.variants.map(\.id), sticky: experiment.sticky))
+        })
+    }
+
+    /// Per served experiment, the analysis of what was ingested so far (``LookAnalysis``) with
+    /// its input: what `GET /v1/results` gives as `analysis`. Reading it is not a look: the
+    /// sequential SRM test moves only when the published split changes.
+    public func analyses() -> [(input: LookInput, analysis: LookAnalysis)] {
+        let plan = configuration.analysis
+        return state.withLock { $0.analysis.map { $0.analysis(plan: plan) } }
     }
 
     /// A Prometheus scrape: the text format, its counters those of ``stats()`` now.
@@ -658,6 +727,7 @@ public final class ExperimentService: Sendable {
         let result = state.server.ingest(events, at: time) { event in
             accepted.append(event.id)
             state.results[Int(event.experiment)][Int(event.variant)].add(event)
+            state.analysis[Int(event.experiment)].ingested(event)
         }
         for id in accepted { state.recent.append(id) }
         if !accepted.isEmpty, buffersFeedback(configuration.cadence) { state.feedbackPending = true }
@@ -711,7 +781,8 @@ public final class ExperimentService: Sendable {
             sessions: state.sessions,
             stats: stats,
             recentEvents: [],
-            results: state.results)
+            results: state.results,
+            analysis: state.analysis)
     }
 
     /// Writes a snapshot taken under the lock, outside it and off the request's path, then
@@ -792,6 +863,11 @@ public final class ExperimentService: Sendable {
                 }
                 state.stats.goals += 1
             }
+        case .publication:
+            guard let version = record.version, let weights = record.weights, weights.count == experiments.count else {
+                throw .badField("publication", expected: "a version and one set of weights per served experiment")
+            }
+            publish(version: version, weights: weights, in: &state)
         case .expire:
             guard let key = record.experiment, let session = record.session else { throw .badField("expire", expected: "an experiment and a session") }
             for sessionKey in state.sessions.keys where sessionKey == key || sessionKey.hasPrefix(key + "/") {

@@ -247,11 +247,11 @@ paths:
   /v1/results:
     get:
       operationId: getResults
-      summary: What the events ingested add up to, per experiment and variant, each event id once.
+      summary: What the events ingested add up to, per experiment and variant, each event id once, and the analyst's view of each experiment.
       security: __ADMIN_SECURITY__
       responses:
         "200":
-          description: "Per served experiment, per variant: views, conversions, goals, participations and the sum of their values (conversions and goals count 1 unless they carry a value). Rebuilt from the log on a restart."
+          description: "Per served experiment, per variant: views, conversions, goals, participations and the sum of their values (conversions and goals count 1 unless they carry a value); and `analysis`, what `aviary run` writes to inference.csv, on the units ingested so far (the device for a sticky experiment, the view otherwise): SRM p-values, the sufficient statistics, and by estimator each variant's conversions per view, lift over the control with 95 % intervals, p-values (fixed and always-valid) and chance to beat the control. Rebuilt from the log on a restart, kept in snapshots."
           content:
             application/json:
               schema:
@@ -265,6 +265,7 @@ paths:
                       required: [id, variants]
                       properties:
                         id: {type: string}
+                        analysis: {$ref: "#/components/schemas/ResultsAnalysis"}
                         variants:
                           type: array
                           items:
@@ -854,6 +855,48 @@ components:
         variant: {type: string, enum: __VARIANTS__, description: "One of the experiment's variants (another experiment's gets 422)"}
         value: {type: number, minimum: \#(Bounds.describe(Bounds.value.lowerBound)), maximum: \#(Bounds.describe(Bounds.value.upperBound)), nullable: true, description: "The conversion's value; null or absent: 1 for conversions and goals, 0 otherwise"}
         created_at: {type: number, minimum: \#(Bounds.describe(Bounds.createdAt.lowerBound)), maximum: \#(Bounds.describe(Bounds.createdAt.upperBound)), nullable: true, description: "seconds since 1970, up to the start of 2100"}
+        policy_version: {type: integer, minimum: 0, nullable: true, description: "A view's: the version of the experiment data (GET /v1/data) its variant was drawn from, or its low 16 bits; 0 or absent: unknown. The analysis takes the unit's propensities from it."}
+        propensity: {type: number, exclusiveMinimum: true, minimum: 0, maximum: 1, nullable: true, description: "A view's: the probability its variant was drawn with, kept in the log for analysts."}
+    ResultsAnalysis:
+      type: object
+      required: [unit, units, srm_p, srm_p_sequential, srm_alarm, expected_units, decisions, variants]
+      properties:
+        unit: {type: string, enum: [device, view]}
+        units: {type: integer, minimum: 0}
+        srm_p: {type: number, minimum: 0, maximum: 1, description: "Pearson chi-squared p-value of the units against the published splits"}
+        srm_p_sequential: {type: number, minimum: 0, maximum: 1, description: "Sequential SRM p-value (Dirichlet-multinomial, concentration 10,000), valid however often it is read"}
+        srm_alarm: {type: boolean}
+        expected_units: {type: array, items: {type: number, minimum: 0}}
+        decisions: {type: object, additionalProperties: {type: string}, description: "Per estimator: the variant to ship, the control to keep, or none"}
+        variants:
+          type: array
+          items:
+            type: object
+            required: [id, units, views, conversions, views_sum_squares, conversions_sum_squares, views_conversions_sum, estimators]
+            properties:
+              id: {type: string}
+              units: {type: integer, minimum: 0}
+              views: {type: number, minimum: 0}
+              conversions: {type: number, minimum: 0}
+              views_sum_squares: {type: number, minimum: 0}
+              conversions_sum_squares: {type: number, minimum: 0}
+              views_conversions_sum: {type: number, minimum: 0}
+              estimators:
+                type: object
+                description: "naive, stratified (by policy period) and aipw (adaptively weighted); an estimator without propensities is absent"
+                additionalProperties:
+                  type: object
+                  properties:
+                    estimate: {type: number}
+                    estimate_ci95: {type: array, items: {type: number}, minItems: 2, maxItems: 2}
+                    lift: {type: number}
+                    lift_ci95: {type: array, items: {type: number}, minItems: 2, maxItems: 2}
+                    p_value: {type: number, minimum: 0, maximum: 1}
+                    lift_ci95_sequential: {type: array, items: {type: number}, minItems: 2, maxItems: 2}
+                    p_value_sequential: {type: number, minimum: 0, maximum: 1}
+                    relative_lift: {type: number}
+                    relative_lift_ci95: {type: array, items: {type: number}, minItems: 2, maxItems: 2}
+                    chance_to_beat_control: {type: number, minimum: 0, maximum: 1}
     SegmentError:
       type: object
       required: [success, code, message]

@@ -1,4 +1,5 @@
 import Allocators
+import Analysis
 import ExperimentModel
 import ExperimentServer
 
@@ -51,6 +52,9 @@ public struct ServerConfiguration: Sendable {
     public var dedupeWindow = 1_000_000
     /// The timeouts on slow and idle clients and the cap on connections served at once.
     public var connections = ConnectionLimits()
+    /// How `GET /v1/results` analyses each experiment: its tests, level and SRM threshold
+    /// (its looks are the reader's).
+    public var analysis = AnalysisPlan()
 
     /// Creates a configuration; the defaults suit a development server.
     public init(

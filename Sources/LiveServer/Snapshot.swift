@@ -40,6 +40,9 @@ package struct Snapshot: Codable, Sendable {
     /// Per served experiment, per variant, what the events accepted add up to; absent from a
     /// snapshot written before they were kept.
     var results: [[ExperimentService.VariantResults]]?
+    /// Per served experiment, the units and publications of the analysis in
+    /// `GET /v1/results`; absent from a snapshot written before they were kept.
+    var analysis: [IngestedExperiment]?
 
     /// Whether a snapshot can stand for the records of an allocator of `spec`: true for those
     /// whose state is their arms' statistics (and a random stream). Explore-then-commit also

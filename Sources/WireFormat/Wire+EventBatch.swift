@@ -28,6 +28,14 @@ extension Wire {
             if event.value == 0 || !event.value.isFinite { buffer.writeString("0") } else { buffer.writeString("\(event.value)") }
             buffer.writeString(#","created_at":"#)
             buffer.writeString(event.createdAt.isFinite ? "\(event.createdAt)" : "0")
+            if event.kind == .view, event.policyVersion != 0 {
+                buffer.writeString(#","policy_version":"#)
+                writeDecimal(UInt64(event.policyVersion), into: &buffer)
+                if let propensity = names.propensity(of: event) {
+                    buffer.writeString(#","propensity":"#)
+                    buffer.writeString("\(propensity)")
+                }
+            }
             buffer.writeString("}")
         }
         buffer.writeString("]}")
@@ -53,7 +61,7 @@ extension Wire {
         }
     }
 
-    /// `"experiment":…,"variant":…` for each event of a batch: a batch names few experiments
+    /// `"experiment":…,"variant":…` (and a view's propensity) for each event of a batch: a batch names few experiments
     /// and variants many times, so each pair is escaped once.
     struct VariantNames {
         let data: ExperimentData
@@ -76,6 +84,17 @@ extension Wire {
             let text = #""experiment":"# + JSONText.string(definition.id) + #","variant":"# + JSONText.string(definition.variants[variant].id)
             named[key] = text
             return text
+        }
+
+        /// The probability `event`'s variant had in the data it was drawn from, when that is
+        /// the data the device holds now (an older version's weights are gone from it).
+        func propensity(of event: EngineEvent) -> Double? {
+            let experiment = Int(event.experiment), variant = Int(event.variant)
+            guard UInt16(truncatingIfNeeded: data.version) == event.policyVersion, data.experiments.indices.contains(experiment) else { return nil }
+            let weights = data.experiments[experiment].snapshot.weights
+            let sum = weights.reduce(0, +)
+            guard weights.indices.contains(variant), sum > 0, weights[variant] > 0 else { return nil }
+            return weights[variant] / sum
         }
     }
 }

@@ -28,19 +28,31 @@ public enum Wire {
         public var value: Double?
         /// When the device created the event, in seconds since 1970.
         public var createdAt: Double?
+        /// A view's: the `version` of the experiment data its variant was drawn from (Aviary's
+        /// devices send its low 16 bits), so the server knows the weights, the propensities,
+        /// the device drew with, a stale cache's included.
+        public var policyVersion: Int?
+        /// A view's: the probability the device had of drawing this variant, for analysts
+        /// reading the events; the server takes the propensities from ``policyVersion``.
+        public var propensity: Double?
 
-        public init(id: String, kind: String, experiment: String, variant: String, value: Double? = nil, createdAt: Double? = nil) {
+        public init(id: String, kind: String, experiment: String, variant: String, value: Double? = nil, createdAt: Double? = nil,
+                    policyVersion: Int? = nil, propensity: Double? = nil) {
             self.id = id
             self.kind = kind
             self.experiment = experiment
             self.variant = variant
             self.value = value
             self.createdAt = createdAt
+            self.policyVersion = policyVersion
+            self.propensity = propensity
         }
 
         enum CodingKeys: String, CodingKey {
             case id, kind, experiment, variant, value
             case createdAt = "created_at"
+            case policyVersion = "policy_version"
+            case propensity
         }
     }
 

@@ -137,6 +137,22 @@ struct LiveLoadTestTests {
     }
 
     /// The `aviary` executable that `swift build --build-tests` puts beside the test runner.
+    /// Runs the aviary executable beside the tests with `arguments`; returns its exit status
+    /// and what it wrote on stderr.
+    static func runAviary(_ arguments: [String]) throws -> (status: Int32, said: String) {
+        let aviary = try #require(aviaryExecutable(), "the aviary executable beside the tests (swift build --build-tests --traits Live)")
+        let process = Process()
+        process.executableURL = aviary
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, said)
+    }
+
     static func aviaryExecutable() -> URL? {
         let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

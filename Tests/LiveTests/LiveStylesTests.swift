@@ -187,22 +187,13 @@ extension LiveLoadTestTests {
         /// with a server of its own, written as `aviary run` writes, with the live columns after,
         /// and a report that puts the styles side by side.
         @Test func runLiveWritesBothStylesOfTheSweepSideBySide() async throws {
-            let aviary = try #require(LiveLoadTestTests.aviaryExecutable(), "the aviary executable beside the tests (swift build --build-tests --traits Live)")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-run-live-\(getpid())")
             defer { try? FileManager.default.removeItem(at: folder) }
-            let process = Process()
-            process.executableURL = aviary
-            process.arguments = [
+            let (status, said) = try LiveLoadTestTests.runAviary([
                 "run", PolicyServiceTests.root.appendingPathComponent("Scenarios/myna-vs-conductrics.yaml").path, "--live",
                 "--devices", "200", "--horizon", "20m", "--replicates", "1", "--speedup", "120", "--quiet", "-o", folder.path,
-            ]
-            process.standardOutput = FileHandle.nullDevice
-            let errors = Pipe()
-            process.standardError = errors
-            try process.run()
-            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(said)")
+            ])
+            #expect(status == 0, "\(said)")
             let summary = try CSVTable(contentsOf: folder.appendingPathComponent("summary.csv"))
             let column = { (name: String) throws -> Int in try #require(summary.columns.firstIndex(of: name), "summary.csv has no \(name)") }
             // The simulated run's columns, then the live ones.

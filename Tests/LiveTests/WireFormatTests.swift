@@ -49,4 +49,25 @@ struct WireFormatTests {
         #expect(batch.events.map(\.value) == [0, 3.99, 0, 0])
         #expect(batch.events.map(\.createdAt) == [12.5, 60, 0.001, 1e9])
     }
+
+    @Test func aDrawnViewCarriesItsPolicyVersionAndPropensity() throws {
+        let data = try ExperimentData(payload: [
+            "version": 70_000,
+            "experiments": [["id": "paywall", "variants": [["id": "control", "weight": 1], ["id": "annual", "weight": 3]]]],
+        ])
+        let bits = UInt16(truncatingIfNeeded: 70_000)
+        let events = [
+            // Drawn from the data held now: its version's low bits and the variant's probability.
+            Event(id: EventID(device: 1, sequence: 0), kind: .view, experiment: 0, variant: 1, value: 0, createdAt: 1, policyVersion: bits),
+            // Drawn from an older version: its weights are gone, so no propensity.
+            Event(id: EventID(device: 2, sequence: 0), kind: .view, experiment: 0, variant: 0, value: 0, createdAt: 1, policyVersion: bits - 1),
+            // A forced or default view, and a conversion: neither.
+            Event(id: EventID(device: 3, sequence: 0), kind: .view, experiment: 0, variant: 0, value: 0, createdAt: 1),
+            Event(id: EventID(device: 1, sequence: 1), kind: .conversion, experiment: 0, variant: 1, value: 1, createdAt: 2),
+        ]
+        let body = Wire.eventBatch(events, naming: data, fallback: data)
+        let batch = try JSONDecoder().decode(Wire.EventBatch.self, from: Data(body.readableBytesView))
+        #expect(batch.events.map(\.policyVersion) == [Int(bits), Int(bits - 1), nil, nil])
+        #expect(batch.events.map(\.propensity) == [0.75, nil, nil, nil])
+    }
 }

@@ -58,7 +58,7 @@ struct RemoteConfigWire: LiveWire {
                 return LiveExchange(reply: .init(request: id, content: .failed("status \(answer.status)")), status: answer.status)
             }
             var exchange = LiveExchange(reply: RemoteConfigStyle.Reply(request: id, content: .acknowledged), status: answer.status)
-            exchange.acknowledgedCreatedAt = batch.map(\.createdAt)
+            exchange.acknowledged = batch
             exchange.duplicates = duplicates
             return exchange
         }

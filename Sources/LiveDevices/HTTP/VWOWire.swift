@@ -80,7 +80,7 @@ struct VWOWire: LiveWire {
             guard ok else { return LiveExchange(reply: .failed(request, timedOut: false), status: answer.status) }
             let new = answer.headers.first(name: "aviary-ingested") != "0"
             var exchange = LiveExchange(reply: VWOStyle.Reply.pixel(event.id, newGoal: new && event.kind == .conversion), status: answer.status)
-            exchange.acknowledgedCreatedAt = [event.createdAt]
+            exchange.acknowledged = [event]
             exchange.duplicates = new ? 0 : 1
             return exchange
         }

@@ -164,6 +164,13 @@ public struct InferenceLook: Hashable, Sendable {
     public var truth: [Double]
     /// The analysis.
     public var analysis: LookAnalysis
+
+    package init(views: Int, totals: [UnitTotals], truth: [Double], analysis: LookAnalysis) {
+        self.views = views
+        self.totals = totals
+        self.truth = truth
+        self.analysis = analysis
+    }
 }
 
 /// An explore-then-commit allocator's commitment: when, to what, and the lift it saw then

@@ -52,16 +52,8 @@ struct FleetInference {
     private var viewUnits: [[UnitTotals]]
     private var viewTruth: [[Double]]
 
-    /// Published weights per experiment by policy version, in order.
-    private var published: [[(version: Int, weights: [Double])]]
-    /// Units that arrived (first ingested) since the last publication, per experiment and variant.
-    private var arrivals: [[Int]]
-    /// Σ over publication periods of arrivals × weights: the published split's expected units.
-    private var expected: [[Double]]
-    /// Units not yet shown to the sequential SRM test: it observes when the published split
-    /// changes and at looks, as an analyst running `ssrm-test` would, not at every publication.
-    private var srmPending: [[Int]]
-    private var srm: [SampleRatio.Sequential]
+    /// Per experiment, the published splits and the units that arrived under each.
+    private var splits: [PublishedSplits]
 
     init(plan: AnalysisPlan, scenario: Scenario, devices: Range<Int>) {
         self.plan = plan
@@ -82,11 +74,7 @@ struct FleetInference {
         survival = Array(repeating: 0, count: devices.count * offset)
         viewUnits = variantCounts.map { Array(repeating: UnitTotals(), count: $0) }
         viewTruth = variantCounts.map { Array(repeating: 0, count: $0) }
-        published = Array(repeating: [], count: experiments)
-        arrivals = variantCounts.map { Array(repeating: 0, count: $0) }
-        expected = variantCounts.map { Array(repeating: 0, count: $0) }
-        srmPending = variantCounts.map { Array(repeating: 0, count: $0) }
-        srm = Array(repeating: SampleRatio.Sequential(), count: experiments)
+        splits = variantCounts.map { PublishedSplits(variantCount: $0) }
         looks = Array(repeating: [], count: experiments)
     }
 
@@ -98,12 +86,9 @@ struct FleetInference {
     /// The server published `data`: its weights are the propensities of the devices that draw
     /// from it, and the units that arrived before it are expected under the weights before it.
     mutating func notePublication(_ data: ExperimentData) {
-        closePeriod()
-        for e in published.indices where e < data.experiments.count {
-            let weights = data.experiments[e].snapshot.weights
-            if let last = published[e].last, last.version == data.version { continue }
-            if let last = published[e].last, !SampleRatio.sameSplit(last.weights, weights) { observeSRM(experiment: e) }
-            published[e].append((data.version, weights))
+        for e in splits.indices { splits[e].closePeriod() }
+        for e in splits.indices where e < data.experiments.count {
+            splits[e].publish(version: data.version, weights: data.experiments[e].snapshot.weights)
         }
     }
 
@@ -134,7 +119,7 @@ struct FleetInference {
             if units[index].variant < 0 {
                 units[index].variant = Int16(event.variant)
                 units[index].version = event.policyVersion
-                arrivals[e][Int(event.variant)] += 1
+                splits[e].arrived(variant: Int(event.variant))
             }
             units[index].views += 1
         case .conversion:
@@ -150,7 +135,7 @@ struct FleetInference {
         switch event.kind {
         case .view:
             viewUnits[e][v].addSingleViews(1, converted: 0)
-            arrivals[e][v] += 1
+            splits[e].arrived(variant: v)
             // The rates in force when the view was shown.
             let rates = experiments[e].rates(at: event.createdAt)
             for w in 0..<k { viewTruth[e][w] += rates[w] }
@@ -164,107 +149,77 @@ struct FleetInference {
         }
     }
 
-    /// Units that arrived since the last publication are expected under the weights in force.
-    private mutating func closePeriod() {
-        for e in arrivals.indices where arrivals[e].contains(where: { $0 > 0 }) {
-            let weights = published[e].last?.weights ?? Array(repeating: 1, count: variantCounts[e])
-            let sum = weights.reduce(0, +), n = Double(arrivals[e].reduce(0, +))
-            for v in weights.indices {
-                expected[e][v] += n * weights[v] / sum
-                srmPending[e][v] += arrivals[e][v]
-            }
-            arrivals[e] = Array(repeating: 0, count: variantCounts[e])
-        }
-    }
-
-    private mutating func observeSRM(experiment e: Int) {
-        guard srmPending[e].contains(where: { $0 > 0 }) else { return }
-        let weights = published[e].last?.weights ?? Array(repeating: 1, count: variantCounts[e])
-        srm[e].observe(srmPending[e], expected: weights)
-        srmPending[e] = Array(repeating: 0, count: variantCounts[e])
-    }
-
     // MARK: - Looks
 
     /// The look due at `now`: every experiment analysed as the server has it.
     mutating func look(at now: Double) {
-        closePeriod()
         for e in variantCounts.indices {
-            observeSRM(experiment: e)
+            _ = splits[e].look()
             looks[e].append((now / 3_600, analyse(experiment: e)))
         }
         nextLook += 1
     }
 
-    /// The weights of the publication a unit's low 16 version bits name: the latest with them.
-    private func weights(experiment e: Int, version bits: UInt16) -> (index: Int, weights: [Double])? {
-        guard let index = published[e].lastIndex(where: { UInt16(truncatingIfNeeded: $0.version) == bits }) else { return nil }
-        return (index, published[e][index].weights)
+    /// Experiment `e`'s truth over the units counted: per variant, Σ over units of the chance
+    /// of a conversion had the unit shown that variant, and the units' views, whose ratio is the
+    /// true conversions per view. Sums, so that shards of a live run add theirs up.
+    func truth(experiment e: Int) -> TruthSums {
+        let k = variantCounts[e]
+        guard sticky[e] else { return TruthSums(sums: viewTruth[e], views: Double(viewUnits[e].reduce(0) { $0 + $1.units })) }
+        var sums = [Double](repeating: 0, count: k)
+        var views = 0.0
+        for d in 0..<(units.count / variantCounts.count) {
+            let unit = units[d * variantCounts.count + e]
+            guard unit.variant >= 0 else { continue }
+            let base = d * variantsPerDevice + offsets[e]
+            for v in 0..<k { sums[v] += 1 - exp(survival[base + v]) }
+            views += Double(unit.views)
+        }
+        return TruthSums(sums: sums, views: views)
     }
 
     private func analyse(experiment e: Int) -> InferenceLook {
         let k = variantCounts[e]
-        // Units by the publication they drew with (index into `published`, or −1 if unknown).
+        // Units by the publication they drew with (index into the splits' publications, or −1 if unknown).
         var byPublication: [Int: [UnitTotals]] = [:]
-        var truthSum = [Double](repeating: 0, count: k)
-        var viewCount = 0.0
         if sticky[e] {
             for d in 0..<(units.count / variantCounts.count) {
                 let unit = units[d * variantCounts.count + e]
                 guard unit.variant >= 0 else { continue }
-                let index = weights(experiment: e, version: unit.version)?.index ?? -1
+                let index = splits[e].publication(versionBits: unit.version) ?? -1
                 var totals = byPublication[index] ?? Array(repeating: UnitTotals(), count: k)
                 totals[Int(unit.variant)].add(views: Double(unit.views), conversions: Double(unit.conversions))
                 byPublication[index] = totals
-                let base = d * variantsPerDevice + offsets[e]
-                for v in 0..<k { truthSum[v] += 1 - exp(survival[base + v]) }
-                viewCount += Double(unit.views)
             }
         } else {
             // Not split by policy (see `viewUnits`): the unknown publication, −1.
             byPublication[-1] = viewUnits[e]
-            truthSum = viewTruth[e]
-            viewCount = Double(viewUnits[e].reduce(0) { $0 + $1.units })
         }
-        let total = byPublication.values.reduce(Array(repeating: UnitTotals(), count: k)) { sum, totals in
-            zip(sum, totals).map { $0 + $1 }
-        }
-        let truth = truthSum.map { viewCount > 0 ? $0 / viewCount : .nan }
-
-        // Publications in order: the oracle's expected units, the strata and the weighted scores.
-        let known = byPublication.keys.filter { $0 >= 0 }.sorted()
-        var oracle = [Double](repeating: 0, count: k)
-        var stratified = EpochStratified(variantCount: k)
-        var weighted = AdaptiveWeighting(variantCount: k)
-        var epoch = Array(repeating: UnitTotals(), count: k)
-        var epochWeights: [Double]?
-        var seen = Array(repeating: UnitTotals(), count: k)
-        for index in known {
-            let totals = byPublication[index]!
-            let weights = published[e][index].weights, sum = weights.reduce(0, +)
-            let propensities = weights.map { $0 / sum }
-            let n = Double(totals.reduce(0) { $0 + $1.units })
-            for v in 0..<k { oracle[v] += n * propensities[v] }
-            if epochWeights != propensities {
-                if epochWeights != nil { stratified.addEpoch(epoch) }
-                epoch = Array(repeating: UnitTotals(), count: k)
-                epochWeights = propensities
-            }
-            for v in 0..<k { epoch[v] = epoch[v] + totals[v] }
-            let pooled = seen.reduce(UnitTotals(), +)
-            let pooledMean = pooled.views > 0 ? pooled.conversions / pooled.views : 0
-            weighted.addPeriod(totals, propensities: propensities, model: seen.map { $0.views > 0 ? $0.conversions / $0.views : pooledMean })
-            for v in 0..<k { seen[v] = seen[v] + totals[v] }
-        }
-        if epochWeights != nil { stratified.addEpoch(epoch) }
+        let truth = truth(experiment: e).value
+        let publications = splits[e].publications
+        let periods = byPublication.keys.filter { $0 >= 0 }.sorted().map { (propensities: publications[$0].propensities, totals: byPublication[$0]!) }
         // Units whose device drew with a policy the replicate never saw published (none in a
         // simulation of Myna's sticky devices; a style whose events carry no version, or a
-        // non-sticky experiment) leave the propensities unknown: no oracle, no strata, no
-        // weighted estimate.
-        let complete = byPublication[-1] == nil && !known.isEmpty
-        let input = LookInput(
-            totals: total, expectedUnits: expected[e], oracleUnits: complete ? oracle : expected[e], sequentialSRM: srm[e].pValue,
-            truth: truth, stratified: complete ? stratified : nil, weighted: complete ? weighted : nil)
+        // non-sticky experiment) leave the propensities unknown.
+        let input = LookInput(periods: periods, unattributed: byPublication[-1], splits: splits[e], truth: truth)
+        let total = input.totals
         return InferenceLook(views: Int(total.reduce(0) { $0 + $1.views }), totals: total, truth: truth, analysis: LookAnalysis(input, plan: plan))
+    }
+}
+
+/// Per variant, Σ over units of their chance of converting had they shown that variant, and
+/// the units' views (``FleetInference/truth(experiment:)``): shards add them up.
+///
+/// `Sendable`: a value.
+package struct TruthSums: Hashable, Sendable {
+    package var sums: [Double]
+    package var views: Double
+
+    /// Per variant, the true conversions per view; NaN without views.
+    package var value: [Double] { sums.map { views > 0 ? $0 / views : .nan } }
+
+    /// Both shards' units.
+    package static func + (lhs: TruthSums, rhs: TruthSums) -> TruthSums {
+        TruthSums(sums: zip(lhs.sums, rhs.sums).map(+), views: lhs.views + rhs.views)
     }
 }

@@ -1,5 +1,6 @@
 import Allocators
 import ClientEngine
+import ExperimentModel
 
 /// The same replicate on the wall clock: live mode runs the fleet's own devices (users, clients,
 /// sessions, wakes, links) through this kernel, and swaps only the simulated network and server
@@ -84,6 +85,29 @@ extension FleetReplicate {
 
     /// The devices' index range in the fleet.
     package var liveDevices: Range<Int> { deviceRange }
+
+    // MARK: - The analyst's truth
+
+    /// Keeps, where the scenario has an analysis plan, what the truth of its analysis needs:
+    /// each device's potential outcomes as it shows its experiments, and which of its units the
+    /// server acknowledged. The analysis itself is the server's (`GET /v1/results`). Call
+    /// before ``startLive(carrier:)``.
+    package mutating func keepTruth() {
+        guard let plan = scenario.analysis else { return }
+        inference = FleetInference(plan: plan, scenario: scenario, devices: deviceRange)
+    }
+
+    /// The server acknowledged `events` to their devices: their units count in the truth.
+    package mutating func acknowledged(_ events: [Event]) {
+        guard inference != nil else { return }
+        for event in events { inference!.ingested(event) }
+    }
+
+    /// Per experiment, the truth over the units acknowledged so far; empty without a plan.
+    package func truthSums() -> [TruthSums] {
+        guard let inference else { return [] }
+        return scenario.experiments.indices.map { inference.truth(experiment: $0) }
+    }
 }
 
 extension FleetReplicate {

@@ -1,0 +1,164 @@
+import Analysis
+import ExperimentModel
+
+/// What `aviary serve` has ingested of one experiment, unit by unit, for the analyst's view in
+/// `GET /v1/results`: the fleet's analysis (``LookAnalysis``) on the server's own data.
+///
+/// The unit is the device for a sticky experiment (its variant is the one of its first
+/// ingested view: intention to treat) and the view for one that is not. A view that names the
+/// data version its device drew with (`policy_version`) places its unit in that publication's
+/// period, whose weights are the unit's propensities: the stratified and the adaptively
+/// weighted estimators need them, and a single unit without them (a vendor's format, a forced
+/// view) leaves both out, as in the fleet.
+///
+/// Every unit's totals are kept per period as running sums, each event taking its unit out and
+/// adding it back, so an analysis costs O(periods × variants) whatever the number of devices.
+///
+/// `Sendable` and `Codable`: a value, kept in the server's snapshots.
+struct IngestedExperiment: Sendable, Codable {
+    /// A sticky experiment's device, from its first ingested event.
+    struct Unit: Sendable, Hashable {
+        /// −1 until its first view is ingested (a conversion may come first).
+        var variant: Int32 = -1
+        /// The publication its device drew with, −1 if unknown.
+        var period: Int32 = -1
+        var views: UInt32 = 0
+        var conversions: UInt32 = 0
+    }
+
+    let variantCount: Int
+    let sticky: Bool
+    private(set) var splits: PublishedSplits
+    private(set) var units: [UInt64: Unit] = [:]
+    /// Per period (publication index, −1 unknown), per variant, the units' sums.
+    private var totals: [Int32: [UnitTotals]] = [:]
+
+    init(variantCount: Int, sticky: Bool) {
+        self.variantCount = variantCount
+        self.sticky = sticky
+        splits = PublishedSplits(variantCount: variantCount)
+    }
+
+    /// The server served data `version` with these weights for the first time.
+    mutating func published(version: Int, weights: [Double]) {
+        splits.closePeriod()
+        splits.publish(version: version, weights: weights)
+    }
+
+    /// The newest data version noted, if any.
+    var lastVersion: Int? { splits.publications.last?.version }
+
+    /// The server took in `event` for the first time.
+    mutating func ingested(_ event: Event) {
+        let variant = Int(event.variant)
+        guard variant >= 0, variant < variantCount else { return }
+        guard sticky else {
+            // Each view its own unit, with at most one conversion: not split by policy, since a
+            // conversion does not say which view it follows.
+            switch event.kind {
+            case .view:
+                add(to: -1, variant: variant) { $0.addSingleViews(1, converted: 0) }
+                splits.arrived(variant: variant)
+            case .conversion:
+                add(to: -1, variant: variant) {
+                    $0.conversions += 1
+                    $0.conversionsSquares += 1
+                    $0.viewsConversions += 1
+                }
+            case .goal, .participation:
+                break
+            }
+            return
+        }
+        guard event.kind == .view || event.kind == .conversion else { return }
+        var unit = units[event.id.device] ?? Unit()
+        if unit.variant >= 0 {
+            add(to: unit.period, variant: Int(unit.variant)) { $0.remove(views: Double(unit.views), conversions: Double(unit.conversions)) }
+        }
+        if event.kind == .view {
+            if unit.variant < 0 {
+                unit.variant = Int32(variant)
+                let period = event.policyVersion == 0 ? nil : splits.publication(versionBits: event.policyVersion)
+                unit.period = Int32(period ?? -1)
+                splits.arrived(variant: variant)
+            }
+            unit.views += 1
+        } else {
+            // A conversion before its view reached the server waits for the view to count.
+            unit.conversions += 1
+        }
+        if unit.variant >= 0 {
+            add(to: unit.period, variant: Int(unit.variant)) { $0.add(views: Double(unit.views), conversions: Double(unit.conversions)) }
+        }
+        units[event.id.device] = unit
+    }
+
+    private mutating func add(to period: Int32, variant: Int, _ change: (inout UnitTotals) -> Void) {
+        var row = totals[period] ?? Array(repeating: UnitTotals(), count: variantCount)
+        change(&row[variant])
+        totals[period] = row
+    }
+
+    /// The analysis as of now: what a look now would show, the sequential SRM test included,
+    /// without making it one (the test's state moves only when the split changes, so the figures
+    /// do not depend on how often they are read).
+    func analysis(plan: AnalysisPlan) -> (input: LookInput, analysis: LookAnalysis) {
+        var splits = splits
+        _ = splits.look()
+        let publications = splits.publications
+        let periods = totals.keys.filter { $0 >= 0 }.sorted().map { (propensities: publications[Int($0)].propensities, totals: totals[$0]!) }
+        let truth = Array(repeating: Double.nan, count: variantCount)
+        let input = LookInput(periods: periods, unattributed: totals[-1], splits: splits, truth: truth)
+        return (input, LookAnalysis(input, plan: plan))
+    }
+
+    // MARK: - Codable
+
+    private enum CodingKeys: String, CodingKey {
+        case variantCount = "variant_count", sticky, splits, units, views
+    }
+
+    /// Units as `[device, variant, period, views, conversions]` rows, sorted by device; a
+    /// non-sticky experiment's view units as their per-variant sums.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(variantCount, forKey: .variantCount)
+        try container.encode(sticky, forKey: .sticky)
+        try container.encode(splits, forKey: .splits)
+        if sticky {
+            let rows = units.keys.sorted().map { device -> [Int64] in
+                let unit = units[device]!
+                return [Int64(bitPattern: device), Int64(unit.variant), Int64(unit.period), Int64(unit.views), Int64(unit.conversions)]
+            }
+            try container.encode(rows, forKey: .units)
+        } else {
+            try container.encode(totals[-1] ?? Array(repeating: UnitTotals(), count: variantCount), forKey: .views)
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        variantCount = try container.decode(Int.self, forKey: .variantCount)
+        sticky = try container.decode(Bool.self, forKey: .sticky)
+        splits = try container.decode(PublishedSplits.self, forKey: .splits)
+        guard sticky else {
+            let views = try container.decode([UnitTotals].self, forKey: .views)
+            guard views.count == variantCount else {
+                throw DecodingError.dataCorruptedError(forKey: .views, in: container, debugDescription: "\(views.count) variants' totals for \(variantCount) variants")
+            }
+            totals[-1] = views
+            return
+        }
+        for row in try container.decode([[Int64]].self, forKey: .units) {
+            guard row.count == 5, row[1] >= -1, row[1] < variantCount, row[2] >= -1, row[2] < splits.publications.count,
+                  let views = UInt32(exactly: row[3]), let conversions = UInt32(exactly: row[4]) else {
+                throw DecodingError.dataCorruptedError(forKey: .units, in: container, debugDescription: "not a unit: \(row)")
+            }
+            let unit = Unit(variant: Int32(row[1]), period: Int32(row[2]), views: views, conversions: conversions)
+            units[UInt64(bitPattern: row[0])] = unit
+            if unit.variant >= 0 {
+                add(to: unit.period, variant: Int(unit.variant)) { $0.add(views: Double(views), conversions: Double(conversions)) }
+            }
+        }
+    }
+}

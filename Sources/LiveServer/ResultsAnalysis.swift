@@ -1,0 +1,142 @@
+import Analysis
+
+/// The analyst's view of one experiment in `GET /v1/results`: the same analysis `aviary run`
+/// writes to `inference.csv`, on the units the server has ingested so far, with the device as
+/// the unit of a sticky experiment and the view of one that is not. Every number can be
+/// recomputed from the per-variant sufficient statistics alone (gbstats takes the same sums).
+///
+/// Numbers that do not exist (a lift with fewer than two units a side, an estimator without
+/// propensities) are `null` or absent, never made up.
+///
+/// `Sendable`: a plain value.
+public struct ResultsAnalysis: Codable, Sendable, Hashable {
+    /// `device` for a sticky experiment, `view` for one that draws at every view.
+    public var unit: String
+    /// Units ingested, all variants.
+    public var units: Int
+    /// Pearson χ² p-value of the units against the published split.
+    public var srmP: Double
+    /// The sequential SRM p-value (Dirichlet-multinomial, as `ssrm-test`): valid however often
+    /// it is read.
+    public var srmPSequential: Double
+    /// Whether ``srmP`` is below the plan's threshold.
+    public var srmAlarm: Bool
+    /// Per variant, the units the published splits lead to expect.
+    public var expectedUnits: [Double]
+    /// Per estimator (`naive`, `stratified`, `aipw`), the plan's decision: a variant's id to
+    /// ship, the control's to keep it, or `none`.
+    public var decisions: [String: String]
+    /// Per variant, in the served order (the first is the control).
+    public var variants: [Variant]
+
+    /// One variant's sufficient statistics and figures by estimator.
+    ///
+    /// `Sendable`: a plain value.
+    public struct Variant: Codable, Sendable, Hashable {
+        public var id: String
+        public var units: Int
+        public var views: Double
+        public var conversions: Double
+        public var viewsSumSquares: Double
+        public var conversionsSumSquares: Double
+        public var viewsConversionsSum: Double
+        /// By estimator name; an estimator without the data it needs is left out.
+        public var estimators: [String: Figures]
+    }
+
+    /// A variant's figures by one estimator; lifts are against the control, absent for it.
+    ///
+    /// `Sendable`: a plain value.
+    public struct Figures: Codable, Sendable, Hashable {
+        /// Conversions per view (per unit, a view unit), with its 95 % interval.
+        public var estimate: Double?
+        public var estimateCI95: [Double]?
+        /// The absolute lift over the control, its 95 % interval and two-sided p-value.
+        public var lift: Double?
+        public var liftCI95: [Double]?
+        public var pValue: Double?
+        /// The always-valid 95 % interval and p-value of the absolute lift.
+        public var liftCI95Sequential: [Double]?
+        public var pValueSequential: Double?
+        /// The lift over the control's value and its 95 % interval (naive estimator).
+        public var relativeLift: Double?
+        public var relativeLiftCI95: [Double]?
+        /// The posterior chance that the variant beats the control.
+        public var chanceToBeatControl: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case estimate, lift
+            case estimateCI95 = "estimate_ci95", liftCI95 = "lift_ci95", pValue = "p_value"
+            case liftCI95Sequential = "lift_ci95_sequential", pValueSequential = "p_value_sequential"
+            case relativeLift = "relative_lift", relativeLiftCI95 = "relative_lift_ci95", chanceToBeatControl = "chance_to_beat_control"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case unit, units, decisions, variants
+        case srmP = "srm_p", srmPSequential = "srm_p_sequential", srmAlarm = "srm_alarm", expectedUnits = "expected_units"
+    }
+
+    /// The analysis of `input` (``LookAnalysis``) as the results route gives it.
+    init(input: LookInput, look: LookAnalysis, variants ids: [String], sticky: Bool) {
+        unit = sticky ? "device" : "view"
+        units = input.totals.map(\.units).reduce(0, +)
+        srmP = look.srmPValue
+        srmPSequential = look.srmSequentialPValue
+        srmAlarm = look.srmAlarm
+        expectedUnits = input.expectedUnits
+        decisions = [:]
+        for (estimator, decision) in look.decisions {
+            switch decision {
+            case .none: decisions[estimator.rawValue] = "none"
+            case .ship(let v): decisions[estimator.rawValue] = ids[v]
+            case .keepControl: decisions[estimator.rawValue] = ids[0]
+            }
+        }
+        var variants: [Variant] = []
+        for (v, id) in ids.enumerated() {
+            let t: UnitTotals = input.totals[v]
+            var estimators: [String: Figures] = [:]
+            for result in look.results where result.variant == v {
+                estimators[result.estimator.rawValue] = Figures(result)
+            }
+            variants.append(Variant(
+                id: id, units: t.units, views: t.views, conversions: t.conversions, viewsSumSquares: t.viewsSquares,
+                conversionsSumSquares: t.conversionsSquares, viewsConversionsSum: t.viewsConversions, estimators: estimators))
+        }
+        self.variants = variants
+    }
+}
+
+extension ResultsAnalysis.Variant {
+    enum CodingKeys: String, CodingKey {
+        case id, units, views, conversions, estimators
+        case viewsSumSquares = "views_sum_squares", conversionsSumSquares = "conversions_sum_squares", viewsConversionsSum = "views_conversions_sum"
+    }
+}
+
+extension ResultsAnalysis.Figures {
+    init(_ result: VariantResult) {
+        estimate = Self.finite(result.value?.estimate)
+        estimateCI95 = Self.interval(result.value)
+        lift = Self.finite(result.lift?.estimate)
+        liftCI95 = Self.interval(result.lift)
+        pValue = Self.finite(result.lift?.pValue)
+        liftCI95Sequential = Self.interval(result.sequential)
+        pValueSequential = Self.finite(result.sequential?.pValue)
+        relativeLift = Self.finite(result.relativeLift?.estimate)
+        relativeLiftCI95 = Self.interval(result.relativeLift)
+        chanceToBeatControl = Self.finite(result.chanceToBeatControl)
+    }
+
+    /// JSON has no NaN or infinity: a figure that is not a number is absent.
+    private static func finite(_ value: Double?) -> Double? {
+        guard let value, value.isFinite else { return nil }
+        return value
+    }
+
+    private static func interval(_ result: LiftResult?) -> [Double]? {
+        guard let result, result.lower.isFinite, result.upper.isFinite else { return nil }
+        return [result.lower, result.upper]
+    }
+}
