@@ -144,8 +144,10 @@ extension ClientEngine {
             return -.infinity
         case .rejected(let status, let retryAfter):
             let delivery = profile.settings.delivery
-            let splits = status == 413 && delivery.tooLarge == .split
+            let splits = status == 413 && delivery.tooLarge != .refuse
             if splits, eventsInFlight > 1 {
+                // PostHog counts a halving as a retry, so a run of 413s can drop the queue.
+                if delivery.tooLarge == .halve, let resume = countSendFailure(status: status, at: now) { return resume }
                 // Half the batch goes at once; the rest follows in batches no larger.
                 trouble.splitLimit = UInt16(clamping: eventsInFlight / 2)
                 return -.infinity
@@ -203,9 +205,26 @@ extension ClientEngine {
     @usableFromInline
     mutating func sendFailed(retryAfter: Double?, status: Int? = nil, at now: Double) -> Double {
         trouble.transientFailures.addSaturating(1)
-        if trouble.sendFailures < .max { trouble.sendFailures += 1 }
+        if let resume = countSendFailure(status: status, at: now) { return resume }
         let delivery = profile.settings.delivery
-        switch delivery.giveUp {
+        if status == 429, let wait = delivery.throttleWait { return now + wait }
+        switch delivery.retry {
+        case .backoff:
+            return now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
+        case .nextFlush:
+            return now + honouring(retryAfter, profile.settings.flushInterval)
+        case .nextEvent:
+            trouble.waitsForEvent = true
+            return .infinity
+        }
+    }
+
+    /// Counts a failure in a row (a refusal with `status`, or no answer when `nil`) and applies
+    /// the pipeline's ``DeliveryPolicy/GiveUp`` rule; returns when sends may start again when
+    /// the pipeline gave up or went offline, else `nil`.
+    mutating func countSendFailure(status: Int?, at now: Double) -> Double? {
+        if trouble.sendFailures < .max { trouble.sendFailures += 1 }
+        switch profile.settings.delivery.giveUp {
         case .never:
             break
         case .dropQueue(let failures) where trouble.sendFailures >= failures:
@@ -224,16 +243,7 @@ extension ClientEngine {
         case .dropQueue, .goOffline:
             break
         }
-        if status == 429, let wait = delivery.throttleWait { return now + wait }
-        switch delivery.retry {
-        case .backoff:
-            return now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter)
-        case .nextFlush:
-            return now + honouring(retryAfter, profile.settings.flushInterval)
-        case .nextEvent:
-            trouble.waitsForEvent = true
-            return .infinity
-        }
+        return nil
     }
 
     /// Deletes every queued event, as a pipeline that gives up does; sends may start at once

@@ -25,18 +25,26 @@ public struct DeliveryPolicy: Sendable, Hashable {
         /// Refuses the batch for good, as any status the pipeline does not retry.
         case refuse
         /// Sends half the batch at once, and batches no larger until the queue empties
-        /// (Amplitude splits, PostHog halves its batch size); a batch of one is refused.
+        /// (Amplitude splits the file); a batch of one is refused.
         case split
+        /// As ``split``, but each halving also counts as a failure in a row toward
+        /// ``GiveUp/dropQueue(afterFailures:)``: PostHog iOS from 3.57.5 counts a 413 as a retry,
+        /// so a run of them can drop the whole queue.
+        case halve
     }
 
     /// When the pipeline stops retrying.
     public enum GiveUp: Sendable, Hashable {
         case never
-        /// After this many failed sends in a row, every queued event is deleted.
+        /// After this many failed sends in a row, every queued event is deleted. Sends that
+        /// reach no server count; the count lives in memory, so a relaunch
+        /// (``ClientEngine/restart(at:)``) starts it again (PostHog iOS from 3.57.5 drops on
+        /// the 4th).
         case dropQueue(afterFailures: Int)
         /// When the server has answered with a retried status (429, 5xx…) for this many
         /// seconds in a row, every queued event is deleted; a send that reaches no server ends
-        /// the streak (PostHog iOS, `maxRetryWindowSeconds`).
+        /// the streak. No released SDK read does this (PostHog iOS's `maxRetryWindowSeconds`
+        /// is in none of its tags); it stays for scenarios that ask for it.
         case dropQueueAfterStreak(seconds: Double)
         /// After this many failed sends in a row, nothing is sent until connectivity returns
         /// (Amplitude-Swift goes offline).

@@ -80,9 +80,11 @@ public enum BackoffPolicy: Sendable, Hashable {
     /// After the *n*th consecutive failure wait `min(cap, base · multiplierⁿ⁻¹)` seconds, then
     /// apply `jitter`.
     case exponential(base: Double, multiplier: Double, cap: Double, jitter: Jitter)
-    /// After the *n*th consecutive failure wait the *n*th of `delays` (the last once they run
-    /// out), times a uniform factor in [1 − `spread`, 1 + `spread`].
-    case schedule([Double], spread: Double)
+    /// After the *n*th consecutive failure wait the *n*th of `delays`, times a uniform factor in
+    /// [1 − `spread`, 1 + `spread`]. Once they run out, the last repeats, or with `cycles` the
+    /// schedule starts again from the first (Amplitude-Kotlin resets its retry handler after
+    /// its longest pause, so its waits go round).
+    case schedule([Double], spread: Double, cycles: Bool = false)
     /// After the *n*th consecutive failure wait `min(cap, n · step)` seconds.
     case linear(step: Double, cap: Double)
 
@@ -103,9 +105,13 @@ public enum BackoffPolicy: Sendable, Hashable {
             case .full: return generator.nextUniform() * bounded
             case .equal: return bounded / 2 + generator.nextUniform() * bounded / 2
             }
-        case .schedule(let delays, let spread):
+        case .schedule(let delays, let spread, let cycles):
             guard let last = delays.last else { return 0 }
-            let delay = failures <= delays.count ? delays[max(0, failures - 1)] : last
+            let delay = if failures <= delays.count {
+                delays[max(0, failures - 1)]
+            } else {
+                cycles ? delays[(failures - 1) % delays.count] : last
+            }
             guard spread > 0 else { return max(0, delay) }
             return max(0, delay * (1 - spread + 2 * spread * generator.nextUniform()))
         case .linear(let step, let cap):
