@@ -157,23 +157,33 @@ struct SDKProfileTests {
         #expect(single.eventsRejectedPermanently == 1)
     }
 
-    @Test func amplitudeKotlinFollowsItsScheduleWithinItsJitterAndWaitsThirtySecondsOn429() throws {
-        // Over many devices, each wait lies in [d/2, 3d/2] of the schedule 1, 8, 32, 128, 300, 300.
-        for seed: UInt64 in 1...40 {
-            var engine = try Self.engine("amplitude-kotlin", extra: ", data_ttl: 100d", seed: seed)
-            Self.queue(&engine, 30, at: 1)
-            var now = 1.0
-            for base in [1.0, 8, 32, 128, 300, 300] {
-                try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
-                let wait = try #require(Self.wake(&engine, at: now)) - now
-                #expect(wait >= base / 2 && wait <= base * 1.5, "seed \(seed): waited \(wait) s for \(base) s")
-                now += wait
-            }
-            // A 429 waits exactly 30 s, whatever the failures so far, and nothing is ever given up.
-            try Self.fail(&engine, with: .rejected(status: 429, retryAfter: 3), at: now)
-            #expect(Self.wake(&engine, at: now) == now + 30)
-            #expect(engine.queueDepth == 30)
+    /// Amplitude-Kotlin v1.30.1 `ExponentialBackoffRetryHandler`: 1, 2, 4, 8, 16 s, then the
+    /// upload loop's 60 s pause on `MAX_RETRY_ATTEMPT_SIG` and a reset, round and round; a 429
+    /// is one more failure of the round, and a success starts the round again.
+    @Test(arguments: ["amplitude-kotlin", "amplitude-kotlin@1.30", "amplitude-kotlin@v1.25.0"])
+    func amplitudeKotlinWaitsOneToSixteenSecondsThenAMinuteRoundAndRound(profile: String) throws {
+        var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 30, at: 1)
+        var now = 1.0
+        let round: [Double] = [1, 2, 4, 8, 16, 60]
+        for (failure, expected) in (round + round + round).enumerated() {
+            let response: Response = failure % 4 == 3 ? .rejected(status: 429, retryAfter: 500) : .rejected(status: 503, retryAfter: nil)
+            try Self.fail(&engine, with: response, at: now)
+            #expect(Self.wake(&engine, at: now) == now + expected, "failure \(failure + 1)")
+            now += expected
         }
+        #expect(engine.queueDepth == 30)
+        #expect(engine.eventsGivenUp == 0)
+        // Three failures into a round, a success: the next failure waits 1 s again.
+        for expected in [1.0, 2, 4] {
+            try Self.fail(&engine, with: .failed(.unreachable), at: now)
+            now += expected
+        }
+        let request = try #require(Self.nextRequest(&engine, at: now))
+        engine.handle(.acknowledged(Self.batch(request).map(\.id)), to: request.id, at: now)
+        Self.queue(&engine, 30, at: now)
+        try Self.fail(&engine, with: .rejected(status: 500, retryAfter: nil), at: now)
+        #expect(Self.wake(&engine, at: now) == now + 1)
     }
 
     // MARK: - Snowplow
@@ -221,43 +231,113 @@ struct SDKProfileTests {
         Self.queue(&engine, 19, at: 1)
         #expect(Self.nextRequest(&engine, at: 1) == nil)
         Self.queue(&engine, 81, at: 2)
+        // n × 1 s, or Retry-After when longer, uncapped.
         var now = 2.0
-        for failures in 1...32 {
-            #expect(try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now) == 50)
-            let wait = try #require(Self.wake(&engine, at: now)) - now
-            #expect(wait == min(Double(failures), 30))
-            now += wait
+        for (status, retryAfter, expected) in [(503, nil, 1.0), (429, 45, 45), (500, 2, 3)] as [(Int, Double?, Double)] {
+            #expect(try Self.fail(&engine, with: .rejected(status: status, retryAfter: retryAfter), at: now) == 50)
+            #expect(Self.wake(&engine, at: now) == now + expected)
+            now += expected
         }
-        try Self.fail(&engine, with: .rejected(status: 429, retryAfter: 45), at: now)
-        #expect(Self.wake(&engine, at: now) == now + 45)
-        // A 413 halves the batch.
-        now += 45
-        try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: now)
-        #expect(Self.batch(Self.nextRequest(&engine, at: now)).count == 25)
+        #expect(engine.queueDepth == 100)
     }
 
-    @Test func posthogDropsTheWholeQueueAfterADayOfRefusalsButNeverForAnUnreachableServer() throws {
-        var refused = try Self.engine("posthog-ios", extra: ", data_ttl: 100d")
-        Self.queue(&refused, 120, at: 1)
+    /// PostHog iOS 3.69.3 `PostHogQueue.handleResult`: the 4th retried failure in a row
+    /// (`retryCount > maxRetries`, 3) drops the whole queue, whether the collector answered 408,
+    /// 429 or 5xx or could not be reached at all.
+    @Test(arguments: [Response.failed(.unreachable), .failed(.timeout), .rejected(status: 503, retryAfter: nil), .rejected(status: 429, retryAfter: 5), .rejected(status: 408, retryAfter: nil)])
+    func posthogDropsTheWholeQueueOnTheFourthRetriedFailure(failure: Response) throws {
+        var engine = try Self.engine("posthog-ios@3.69", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 120, at: 1)
         var now = 1.0
-        while refused.queueDepth > 0, now < 200_000 {
-            try Self.fail(&refused, with: .rejected(status: 503, retryAfter: nil), at: now)
-            if refused.queueDepth > 0 { now = try #require(Self.wake(&refused, at: now)) }
+        for _ in 1...3 {
+            try Self.fail(&engine, with: failure, at: now)
+            now = try #require(Self.wake(&engine, at: now))
         }
-        #expect(refused.queueDepth == 0)
-        #expect(refused.eventsGivenUp == 120)
-        // The first failure a day after the streak began (waits are at most 30 s).
-        #expect(now >= 86_401 && now < 86_401 + 31, "gave up at \(now)")
-        // Unreachable: transport failures end the streak, so a week of them loses nothing.
-        var unreachable = try Self.engine("posthog-ios", extra: ", data_ttl: 100d")
-        Self.queue(&unreachable, 120, at: 1)
-        now = 1
-        while now < 7 * 86_400 {
-            try Self.fail(&unreachable, with: .failed(.unreachable), at: now)
-            now = try #require(Self.wake(&unreachable, at: now))
+        #expect(engine.queueDepth == 120)
+        try Self.fail(&engine, with: failure, at: now)
+        #expect(engine.queueDepth == 0)
+        #expect(engine.eventsGivenUp == 120)
+        // The count starts again: three more failures keep the next events.
+        Self.queue(&engine, 20, at: now)
+        for _ in 1...3 {
+            try Self.fail(&engine, with: failure, at: now)
+            now = try #require(Self.wake(&engine, at: now))
         }
-        #expect(unreachable.queueDepth == 120)
-        #expect(unreachable.eventsGivenUp == 0)
+        #expect(engine.queueDepth == 20)
+    }
+
+    /// `handleResult` counts a 413 halving as a retry; a success or a deleted batch resets the
+    /// count, and so does a relaunch (`retryCount` lives in memory).
+    @Test func posthogCountsHalvingsAndForgetsTheCountOnSuccessAndRelaunch() throws {
+        var engine = try Self.engine("posthog-ios", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 100, at: 1)
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: 1)
+        #expect(try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: 2) == 50)
+        #expect(try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: 2) == 25)
+        #expect(engine.queueDepth == 100)
+        #expect(try Self.fail(&engine, with: .failed(.unreachable), at: 2) == 12)
+        #expect(engine.eventsGivenUp == 100, "two failures and two halvings: the 4th retry drops it")
+
+        // Three failures, a relaunch, three more: nothing is dropped.
+        Self.queue(&engine, 40, at: 10)
+        var now = 10.0
+        for _ in 1...3 {
+            try Self.fail(&engine, with: .failed(.unreachable), at: now)
+            now = try #require(Self.wake(&engine, at: now))
+        }
+        engine.restart(at: now)
+        for _ in 1...3 {
+            try Self.fail(&engine, with: .failed(.unreachable), at: now)
+            now = try #require(Self.wake(&engine, at: now))
+        }
+        // A batch deleted on a 400 resets it too.
+        try Self.fail(&engine, with: .rejected(status: 400, retryAfter: nil), at: now)
+        #expect(engine.eventsRejectedPermanently > 0)
+        for _ in 1...3 {
+            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+            now = try #require(Self.wake(&engine, at: now))
+        }
+        #expect(engine.eventsGivenUp == 100)
+        #expect(engine.queueDepth > 0)
+    }
+
+    /// 3.57.4 `PostHogQueue.handleResult` retries only what got no HTTP answer (and 3xx): 429,
+    /// 413 and 5xx pop the batch, waits are min(n × 5 s, 30 s) without Retry-After, and the
+    /// queue is never dropped.
+    @Test func posthog357RetriesOnlyUnansweredSendsAndDeletesEveryRefusedBatch() throws {
+        var engine = try Self.engine("posthog-ios@3.57", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 100, at: 1)
+        var now = 1.0
+        for failures in 1...100 {
+            #expect(try Self.fail(&engine, with: .failed(failures.isMultiple(of: 2) ? .timeout : .unreachable), at: now) == 50)
+            let wait = try #require(Self.wake(&engine, at: now)) - now
+            #expect(wait == min(Double(failures) * 5, 30))
+            now += wait
+        }
+        #expect(engine.queueDepth == 100)
+        #expect(engine.eventsGivenUp == 0)
+        for status in [429, 503] {
+            #expect(try Self.fail(&engine, with: .rejected(status: status, retryAfter: 60), at: now) == 50)
+        }
+        #expect(engine.eventsRejectedPermanently == 100)
+        #expect(Self.wake(&engine, at: now) == Self.dataRefetch, "nothing left to retry")
+        Self.queue(&engine, 60, at: now)
+        #expect(try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: now) == 50)
+        #expect(engine.queueDepth == 10, "a 413 deletes the batch instead of halving it")
+    }
+
+    /// 501 and 505–599 are outside every release's retried set (3.57.4 `handleResult`, 3.69.3
+    /// `isEventsRetriableStatusCode`): the batch is deleted and the queue kept.
+    @Test(arguments: ["posthog-ios@3.69", "posthog-ios@3.57"])
+    func posthogDeletesTheBatchOn501And505To599(profile: String) throws {
+        var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 250, at: 1)
+        for status in [501, 505, 520, 599] {
+            #expect(try Self.fail(&engine, with: .rejected(status: status, retryAfter: nil), at: 1) == 50)
+        }
+        #expect(engine.eventsRejectedPermanently == 200)
+        #expect(engine.eventsGivenUp == 0)
+        #expect(engine.queueDepth == 50)
     }
 
     // MARK: - Profiles in scenarios
@@ -266,31 +346,42 @@ struct SDKProfileTests {
         let settings = try Self.settings("posthog-ios", extra: ", batch_size: 7, delivery: {max_batch_events: 9}")
         #expect(settings.batchSize == 7)
         #expect(settings.delivery.maxBatchEvents == 9)
-        #expect(settings.delivery.giveUp == .dropQueueAfterStreak(seconds: 86_400))
+        #expect(settings.delivery.giveUp == .dropQueue(afterFailures: 4))
+        let knobs = try Self.settings("aviary", extra: ", backoff: {policy: schedule, delays: [1s, 2s], cycle: true}, delivery: {too_large: halve}")
+        #expect(knobs.backoff == .schedule([1, 2], spread: 0, cycles: true))
+        #expect(knobs.delivery.tooLarge == .halve)
         #expect(settings.queueCapacity == 1000)
         #expect(try Self.settings("aviary") == EngineSettings(batchSize: 20, flushInterval: 30, backoff: .exponential(base: 1, multiplier: 2, cap: 600, jitter: .full),
                                                              dataTTL: 3600, requestTimeout: 30))
-        for (extra, message) in [
-            ("", "expected one of aviary, segment-swift"),
-            (", delivery: {retry: soon}", "expected one of backoff, next_event, next_flush"),
-            (", delivery: {give_up: {drop_queue_after: 0}}", "failures in a row"),
-            (", backoff: {policy: schedule}", "without delays"),
+        for (profile, extra, message) in [
+            ("mixpanel-ios", "", "expected one of aviary, segment-swift"),
+            ("posthog-ios@3.60.0", "", "posthog-ios@3.69 (tags 3.62.4 to 3.69.3), posthog-ios@3.57 (tags 3.0.0 to 3.57.4)"),
+            ("amplitude-kotlin@1.18", "", "amplitude-kotlin@1.30 (tags v1.20.5 to v1.30.1)"),
+            ("aviary@2", "", "aviary takes no version"),
+            ("aviary", ", delivery: {retry: soon}", "expected one of backoff, next_event, next_flush"),
+            ("aviary", ", delivery: {give_up: {drop_queue_after: 0}}", "failures in a row"),
+            ("aviary", ", backoff: {policy: schedule}", "without delays"),
         ] {
             #expect {
-                _ = try Self.settings(extra.isEmpty ? "mixpanel-ios" : "aviary", extra: extra)
+                _ = try Self.settings(profile, extra: extra)
             } throws: { error in
-                "\(error)".contains(message)
+                "\(error)".contains(message) && "\(error)".contains("client.profile") == extra.isEmpty
             }
         }
+        // A version names the release it falls in; the bare name is the newest.
+        #expect(try Self.settings("posthog-ios@3.65.1") == Self.settings("posthog-ios"))
+        #expect(try Self.settings("posthog-ios@3.0.0") == Self.settings("posthog-ios@3.57"))
+        #expect(try Self.settings("posthog-ios@3.57") != Self.settings("posthog-ios@3.69"))
     }
 
     // MARK: - Profiles in a fleet
 
-    /// Every profile through a collector that refuses nearly everything (503) for a day and a half: each
+    /// Every release through a collector that refuses nearly everything (503) for a day and a half: each
     /// run balances, losses land in their named buckets and add up to the events dropped, and
     /// `delivery.csv` has a row per profile.
     @Test func everyProfileBalancesInAFleetAndItsLossesAreNamed() throws {
-        let policies = SDKProfile.allCases.map { "  - {label: \($0.rawValue), profile: \($0.rawValue)}" }.joined(separator: "\n")
+        let releases = SDKProfile.allCases.flatMap(\.releases).map(\.name)
+        let policies = releases.map { "  - {label: \($0), profile: \($0)}" }.joined(separator: "\n")
         let yaml = """
             name: profiles-fleet
             seed: 9
@@ -309,7 +400,7 @@ struct SDKProfileTests {
             \(policies)
             """
         let results = LoadTest(scenario: try Scenario(yaml: yaml, file: "profiles-fleet")).run()
-        #expect(results.count == SDKProfile.allCases.count)
+        #expect(results.count == releases.count)
         var lost: [String: FleetMetrics.Losses] = [:]
         for result in results {
             let m = try #require(result.simulation.runs.first).metrics
@@ -317,16 +408,18 @@ struct SDKProfileTests {
             #expect(m.eventsDropped == m.losses.overflow + m.losses.refused + m.losses.givenUp + m.losses.crashed, "\(result.policy): every loss has a reason")
             lost[result.policy] = m.losses
         }
-        // A day of 503s empties PostHog's queue; the others keep theirs (Snowplow's store and
-        // PostHog's cap at 1,000 events drop the oldest beyond it).
-        #expect(lost["posthog-ios"]!.givenUp > 0)
-        for profile in ["aviary", "segment-swift", "segment-kotlin", "amplitude-swift", "amplitude-kotlin", "snowplow-ios", "snowplow-android"] {
+        // 503s empty PostHog 3.69's queue and delete 3.57's batches; the others keep theirs
+        // (Snowplow's store and PostHog's cap at 1,000 events drop the oldest beyond it).
+        #expect(lost["posthog-ios@3.69"]!.givenUp > 0)
+        #expect(lost["posthog-ios@3.57"]!.givenUp == 0)
+        #expect(lost["posthog-ios@3.57"]!.refused > 0)
+        for profile in releases where !profile.hasPrefix("posthog-ios") {
             #expect(lost[profile]!.givenUp == 0, "\(profile) never gives up")
         }
         let runs = results.flatMap { result in result.simulation.runs.map { (scenario: result.simulation.scenario, policy: result.policy, replicate: $0.replicate, metrics: $0.metrics) } }
         let table = DeliveryReport.summary(runs)
-        #expect(table.rows.count == SDKProfile.allCases.count)
+        #expect(table.rows.count == releases.count)
         let timeseries = DeliveryReport.timeseries(runs)
-        #expect(timeseries.rows.count == SDKProfile.allCases.count * 36)
+        #expect(timeseries.rows.count == releases.count * 36)
     }
 }

@@ -107,7 +107,7 @@ public struct FleetSimulation: Sendable {
         case .none: .none
         case .fixed: .fixed(client.backoff.base)
         case .exponential: .exponential(base: client.backoff.base, multiplier: client.backoff.multiplier, cap: client.backoff.cap, jitter: jitter)
-        case .schedule: .schedule(client.backoff.delays, spread: client.backoff.spread)
+        case .schedule: .schedule(client.backoff.delays, spread: client.backoff.spread, cycles: client.backoff.cycles)
         case .linear: .linear(step: client.backoff.base, cap: client.backoff.cap)
         }
         let settings = EngineSettings(

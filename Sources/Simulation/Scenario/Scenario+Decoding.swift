@@ -367,17 +367,22 @@ extension Scenario {
         try r.requireKeys(allowed: extraKeys + ["style", "batch_size", "flush_interval", "backoff", "honour_retry_after", "queue_capacity", "overflow", "data_ttl", "request_timeout", "decision_timeout", "first_view_wait", "background_sync", "persist_every", "decision_cache", "decision_sessions", "remote_config", "event_delivery", "connections", "wire", "profile", "delivery"])
         // A profile is the base the other keys change.
         if let x = r.optional("profile") {
-            let name = try x.text
-            guard let profile = SDKProfile(rawValue: name) else {
-                throw x.error("is '\(name)'; expected one of \(SDKProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+            let text = try x.text
+            let parts = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let profile = SDKProfile(rawValue: String(parts[0])) else {
+                throw x.error("is '\(text)'; expected one of \(SDKProfile.allCases.map(\.rawValue).joined(separator: ", ")), optionally with @VERSION")
             }
-            profile.apply(to: &client)
+            let version = parts.count > 1 ? String(parts[1]) : nil
+            guard let release = profile.release(version) else {
+                throw x.error("is '\(text)'; \(profile.unknownVersion(version ?? ""))")
+            }
+            release.apply(to: &client)
         }
         if let x = r.optional("style") { client.style = try x.choice(["myna": .myna, "conductrics": .conductrics, "vwo": .vwo, "remote_config": .remoteConfig]) }
         if let x = r.optional("batch_size") { client.batchSize = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("flush_interval") { client.flushInterval = try x.duration() }
         if let b = r.optional("backoff") {
-            try b.requireKeys(allowed: ["policy", "base", "multiplier", "cap", "jitter", "delays", "spread"])
+            try b.requireKeys(allowed: ["policy", "base", "multiplier", "cap", "jitter", "delays", "spread", "cycle"])
             if let x = b.optional("policy") {
                 client.backoff.policy = try x.choice(["none": .none, "fixed": .fixed, "exponential": .exponential, "schedule": .schedule, "linear": .linear])
             }
@@ -386,6 +391,7 @@ extension Scenario {
                 guard !client.backoff.delays.isEmpty else { throw x.error("is empty; expected the waits after the first, second… failure, e.g. [1s, 8s, 32s]") }
             }
             if let x = b.optional("spread") { client.backoff.spread = try x.number(in: 0...1, "a fraction in [0, 1]") }
+            if let x = b.optional("cycle") { client.backoff.cycles = try x.boolean() }
             if client.backoff.policy == .schedule, client.backoff.delays.isEmpty {
                 throw b.error("has policy schedule without delays; expected delays, e.g. [1s, 8s, 32s, 128s, 300s]", at: "delays")
             }
@@ -428,7 +434,7 @@ extension Scenario {
         if let x = r.optional("refused_statuses") {
             delivery.refusedStatuses = Set(try x.elements(atMost: 500, "statuses").map { item throws(ScenarioError) in try item.integer(in: 400...599, "an HTTP status, 400 to 599") })
         }
-        if let x = r.optional("too_large") { delivery.tooLarge = try x.choice(["refuse": .refuse, "split": .split]) }
+        if let x = r.optional("too_large") { delivery.tooLarge = try x.choice(["refuse": .refuse, "split": .split, "halve": .halve]) }
         if let x = r.optional("give_up") {
             if x.isMapping {
                 try x.requireKeys(allowed: ["drop_queue_after", "drop_queue_after_refusals_for", "offline_after"])

@@ -1,9 +1,9 @@
 import ClientEngine
 
 /// A vendor's mobile SDK event pipeline as `client.profile` names it: its flush triggers,
-/// request limits, queue, retries and give-up rules, read from the SDK's own code (the README's
-/// profile table gives the version and the files for each figure). Keys beside `profile` in a
-/// scenario's `client` override any of them.
+/// request limits, queue, retries and give-up rules, read from the SDK's tagged releases (see
+/// ``releases``; each setting below cites its repository, tag, file and symbol). Keys beside
+/// `profile` in a scenario's `client` override any of them.
 ///
 /// `Sendable`: a plain value.
 public enum SDKProfile: String, Sendable, CaseIterable {
@@ -27,84 +27,146 @@ public enum SDKProfile: String, Sendable, CaseIterable {
         case .posthogIOS: .vendor("posthog")
         }
     }
+}
 
-    /// Sets `client` to the SDK's pipeline, keeping the style, timeouts and everything an SDK
-    /// does not decide.
+extension SDKRelease {
+    /// Sets `client` to the release's pipeline, keeping the style, timeouts and everything an
+    /// SDK does not decide.
     func apply(to client: inout Scenario.Client) {
-        client.profile = rawValue
-        guard self != .aviary else { return }
-        client.wire = wire
+        client.profile = name
+        guard profile != .aviary else { return }
+        client.wire = profile.wire
         var delivery = DeliveryPolicy()
         // Events on disk with no cap: the queue is as large as a scenario allows.
         let unbounded = Scenario.Limits.count.upperBound
-        switch self {
+        switch profile {
         case .aviary:
             return
         case .segmentSwift, .segmentKotlin:
-            // Default (legacy) mode: the opt-in retry system (httpConfig) is not modelled.
+            // segmentio/analytics-swift 1.10.0 Sources/Segment/Configuration.swift and
+            // analytics-kotlin 1.25.0 core/.../Configuration.kt: `flushAt` 20, `flushInterval` 30.
             client.batchSize = 20
             client.flushInterval = 30
+            // Swift Sources/Segment/Utilities/Storage/Storage.swift `MAXFILESIZE`, Kotlin
+            // core/.../utilities/EventsFileManager.kt `MAX_FILE_SIZE`: 475,000 B a file.
             delivery.maxBatchBytes = 475_000
             client.queueCapacity = unbounded
             client.overflowDropsOldest = true
-            // A failed batch file stays on disk and goes again at the next flush.
+            // Default (legacy) mode, without the workspace's `httpConfig`: a failed file stays on
+            // disk for the next flush (Swift Sources/Segment/Plugins/SegmentDestination.swift
+            // `flushFiles`; Kotlin core/.../platform/EventPipeline.kt `handleUploadException`),
+            // and nothing reads Retry-After.
             delivery.retry = .nextFlush
             client.honourRetryAfter = false
-            // Swift deletes a batch only on a 400; Kotlin on every 4xx but 429.
-            delivery.refusedStatuses = self == .segmentSwift ? [400] : Set((400...499).filter { $0 != 429 })
+            // Swift Sources/Segment/Utilities/Networking/HTTPClient.swift
+            // `shouldDropBatch(forStatusCode:)`: only a 400; Kotlin
+            // core/.../retry/RetryStateMachine.kt `shouldDeleteBatch`: every 4xx but 429.
+            delivery.refusedStatuses = profile == .segmentSwift ? [400] : Set((400...499).filter { $0 != 429 })
         case .amplitudeSwift:
+            // amplitude/Amplitude-Swift v1.18.6 Sources/Amplitude/Constants.swift
+            // `FLUSH_QUEUE_SIZE` 30, `FLUSH_INTERVAL_MILLIS` 30 s.
             client.batchSize = 30
             client.flushInterval = 30
+            // Sources/Amplitude/Storages/PersistentStorage.swift `MAX_FILE_SIZE`.
             delivery.maxBatchBytes = 975_000
             client.queueCapacity = unbounded
-            // min(60, 2^(n-1)) s, no jitter; Retry-After is never read.
+            // Sources/Amplitude/Utilities/EventPipeline.swift `sendNextEventFile`:
+            // `min(MAX_RETRY_INTERVAL, pow(2, failures - 1))`, no jitter, no Retry-After.
             client.backoff = Scenario.Backoff(policy: .exponential, base: 1, multiplier: 2, cap: 60, jitter: .none)
             client.honourRetryAfter = false
-            // 400 and 413 are handled (dropped, split); everything else counts as a failure.
+            // Sources/Amplitude/Utilities/PersistentStorageResponseHandler.swift `handle(result:)`:
+            // a 413 splits the file (a lone event is removed). A 400 drops only the events the
+            // collector lists (`handleBadRequestResponse`); until that is modelled, a 400 stands
+            // for a collector that lists them all.
             delivery.refusedStatuses = [400]
             delivery.tooLarge = .split
-            // Offline once failures exceed flushMaxRetries (6), until the network comes back.
+            // EventPipeline.swift `sendNextEventFile`: offline once `failures >
+            // flushMaxRetries` (`FLUSH_MAX_RETRIES` 6), until NetworkConnectivityCheckerPlugin
+            // sees a satisfied path.
             delivery.giveUp = .goOffline(afterFailures: 7)
         case .amplitudeKotlin:
+            // amplitude/Amplitude-Kotlin v1.30.1 analytics-core/.../core/Configuration.kt
+            // `FLUSH_QUEUE_SIZE` 30, `FLUSH_INTERVAL_MILLIS` 30 s; .../utilities/EventsFileManager.kt
+            // `MAX_FILE_SIZE`.
             client.batchSize = 30
             client.flushInterval = 30
             delivery.maxBatchBytes = 975_000
             client.queueCapacity = unbounded
-            client.backoff = Scenario.Backoff(policy: .schedule, base: 1, multiplier: 1, cap: 300, jitter: .none, delays: [1, 8, 32, 128, 300], spread: 0.5)
+            // .../utilities/ExponentialBackoffRetryHandler.kt `exponentialBackOffDelayInMs`
+            // (1 s × 2^attempt while `attempt < maxRetryAttempt`, `FLUSH_MAX_RETRIES` 5) and
+            // `maxDelayInMs` (min(60 s, 1 s × 2^6)); .../platform/EventPipeline.kt `upload`
+            // waits that on `MAX_RETRY_ATTEMPT_SIG`, then `reset()`s: the waits go round, unjittered.
+            client.backoff = Scenario.Backoff(policy: .schedule, base: 1, multiplier: 1, cap: 60, jitter: .none, delays: [1, 2, 4, 8, 16, 60], cycles: true)
+            // .../utilities/FileResponseHandler.kt `handleTooManyRequestsResponse` only releases
+            // the file: a 429 is an ordinary failure, and Retry-After is never read.
             client.honourRetryAfter = false
+            // FileResponseHandler.kt `handleBadRequestResponse` drops the listed events and
+            // retries a JSON 400 listing none; a 400 stands for a collector listing them all
+            // until that is modelled. `handlePayloadTooLargeResponse` splits the file.
             delivery.refusedStatuses = [400]
             delivery.tooLarge = .split
-            delivery.throttleWait = 30
         case .snowplowIOS, .snowplowAndroid:
-            // Sent as soon as an event waits, up to 25 events and 40,000 bytes a request.
+            // snowplow/snowplow-ios-tracker 6.2.5 Sources/Snowplow/Emitter/EmitterDefaults.swift
+            // and snowplow-android-tracker 6.3.2 .../core/emitter/EmitterDefaults.kt:
+            // `bufferOption` single (send as soon as an event waits), `emitRange` 25,
+            // `byteLimitPost` 40,000, `maxEventStoreSize` 1,000 (the oldest go first).
             client.batchSize = 1
+            // iOS Sources/Core/TrackerConstants.swift `kSPDefaultBufferTimeout`; Android has no
+            // timer, and with a batch of one the interval never decides a send.
             client.flushInterval = 60
             delivery.maxBatchEvents = 25
             delivery.maxBatchBytes = 40_000
             client.queueCapacity = 1000
             client.overflowDropsOldest = true
             client.honourRetryAfter = false
+            // iOS Sources/Snowplow/Network/RequestResult.swift, Android .../network/RequestResult.kt
+            // `shouldRetry`: `dontRetryStatusCodes`.
             delivery.refusedStatuses = [400, 401, 403, 410, 422]
-            if self == .snowplowIOS {
-                // Stops for 5 s after a round of failures, then sends at the next trigger.
+            if profile == .snowplowIOS {
+                // Sources/Core/Emitter/Emitter.swift `scheduleStopSending`: 5 s after a round of
+                // failures, then the next trigger.
                 client.backoff = Scenario.Backoff(policy: .fixed, base: 5, multiplier: 1, cap: 5, jitter: .none)
             } else {
-                // The emitter loop stops until the next event.
+                // .../core/emitter/Emitter.kt "Emitter loop stopping: failures": until the next event.
                 delivery.retry = .nextEvent
             }
         case .posthogIOS:
+            // PostHog/posthog-ios PostHog/PostHogConfig.swift `Defaults` (3.57.4 and 3.69.3):
+            // `flushAt` 20, `flushIntervalSeconds` 30, `maxBatchSize` 50, `maxQueueSize` 1,000;
+            // PostHogQueue.swift `add` deletes the oldest when full.
             client.batchSize = 20
             client.flushInterval = 30
             delivery.maxBatchEvents = 50
             client.queueCapacity = 1000
             client.overflowDropsOldest = true
-            // max(min(n × retryDelay, maxRetryDelay), Retry-After); 1 s and 30 s are assumed
-            // (the defaults were not in the code read).
-            client.backoff = Scenario.Backoff(policy: .linear, base: 1, multiplier: 1, cap: 30, jitter: .none)
-            client.honourRetryAfter = true
-            delivery.tooLarge = .split
-            // The whole queue goes after a day of 5xx and 429 answers (maxRetryWindowSeconds).
-            delivery.giveUp = .dropQueueAfterStreak(seconds: 86_400)
+            if version == "3.57" {
+                // 3.57.4 PostHog/PostHogQueue.swift `handleResult`: `300 ... 399 ~= statusCode ||
+                // statusCode == -1` retries; every other answer (413, 429, 5xx) pops the batch,
+                // and the queue is never dropped.
+                delivery.refusedStatuses = Set(400...599)
+                delivery.tooLarge = .refuse
+                // `min(retryCount * retryDelay, maxRetryDelay)` with PostHog/PostHogSDK.swift
+                // `retryDelay` 5.0 and `maxRetryDelay` 30.0; no Retry-After before 3.62.4.
+                client.backoff = Scenario.Backoff(policy: .linear, base: 5, multiplier: 1, cap: 30, jitter: .none)
+                client.honourRetryAfter = false
+            } else {
+                // 3.69.3 PostHog/QueueEndpoint+Factories.swift `isEventsRetriableStatusCode`:
+                // 408, 429, 500, 502, 503, 504 (and 3xx) are retried; every other status pops
+                // the batch, 501 and 505–599 included (413 is halved below).
+                delivery.refusedStatuses = Set(400...599).subtracting([408, 429, 500, 502, 503, 504])
+                // PostHogQueue.swift `handleResult`: `max(min(newCount * retryDelay,
+                // maxRetryDelay), result.retryAfter ?? 0)`, PostHogSDK.swift `retryDelay` 1.0,
+                // `maxRetryDelay` 30.0; Retry-After uncapped.
+                client.backoff = Scenario.Backoff(policy: .linear, base: 1, multiplier: 1, cap: 30, jitter: .none)
+                client.honourRetryAfter = true
+                // `handleResult`: a 413 halves the batch (`BatchLimits.halve`) and counts as a
+                // retry; at one record the batch is dropped.
+                delivery.tooLarge = .halve
+                // `handleResult`: `dropAllQueuedRecords` once `retryCount > config.maxRetries`
+                // (PostHogConfig.swift `maxRetries` 3), network errors included; `retryCount`
+                // lives in memory, so a relaunch (a crash, an upgrade) starts it again.
+                delivery.giveUp = .dropQueue(afterFailures: 4)
+            }
         }
         client.delivery = delivery
     }

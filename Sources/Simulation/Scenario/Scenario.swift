@@ -229,10 +229,13 @@ public struct Scenario: Sendable {
         public var multiplier: Double
         public var cap: Double
         public var jitter: Jitter
-        /// `schedule`: the waits after the first, second… failure (the last repeats).
+        /// `schedule`: the waits after the first, second… failure (the last repeats, unless
+        /// `cycles`).
         public var delays: [Double] = []
         /// `schedule`: each wait is scaled by a uniform factor in [1 − spread, 1 + spread].
         public var spread = 0.0
+        /// `schedule`: after the last wait, start again from the first instead of repeating it.
+        public var cycles = false
     }
 
     /// Connectivity, latency, loss and scheduled faults.
