@@ -6,7 +6,8 @@ import Synchronization
 /// A TCP proxy in front of the server that applies a scenario's network faults for real:
 /// during a refusing outage its listener is closed (connections are refused and open ones
 /// reset); during a hanging outage it accepts but forwards nothing, so requests time out;
-/// outside outages it delays each chunk by half a round trip and loses a chunk (hanging its
+/// during a status outage it answers each connection's first request with the status itself
+/// and closes it, the server never seeing the request; outside outages it delays each chunk by half a round trip and loses a chunk (hanging its
 /// connection until the client gives up) with the scenario's loss probability.
 ///
 /// Each route is one listening port with its own fault windows: route 0 carries the
@@ -22,12 +23,21 @@ public final class FaultProxy: Sendable {
         public var end: Double
         /// Hang (accept, forward nothing) rather than refuse.
         public var hangs: Bool
+        /// Answer with this HTTP status (and `Retry-After: retryAfter`, if given) rather than
+        /// refuse.
+        public var status: Int?
+        public var retryAfter: Double?
 
-        public init(start: Double, end: Double, hangs: Bool) {
+        public init(start: Double, end: Double, hangs: Bool, status: Int? = nil, retryAfter: Double? = nil) {
             self.start = start
             self.end = end
             self.hangs = hangs
+            self.status = status
+            self.retryAfter = retryAfter
         }
+
+        /// Whether the listener is closed in this window.
+        var refuses: Bool { !hangs && status == nil }
     }
 
     /// What the proxy does outside fault windows.
@@ -67,8 +77,8 @@ public final class FaultProxy: Sendable {
     ///   - routes: Each route's fault windows.
     ///   - clock: Wall-clock seconds since the run began, the windows' time scale.
     ///   - sockets: Listening sockets to serve the routes on (made in a network namespace, say)
-    ///     instead of free loopback ports; their routes' windows must be empty, since a
-    ///     listener of someone else's cannot be closed and made again.
+    ///     instead of free loopback ports; their routes' windows must not refuse (status
+    ///     windows only), since a listener of someone else's cannot be closed and made again.
     public init(
         upstreamHost: String, upstreamPort: Int, routes windows: [[Window]], link: Link, group: any EventLoopGroup,
         sockets: [(descriptor: Int32, port: Int)]? = nil, clock: @escaping @Sendable () -> Double
@@ -117,7 +127,7 @@ public final class FaultProxy: Sendable {
             let now = elapsed
             let count = routes.withLock { $0.count }
             for route in 0..<count {
-                let refusing = window(route: route, at: now).map { !$0.hangs } ?? false
+                let refusing = window(route: route, at: now)?.refuses ?? false
                 let (listener, connections) = routes.withLock { ($0[route].listener, Array($0[route].connections.values)) }
                 if refusing, let listener {
                     routes.withLock { $0[route].listener = nil }
@@ -163,7 +173,7 @@ public final class FaultProxy: Sendable {
         routes.withLock { $0[route].connections[key] = inbound }
         inbound.closeFuture.whenComplete { [self] _ in _ = routes.withLock { $0[route].connections.removeValue(forKey: key) } }
         let faults: @Sendable () -> Window? = { [self] in window(route: route, at: elapsed) }
-        let toServer = Relay(link: link, faults: faults)
+        let toServer = Relay(link: link, faults: faults, answers: true)
         return inbound.pipeline.addHandler(toServer).flatMap { [self] in
             ClientBootstrap(group: inbound.eventLoop)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -191,11 +201,14 @@ private final class Relay: ChannelInboundHandler, @unchecked Sendable {
     var releaseAt = NIODeadline.uptimeNanoseconds(0)
     var hung = false
     var pending: [ByteBuffer] = []
+    /// Whether this side reads the client's requests, and so answers them in a status window.
+    let answers: Bool
 
-    init(link: FaultProxy.Link, faults: @escaping @Sendable () -> FaultProxy.Window?, peer: (any Channel)? = nil) {
+    init(link: FaultProxy.Link, faults: @escaping @Sendable () -> FaultProxy.Window?, peer: (any Channel)? = nil, answers: Bool = false) {
         self.link = link
         self.faults = faults
         self.peer = peer
+        self.answers = answers
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -204,6 +217,16 @@ private final class Relay: ChannelInboundHandler, @unchecked Sendable {
         if let window = faults(), window.hangs {
             // The server does not answer: the client times out and closes the connection.
             hung = true
+            return
+        }
+        if answers, let window = faults(), let status = window.status {
+            // The collector is up but refuses: one answer, then the connection closes, so a
+            // kept-alive connection does not carry the next request past the window.
+            let retryAfter = window.retryAfter.map { "Retry-After: \(Int($0.rounded(.up)))\r\n" } ?? ""
+            let head = "HTTP/1.1 \(status) Outage\r\n\(retryAfter)Content-Length: 0\r\nConnection: close\r\n\r\n"
+            hung = true
+            let channel = context.channel
+            channel.writeAndFlush(channel.allocator.buffer(string: head)).whenComplete { _ in channel.close(promise: nil) }
             return
         }
         if link.loss > 0, Double.random(in: 0..<1) < link.loss {

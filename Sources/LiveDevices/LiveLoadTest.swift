@@ -163,7 +163,9 @@ public struct LiveLoadTest: Sendable {
         // The network between them: the scenario's faults, applied by a proxy.
         let network = scenario.network
         let speedup = options.speedup
-        let outages = network.outages.map { FaultProxy.Window(start: $0.start / speedup, end: $0.end / speedup, hangs: $0.timesOut) }
+        let outages = network.outages.map {
+            FaultProxy.Window(start: $0.start / speedup, end: $0.end / speedup, hangs: $0.timesOut, status: $0.status, retryAfter: $0.retryAfter.map { $0 / speedup })
+        }
         let routes = [outages] + network.partitions.map { outages + [FaultProxy.Window(start: $0.start / speedup, end: $0.end / speedup, hangs: false)] }
         let latency = network.latency
         let delays = DelaySampler(latency, seed: StreamSeed(scenario.seed).derive("live-latency"), scale: 0.5 / speedup)
@@ -173,10 +175,11 @@ public struct LiveLoadTest: Sendable {
         let proxy: FaultProxy
         do {
             if let namespace {
-                // The kernel applies the faults; the proxy, inside the namespace, only delays.
+                // The kernel applies the faults; the proxy, inside the namespace, only delays,
+                // and answers for the collector in a status outage (its listener stays open).
                 let sockets = try routes.indices.map { _ throws(Failure) in try namespace.listeningSocket() }
                 proxy = try await FaultProxy(
-                    upstreamHost: upstream.host, upstreamPort: upstream.port, routes: routes.map { _ in [] }, link: .init(delay: delay),
+                    upstreamHost: upstream.host, upstreamPort: upstream.port, routes: routes.map { $0.filter { $0.status != nil } }, link: .init(delay: delay),
                     group: group, sockets: sockets
                 ) { clock.wallSeconds }
             } else {
@@ -329,7 +332,7 @@ public struct LiveLoadTest: Sendable {
     /// Returns what could not be applied (each also said on stderr at once).
     private static func applyFaults(_ network: Scenario.Network, ports: [Int], in namespace: NetworkNamespace, clock: ScenarioClock) async -> [String] {
         var changes: [(time: Double, apply: () throws -> Void)] = []
-        for outage in network.outages {
+        for outage in network.outages where outage.status == nil {
             if outage.timesOut {
                 changes.append((outage.start, { try namespace.setBlackhole(true) }))
                 changes.append((outage.end, { try namespace.setBlackhole(false) }))

@@ -120,6 +120,32 @@ struct HTTPTransportTests {
         }
     }
 
+    @Test func theProxyAnswersForTheServerInAStatusWindow() async throws {
+        try await Self.withServer { _, port, client in
+            let start = Date()
+            // Answered 503 with Retry-After in [0, 1), forwarded after.
+            let proxy = try await FaultProxy(
+                upstreamHost: "127.0.0.1", upstreamPort: port,
+                routes: [[.init(start: 0, end: 1, hangs: false, status: 503, retryAfter: 30)]],
+                link: .init(), group: MultiThreadedEventLoopGroup.singleton
+            ) { Date().timeIntervalSince(start) }
+            let transport = HTTPTransport(baseURL: "http://127.0.0.1:\(proxy.ports[0])", client: client, timeout: 0.5, defaults: Self.defaults)
+            try await Task.sleep(for: .milliseconds(200))
+            let answered = await transport.send(Request(id: RequestID(1), kind: .fetchExperiments))
+            try await Task.sleep(until: .now + .seconds(1.1 - Date().timeIntervalSince(start)))
+            let forwarded = await transport.send(Request(id: RequestID(2), kind: .fetchExperiments))
+            await proxy.stop()
+            guard case .rejected(status: 503, retryAfter: 30) = answered else {
+                Issue.record("expected the window's 503 with Retry-After: 30, got \(answered)")
+                return
+            }
+            guard case .experimentData = forwarded else {
+                Issue.record("expected data after the window, got \(forwarded)")
+                return
+            }
+        }
+    }
+
     @Test func anEngineDriverSyncsThroughTheTransport() async throws {
         try await Self.withServer { service, port, client in
             let transport = HTTPTransport(baseURL: "http://127.0.0.1:\(port)", client: client, timeout: 5, defaults: Self.defaults)

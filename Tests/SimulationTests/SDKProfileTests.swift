@@ -379,12 +379,13 @@ struct SDKProfileTests {
     /// Every release through a collector that refuses nearly everything (503) for a day and a half: each
     /// run balances, losses land in their named buckets and add up to the events dropped, and
     /// `delivery.csv` has a row per profile.
-    @Test func everyProfileBalancesInAFleetAndItsLossesAreNamed() throws {
-        let releases = SDKProfile.allCases.flatMap(\.releases).map(\.name)
+    /// A 36-hour load test of 20 busy devices with one policy per release in `releases`, over
+    /// a 100 ms network with `faults` (YAML under `network:`) and the `server` section given.
+    static func fleet(_ name: String, seed: Int, releases: [String], faults: String = "", server: String = "") throws -> Scenario {
         let policies = releases.map { "  - {label: \($0), profile: \($0)}" }.joined(separator: "\n")
         let yaml = """
-            name: profiles-fleet
-            seed: 9
+            name: \(name)
+            seed: \(seed)
             replicates: 1
             horizon: 36h
             timestep: 1h
@@ -393,13 +394,22 @@ struct SDKProfileTests {
             client: {request_timeout: 30s}
             network:
               latency: {distribution: constant, value: 100ms}
-            server:
-              update: {every: 1h}
-              capacity: {events_per_second: 0.01, reject_status: 503, retry_after: false, max_backlog: 1s}
+            \(faults)
+            \(server)
             policies:
             \(policies)
             """
-        let results = LoadTest(scenario: try Scenario(yaml: yaml, file: "profiles-fleet")).run()
+        return try Scenario(yaml: yaml, file: name)
+    }
+
+    @Test func everyProfileBalancesInAFleetAndItsLossesAreNamed() throws {
+        let releases = SDKProfile.allCases.flatMap(\.releases).map(\.name)
+        let server = """
+            server:
+              update: {every: 1h}
+              capacity: {events_per_second: 0.01, reject_status: 503, retry_after: false, max_backlog: 1s}
+            """
+        let results = LoadTest(scenario: try Self.fleet("profiles-fleet", seed: 9, releases: releases, server: server)).run()
         #expect(results.count == releases.count)
         var lost: [String: FleetMetrics.Losses] = [:]
         for result in results {

@@ -100,9 +100,34 @@ extension FleetReplicate {
             if Style.countsLostRequestsAsTimeouts { metrics.timeouts += 1 }
             fate = .unanswered
         case .delivered(let arrival, let latency, let replyLost):
-            fate = serve(request, from: d, arrival: arrival, latency: latency, replyLost: replyLost, at: now)
+            if let outage = answeringOutage(at: arrival) {
+                fate = answer(request, from: d, outage: outage, latency: latency, replyLost: replyLost, at: now)
+            } else {
+                fate = serve(request, from: d, arrival: arrival, latency: latency, replyLost: replyLost, at: now)
+            }
         }
         return fate
+    }
+
+    /// The status outage under way at `time`, if any: the collector answers instead of serving.
+    @inline(__always)
+    private func answeringOutage(at time: Double) -> Scenario.Outage? {
+        for outage in scenario.network.outages where outage.status != nil && outage.start <= time && time < outage.end { return outage }
+        return nil
+    }
+
+    /// A collector in a status outage answers `request` with the outage's status at its door;
+    /// the server behind it never sees the request. The answer crosses the network as any other.
+    private mutating func answer(_ request: Style.Request, from d: Int, outage: Scenario.Outage, latency: Double, replyLost: Bool, at now: Double) -> Carried<Style.Reply> {
+        metrics.rejectedRequests += 1
+        if replyLost {
+            if Style.countsLostRequestsAsTimeouts { metrics.timeouts += 1 }
+            return .unanswered
+        }
+        if let reply = Style.answer(for: request, status: outage.status!, retryAfter: outage.retryAfter) {
+            schedule(reply: reply, for: request, to: d, at: now + latency)
+        }
+        return .turnedAway
     }
 
     /// The server's half: it answers at once, or puts the events the request carries through
@@ -155,8 +180,8 @@ extension FleetReplicate {
         return (requestLost, replyLost, latency)
     }
 
-    /// Whether device `d` can reach the server at `now`: online, outside every outage and
-    /// outside every partition that holds it.
+    /// Whether device `d` can reach the server at `now`: online, outside every outage that
+    /// refuses or swallows requests, and outside every partition that holds it.
     ///
     /// Always inlined: called from a mutating context, a borrowing call copies the whole
     /// replicate (1.4 KB) to pass it.
@@ -164,7 +189,8 @@ extension FleetReplicate {
     func reachable(_ d: Int, at now: Double) -> Bool {
         guard devices[d].online else { return false }
         let network = scenario.network
-        for outage in network.outages where outage.start <= now && now < outage.end { return false }
+        // A collector that answers with a status is reachable; it refuses once reached.
+        for outage in network.outages where outage.status == nil && outage.start <= now && now < outage.end { return false }
         for (index, partition) in network.partitions.enumerated() where partition.start <= now && now < partition.end {
             if inPartition(d, index, fraction: partition.fraction) { return false }
         }

@@ -50,7 +50,8 @@ enum ChartTables {
         var table = CSVTable(columns: ["scenario", "kind", "start_hours", "end_hours", "fraction"])
         for scenario in scenarios {
             for outage in scenario.network.outages {
-                table.append([.text(scenario.name), .text(outage.timesOut ? "outage (requests time out)" : "outage (requests fail)"),
+                let kind = outage.status.map { "outage (requests answered \($0))" } ?? (outage.timesOut ? "outage (requests time out)" : "outage (requests fail)")
+                table.append([.text(scenario.name), .text(kind),
                               .decimal(outage.start / 3600, places: 4), .decimal(outage.end / 3600, places: 4), .number(1)])
             }
             for partition in scenario.network.partitions {

@@ -53,7 +53,8 @@ public struct FleetMetrics: Sendable, Codable {
     public package(set) var offeredEvents = 0
     /// Events the server ingested for the first time.
     public package(set) var acceptedEvents = 0
-    /// Requests the server turned away for lack of capacity.
+    /// Requests the server turned away for lack of capacity, or answered with an error status
+    /// in a status outage.
     public package(set) var rejectedRequests = 0
     /// The most events the server held unprocessed at once.
     public package(set) var peakServerBacklog = 0.0

@@ -472,10 +472,10 @@ extension Scenario {
         if let x = r.optional("loss") { network.loss = try x.number(in: 0...1, "a probability in [0, 1]") }
         if let list = r.optional("outages") {
             for o in try list.elements(atMost: Limits.scheduleEntries, "outages") {
-                try o.requireKeys(allowed: ["start", "end", "mode"])
+                try o.requireKeys(allowed: ["start", "end", "mode", "status", "retry_after"])
                 let start = try o.required("start", "a time").duration(), end = try o.required("end", "a time").duration()
                 guard end > start else { throw o.error("ends at \(format(end)) s, not after its start \(format(start)) s; expected end > start", at: "end") }
-                network.outages.append(Outage(start: start, end: end, timesOut: try o.optional("mode")?.choice(["fail": false, "timeout": true]) ?? false))
+                network.outages.append(try outage(o, start: start, end: end))
             }
         }
         if let list = r.optional("partitions") {
@@ -487,6 +487,23 @@ extension Scenario {
             }
         }
         return network
+    }
+
+    /// An outage's mode: `fail` (the default), `timeout`, or `status` with the status every
+    /// request is answered with and an optional `retry_after`, which belong to that mode only.
+    private static func outage(_ o: ScenarioReader, start: Double, end: Double) throws(ScenarioError) -> Outage {
+        enum Mode { case fail, timeout, status }
+        let mode = try o.optional("mode")?.choice(["fail": Mode.fail, "timeout": .timeout, "status": .status]) ?? .fail
+        guard mode == .status else {
+            for key in ["status", "retry_after"] where o.has(key) {
+                throw o.error("only goes with mode: status; this outage's mode is \(mode == .timeout ? "timeout" : "fail")", at: key)
+            }
+            return Outage(start: start, end: end, timesOut: mode == .timeout)
+        }
+        let expected = "an HTTP error status, 400 to 599"
+        let status = try o.required("status", expected).integer(in: 400...599, expected)
+        let retryAfter = try o.optional("retry_after")?.duration(atLeast: 0)
+        return Outage(start: start, end: end, timesOut: false, status: status, retryAfter: retryAfter)
     }
 
     private static func server(_ r: ScenarioReader?) throws(ScenarioError) -> Server {

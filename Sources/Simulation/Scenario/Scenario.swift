@@ -257,12 +257,18 @@ public struct Scenario: Sendable {
         }
     }
 
-    /// A server outage: every request in [start, end) fails at once (`fail`) or hangs until the
-    /// client's timeout (`timeout`).
+    /// A server outage: every request in [start, end) fails at once (`fail`), hangs until the
+    /// client's timeout (`timeout`), or is answered with an error status (`status`) by a
+    /// collector that is up but refuses (a maintenance page, an overloaded load balancer).
     public struct Outage: Sendable {
         public var start: Double
         public var end: Double
         public var timesOut: Bool
+        /// The status every request in the window is answered with (`mode: status`), or `nil`
+        /// when requests do not reach the collector at all.
+        public var status: Int? = nil
+        /// The `Retry-After` sent with ``status``, in seconds, or `nil` for none.
+        public var retryAfter: Double? = nil
     }
 
     /// A regional partition: a fraction of devices (chosen by hashing their id) cannot reach the

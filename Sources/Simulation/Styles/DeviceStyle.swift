@@ -121,6 +121,11 @@ package protocol DeviceStyle {
     /// it, or `nil` if the app learns of it at once.
     static func rejection(for request: Request, backlog: Double, capacity: Capacity) -> Reply?
 
+    /// The reply to a request answered with `status` (and `retryAfter` seconds, if given) by
+    /// a collector in a status outage, or `nil` if the app learns of it at once. By default,
+    /// the style's ``rejection(for:backlog:capacity:)`` with that status.
+    static func answer(for request: Request, status: Int, retryAfter: Double?) -> Reply?
+
     /// Orders a device's replies due at the same time; asked once per reply scheduled.
     static func replyOrder(for request: Request, client: inout Client) -> UInt8
 
@@ -183,7 +188,8 @@ package enum Carried<Reply> {
     case refused
     /// The server never had it and no answer will come.
     case unanswered
-    /// The server turned it away for lack of capacity.
+    /// The server turned it away for lack of capacity, or answered it with an error status
+    /// in a status outage.
     case turnedAway
     /// The server took it and answered `reply`, which reaches the device at `answerAt`
     /// (`nil` when the answer is lost).
@@ -326,6 +332,11 @@ extension DeviceStyle {
     @inline(__always)
     package static func prefetchHeapState(of client: UnsafeMutablePointer<Client>) {}
     package static func rejection(for request: Request, backlog: Double, capacity: Capacity) -> Reply? { nil }
+    package static func answer(for request: Request, status: Int, retryAfter: Double?) -> Reply? {
+        // A backlog as long as the wait makes the styles that send Retry-After send this one.
+        let door = Capacity(eventsPerSecond: 1, maxConcurrent: 0, maxBacklog: 0, rejectStatus: status, retryAfter: retryAfter != nil)
+        return rejection(for: request, backlog: retryAfter ?? 0, capacity: door)
+    }
     package static var countsLostRequestsAsTimeouts: Bool { true }
     package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {}
     package static func close(_ counters: Counters, into metrics: inout FleetMetrics) {

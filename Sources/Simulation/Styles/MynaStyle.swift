@@ -125,6 +125,10 @@ package enum MynaStyle: DeviceStyle {
         return Reply(id: request.id, response: .rejected(status: capacity.rejectStatus, retryAfter: retryAfter))
     }
 
+    package static func answer(for request: Request, status: Int, retryAfter: Double?) -> Reply? {
+        Reply(id: request.id, response: .rejected(status: status, retryAfter: retryAfter))
+    }
+
     @inline(__always)
     package static func replyOrder(for request: Request, client: inout Client) -> UInt8 {
         UInt8(truncatingIfNeeded: request.id.rawValue)
