@@ -197,7 +197,8 @@ struct EngineTrouble: Sendable {
     @usableFromInline var splitLimit: UInt16 = 0
     /// Sends wait for the next queued event (``DeliveryPolicy/RetryTiming/nextEvent``).
     @usableFromInline var waitsForEvent = false
-    /// Sends wait for connectivity to return (``DeliveryPolicy/GiveUp/goOffline(afterFailures:)``).
+    /// Sends wait for connectivity to return (``DeliveryPolicy/GiveUp/goOffline(afterFailures:onFirstUnreachable:)``);
+    /// in memory, so a relaunch forgets it.
     @usableFromInline var wentOffline = false
     /// When the server began answering this device's sends with retried statuses, for
     /// ``DeliveryPolicy/GiveUp/dropQueueAfterStreak(seconds:)``; NaN outside such a streak.

@@ -162,7 +162,13 @@ extension ClientEngine {
             lastError = "\(setAside.count) events refused permanently with status \(status)"
             clearSendFailures()
             return -.infinity
-        case .failed:
+        case .failed(let failure):
+            if failure == .unreachable, case .goOffline(_, onFirstUnreachable: true) = profile.settings.delivery.giveUp {
+                trouble.transientFailures.addSaturating(1)
+                if trouble.sendFailures < .max { trouble.sendFailures += 1 }
+                trouble.wentOffline = true
+                return .infinity
+            }
             return sendFailed(retryAfter: nil, at: now)
         case .experimentData, .payload:
             lastError = "experiment data answered an event batch"
@@ -237,7 +243,7 @@ extension ClientEngine {
             } else if now - trouble.streakStart >= seconds {
                 return giveUp(at: now, because: "\(Int(seconds)) s of refusals")
             }
-        case .goOffline(let failures) where trouble.sendFailures >= failures:
+        case .goOffline(let failures, _) where trouble.sendFailures >= failures:
             trouble.wentOffline = true
             return .infinity
         case .dropQueue, .goOffline:

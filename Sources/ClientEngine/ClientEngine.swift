@@ -414,7 +414,9 @@ extension ClientEngine {
     /// The app was killed and relaunched: requests in flight are forgotten (their responses will
     /// be ignored), backoff restarts, the queue is reloaded from the store (losing what it had
     /// not persisted, which the store counts) and sequence numbers continue from the store.
-    /// Cached data and assignments are kept. In offline mode the data fetch is due at once.
+    /// Cached data and assignments are kept, and a pipeline that went offline
+    /// (``DeliveryPolicy/GiveUp/goOffline(afterFailures:onFirstUnreachable:)``) starts online
+    /// again. In offline mode the data fetch is due at once.
     public mutating func restart(at now: Double) {
         _store.reopen()
         fetch.reset()
@@ -423,6 +425,7 @@ extension ClientEngine {
         eventsOffered = min(eventsOffered, _store.count)
         clearFetchFailures()
         clearSendFailures()
+        if !troubles.isEmpty, troubles[0].wentOffline { troubles[0].wentOffline = false }
         flushRequested = false
         if data == nil { fetchWantedAt = min(fetchWantedAt, now) }
     }

@@ -46,9 +46,14 @@ public struct DeliveryPolicy: Sendable, Hashable {
         /// the streak. No released SDK read does this (PostHog iOS's `maxRetryWindowSeconds`
         /// is in none of its tags); it stays for scenarios that ask for it.
         case dropQueueAfterStreak(seconds: Double)
-        /// After this many failed sends in a row, nothing is sent until connectivity returns
-        /// (Amplitude-Swift goes offline).
-        case goOffline(afterFailures: Int)
+        /// After this many failed sends in a row, nothing is sent until the device's network
+        /// changes (it goes offline and comes back) or the app relaunches
+        /// (``ClientEngine/restart(at:)``); a collector that recovers meanwhile is not noticed.
+        /// With `onFirstUnreachable`, a send that cannot reach the collector at all (refused,
+        /// no route, no network) goes offline at once, while a timeout or an error status
+        /// counts toward `afterFailures` (Amplitude-Swift: `HttpClient.upload` sets `offline` on
+        /// the first connectivity error, `EventPipeline` after `FLUSH_MAX_RETRIES` failures).
+        case goOffline(afterFailures: Int, onFirstUnreachable: Bool = false)
     }
 
     /// The most events one request carries, when more than ``EngineSettings/batchSize`` (which

@@ -129,6 +129,35 @@ struct SDKProfileTests {
         #expect(engine.queueDepth == 30)
     }
 
+    @Test func amplitudeSwiftGoesOfflineAtTheFirstUnreachableCollectorUntilTheNetworkChanges() throws {
+        // Amplitude-Swift v1.18.6 HttpClient.upload: NSURLErrorCannotConnectToHost (and
+        // CannotFindHost, NetworkConnectionLost, NotConnectedToInternet) sets `offline` at once.
+        var engine = try Self.engine("amplitude-swift", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 30, at: 1)
+        try Self.fail(&engine, with: .failed(.unreachable), at: 1)
+        #expect(Self.wake(&engine, at: 1) == Self.dataRefetch, "offline after one refused connection")
+        // The collector recovering is not noticed: nothing is sent a day later.
+        #expect(Self.nextRequest(&engine, at: 86_400) == nil)
+        // NetworkConnectivityCheckerPlugin clears it when the device's network comes back.
+        engine.connectivityChanged(isOnline: false, at: 90_000)
+        engine.connectivityChanged(isOnline: true, at: 90_001)
+        #expect(Self.batch(Self.nextRequest(&engine, at: 90_001)).count == 30)
+
+        // A timeout is an ordinary failure: backoff, not offline.
+        var timedOut = try Self.engine("amplitude-swift", extra: ", data_ttl: 100d")
+        Self.queue(&timedOut, 30, at: 1)
+        try Self.fail(&timedOut, with: .failed(.timeout), at: 1)
+        #expect(Self.wake(&timedOut, at: 1) == 2)
+
+        // The flag lives in memory: a relaunch (the Configuration's `offline: false`) clears it.
+        var relaunched = try Self.engine("amplitude-swift", extra: ", data_ttl: 100d")
+        Self.queue(&relaunched, 30, at: 1)
+        try Self.fail(&relaunched, with: .failed(.unreachable), at: 1)
+        #expect(Self.nextRequest(&relaunched, at: 1_000) == nil)
+        relaunched.restart(at: 1_000)
+        #expect(Self.batch(Self.nextRequest(&relaunched, at: 1_000)).count == 30)
+    }
+
     @Test func amplitudeSplitsATooLargeBatchInHalfAndDropsASingleEvent() throws {
         var engine = try Self.engine("amplitude-swift", extra: ", data_ttl: 100d")
         Self.queue(&engine, 30, at: 1)

@@ -81,9 +81,12 @@ extension SDKRelease {
             delivery.refusedStatuses = [400]
             delivery.tooLarge = .split
             // EventPipeline.swift `sendNextEventFile`: offline once `failures >
-            // flushMaxRetries` (`FLUSH_MAX_RETRIES` 6), until NetworkConnectivityCheckerPlugin
-            // sees a satisfied path.
-            delivery.giveUp = .goOffline(afterFailures: 7)
+            // flushMaxRetries` (`FLUSH_MAX_RETRIES` 6); Sources/Amplitude/Utilities/HttpClient.swift
+            // `upload`: offline at the first NSURLErrorCannotConnectToHost, CannotFindHost,
+            // NetworkConnectionLost or NotConnectedToInternet (a timeout only counts). The flag is
+            // in memory and cleared only by Plugins/NetworkConnectivityCheckerPlugin.swift on a
+            // path update, or by a relaunch (`Configuration` init), not by the collector recovering.
+            delivery.giveUp = .goOffline(afterFailures: 7, onFirstUnreachable: true)
         case .amplitudeKotlin:
             // amplitude/Amplitude-Kotlin v1.30.1 analytics-core/.../core/Configuration.kt
             // `FLUSH_QUEUE_SIZE` 30, `FLUSH_INTERVAL_MILLIS` 30 s; .../utilities/EventsFileManager.kt
