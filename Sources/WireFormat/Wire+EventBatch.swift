@@ -31,10 +31,7 @@ extension Wire {
             if event.kind == .view, event.policyVersion != 0 {
                 buffer.writeString(#","policy_version":"#)
                 writeDecimal(UInt64(event.policyVersion), into: &buffer)
-                if let propensity = names.propensity(of: event) {
-                    buffer.writeString(#","propensity":"#)
-                    buffer.writeString("\(propensity)")
-                }
+                buffer.writeString(names.propensityField(of: event))
             }
             buffer.writeString("}")
         }
@@ -61,12 +58,13 @@ extension Wire {
         }
     }
 
-    /// `"experiment":…,"variant":…` (and a view's propensity) for each event of a batch: a batch names few experiments
-    /// and variants many times, so each pair is escaped once.
+    /// `"experiment":…,"variant":…` (and a view's propensity) for each event of a batch: a
+    /// batch names few experiments and variants many times, so each pair is written once.
     struct VariantNames {
         let data: ExperimentData
         let fallback: ExperimentData
         private var named: [Int: String] = [:]
+        private var propensities: [Int: String] = [:]
 
         init(data: ExperimentData, fallback: ExperimentData) {
             self.data = data
@@ -86,15 +84,22 @@ extension Wire {
             return text
         }
 
-        /// The probability `event`'s variant had in the data it was drawn from, when that is
-        /// the data the device holds now (an older version's weights are gone from it).
-        func propensity(of event: EngineEvent) -> Double? {
+        /// `,"propensity":…`: the probability `event`'s variant had in the data it was drawn
+        /// from, when that is the data the device holds now (an older version's weights are
+        /// gone from it); empty otherwise. Written once per variant a batch, as the names are.
+        mutating func propensityField(of event: EngineEvent) -> String {
+            guard UInt16(truncatingIfNeeded: data.version) == event.policyVersion else { return "" }
             let experiment = Int(event.experiment), variant = Int(event.variant)
-            guard UInt16(truncatingIfNeeded: data.version) == event.policyVersion, data.experiments.indices.contains(experiment) else { return nil }
-            let weights = data.experiments[experiment].snapshot.weights
-            let sum = weights.reduce(0, +)
-            guard weights.indices.contains(variant), sum > 0, weights[variant] > 0 else { return nil }
-            return weights[variant] / sum
+            let key = experiment << 16 | variant
+            if let text = propensities[key] { return text }
+            var text = ""
+            if data.experiments.indices.contains(experiment) {
+                let weights = data.experiments[experiment].snapshot.weights
+                let sum = weights.reduce(0, +)
+                if weights.indices.contains(variant), sum > 0, weights[variant] > 0 { text = #","propensity":"# + "\(weights[variant] / sum)" }
+            }
+            propensities[key] = text
+            return text
         }
     }
 }
