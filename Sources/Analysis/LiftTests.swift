@@ -100,7 +100,7 @@ public enum LiftTests {
     }
 
     /// A two-sided z interval and p-value for any asymptotically normal estimate: the test of
-    /// the stratified and the adaptively weighted estimators.
+    /// the stratified and the AIPW estimators.
     public static func normal(estimate: Double, variance: Double, alpha: Double = 0.05) -> LiftResult? {
         guard variance > 0, estimate.isFinite else { return nil }
         let se = variance.squareRoot()

@@ -5,7 +5,7 @@ public enum Estimator: String, CaseIterable, Hashable, Sendable {
     case naive
     /// Stratified by policy period (``EpochStratified``).
     case stratified
-    /// Adaptively weighted AIPW (``AdaptiveWeighting``); needs the propensity each unit drew with.
+    /// Augmented inverse-propensity weighting (``AugmentedIPW``); needs the propensity each unit drew with.
     case aipw
 }
 
@@ -27,12 +27,12 @@ public struct LookInput: Sendable {
     public var truth: [Double]
     /// The epoch-stratified estimates, where periods are known.
     public var stratified: EpochStratified?
-    /// The adaptively weighted estimates, where propensities are known.
-    public var weighted: AdaptiveWeighting?
+    /// The AIPW estimates, where propensities are known.
+    public var weighted: AugmentedIPW?
 
     /// An input given directly.
     public init(totals: [UnitTotals], expectedUnits: [Double], oracleUnits: [Double], sequentialSRM: Double, truth: [Double],
-                stratified: EpochStratified? = nil, weighted: AdaptiveWeighting? = nil) {
+                stratified: EpochStratified? = nil, weighted: AugmentedIPW? = nil) {
         self.totals = totals
         self.expectedUnits = expectedUnits
         self.oracleUnits = oracleUnits

@@ -3,10 +3,11 @@ extension LookInput {
     ///
     /// The publications' propensities give the oracle SRM's expected units, the policy periods
     /// of the stratified estimator (consecutive publications with the same split are one
-    /// period) and the adaptively weighted estimator's periods (each publication, its outcome
-    /// model the variants' pooled means before it). Units whose publication is unknown leave
-    /// the propensities unknown: the oracle falls back to the published split, and neither
-    /// estimator is given.
+    /// period) and the AIPW estimator's periods (each publication, its outcome models the
+    /// variants' conversions and views per unit before it; even weights, since a device's
+    /// chance to have converted by a look drifts with when it arrived). Units whose publication
+    /// is unknown leave the propensities unknown: the oracle falls back to the published split,
+    /// and neither estimator is given.
     ///
     /// - Parameters:
     ///   - periods: Per publication drawn with, oldest first, its propensities and per variant
@@ -19,7 +20,7 @@ extension LookInput {
         var total = unattributed ?? Array(repeating: UnitTotals(), count: k)
         var oracle = [Double](repeating: 0, count: k)
         var stratified = EpochStratified(variantCount: k)
-        var weighted = AdaptiveWeighting(variantCount: k)
+        var weighted = AugmentedIPW(variantCount: k, outcome: .conversionsPerView, weights: .even)
         var epoch = Array(repeating: UnitTotals(), count: k)
         var epochPropensities: [Double]?
         var seen = Array(repeating: UnitTotals(), count: k)
@@ -33,9 +34,14 @@ extension LookInput {
                 epochPropensities = propensities
             }
             for v in 0..<k { epoch[v] = epoch[v] + totals[v] }
+            // The models, per unit as the scores are: conversions and views per unit so far,
+            // the pooled ones for a variant not yet seen.
             let pooled = seen.reduce(UnitTotals(), +)
-            let pooledMean = pooled.views > 0 ? pooled.conversions / pooled.views : 0
-            weighted.addPeriod(totals, propensities: propensities, model: seen.map { $0.views > 0 ? $0.conversions / $0.views : pooledMean })
+            func perUnit(_ sum: (UnitTotals) -> Double) -> [Double] {
+                let pooledMean = pooled.units > 0 ? sum(pooled) / Double(pooled.units) : 0
+                return seen.map { $0.units > 0 ? sum($0) / Double($0.units) : pooledMean }
+            }
+            weighted.addPeriod(totals, propensities: propensities, model: perUnit(\.conversions), viewsModel: perUnit(\.views))
             for v in 0..<k { seen[v] = seen[v] + totals[v] }
         }
         if epochPropensities != nil { stratified.addEpoch(epoch) }

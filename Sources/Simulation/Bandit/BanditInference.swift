@@ -40,7 +40,7 @@ struct BanditInference: BanditObserver {
     private var propensities: [Double]?
     private var model: [Double]
     private var expected: [Double]
-    private var weighted: AdaptiveWeighting
+    private var weighted: AugmentedIPW
     private var stratified: EpochStratified
     private var srm = SampleRatio.Sequential()
     private var views = 0
@@ -58,7 +58,7 @@ struct BanditInference: BanditObserver {
         srmPending = Array(repeating: 0, count: k)
         model = Array(repeating: 0, count: k)
         expected = Array(repeating: 0, count: k)
-        weighted = AdaptiveWeighting(variantCount: k)
+        weighted = AugmentedIPW(variantCount: k)
         stratified = EpochStratified(variantCount: k)
         propensities = allocator.choiceProbabilities()
     }

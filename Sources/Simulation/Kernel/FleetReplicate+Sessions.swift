@@ -121,7 +121,7 @@ extension FleetReplicate {
                 if now + loads[v] <= devices[d].foregroundUntil { shownUnder |= 1 << UInt64(v) }
             }
             let variant = drawn.isDefault || behaviours.isEmpty ? nil : drawn.variant
-            if let variant, inference != nil, scenario.experiments[e].sticky {
+            if variant != nil, inference != nil, scenario.experiments[e].sticky {
                 inference!.showed(device: d, experiment: e, rates: rates[first ..< first + variantCounts[e]], shownUnder: shownUnder)
             }
             // The user leaves before the screen has loaded: nothing shown, no view logged.
