@@ -327,7 +327,7 @@ public final class ExperimentService: Sendable {
             Self.tick(&state, at: now, cadence: configuration.cadence)
             let data = state.server.published
             if let cached = state.published, cached.version == data.version { return cached }
-            Self.note(data, in: &state, at: now)
+            Self.note(data, in: &state, at: now, configuration: configuration)
             let body = Wire.encode(Wire.payload(data))
             let published = Published(version: data.version, etag: "\"v\(data.version)\"", body: body)
             state.published = published
@@ -344,7 +344,7 @@ public final class ExperimentService: Sendable {
         return state.withLock { state in
             Self.tick(&state, at: now, cadence: configuration.cadence)
             let data = state.server.published
-            Self.note(data, in: &state, at: now)
+            Self.note(data, in: &state, at: now, configuration: configuration)
             state.stats.dataVersion = data.version
             return data
         }
@@ -419,8 +419,9 @@ public final class ExperimentService: Sendable {
     /// they were served, so these are the periods and propensities of the analysis. Logged, so
     /// a replay knows them; a failed append costs the analysis that period's propensities
     /// after a restart, never the request.
-    private static func note(_ data: ExperimentData, in state: inout State, at now: Double) {
+    private static func note(_ data: ExperimentData, in state: inout State, at now: Double, configuration: ServerConfiguration) {
         guard state.analysis.contains(where: { $0.lastVersion != data.version }) else { return }
+        takeLooks(&state, at: now, configuration: configuration)
         let weights = data.experiments.prefix(state.analysis.count).map(\.snapshot.weights)
         publish(version: data.version, weights: weights, in: &state)
         guard let log = state.log else { return }
@@ -430,6 +431,12 @@ public final class ExperimentService: Sendable {
         } catch {
             logger.error("cannot log publication \(data.version): \(error.description)")
         }
+    }
+
+    /// The analysis plan's looks up to `now` taken in every experiment's analysis.
+    private static func takeLooks(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
+        guard let every = configuration.analysis.lookEvery else { return }
+        for e in state.analysis.indices { state.analysis[e].takeLooks(until: now, every: every) }
     }
 
     private static func publish(version: Int, weights: [[Double]], in state: inout State) {
@@ -609,7 +616,11 @@ public final class ExperimentService: Sendable {
         let plan = configuration.analysis
         // Analysed under the lock, in O(periods × variants): a copy of the units taken out
         // would cost the next event a copy of them all.
-        let (results, analyses) = state.withLock { ($0.results, $0.analysis.map { $0.analysis(plan: plan) }) }
+        let now = clock()
+        let (results, analyses) = state.withLock { state in
+            Self.takeLooks(&state, at: now, configuration: configuration)
+            return (state.results, state.analysis.map { $0.analysis(plan: plan) })
+        }
         return Results(experiments: configuration.experiments.indices.map { e in
             let experiment = configuration.experiments[e]
             let (input, look) = analyses[e]
@@ -619,10 +630,14 @@ public final class ExperimentService: Sendable {
 
     /// Per served experiment, the analysis of what was ingested so far (``LookAnalysis``) with
     /// its input: what `GET /v1/results` gives as `analysis`. Reading it is not a look: the
-    /// sequential SRM test moves only when the published split changes.
+    /// sequential SRM test moves only at the plan's looks (every `analysis.looks` of the
+    /// server's clock) and when the published split changes.
     public func analyses() -> [(input: LookInput, analysis: LookAnalysis)] {
-        let plan = configuration.analysis
-        return state.withLock { $0.analysis.map { $0.analysis(plan: plan) } }
+        let plan = configuration.analysis, now = clock()
+        return state.withLock { state in
+            Self.takeLooks(&state, at: now, configuration: configuration)
+            return state.analysis.map { $0.analysis(plan: plan) }
+        }
     }
 
     /// A Prometheus scrape: the text format, its counters those of ``stats()`` now.
@@ -756,6 +771,7 @@ public final class ExperimentService: Sendable {
     /// a snapshot of the state is taken for the request to write after it leaves the lock.
     private static func prepare(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
         tick(&state, at: now, cadence: configuration.cadence)
+        takeLooks(&state, at: now, configuration: configuration)
         guard let limit = configuration.compactEvery, let log = state.log, !state.compacting, !state.feedbackPending, log.tailSize >= limit else { return }
         let generation: Int
         do {
@@ -831,6 +847,7 @@ public final class ExperimentService: Sendable {
     /// Applies a validated record: the one place a change reaches the state, live or replayed.
     private static func apply(_ record: EventLog.Record, to state: inout State, configuration: ServerConfiguration) throws(APIError) {
         let experiments = configuration.experiments
+        takeLooks(&state, at: record.time, configuration: configuration)
         switch record.kind {
         case .events:
             let batch = Wire.EventBatch(events: record.events ?? [])

@@ -29,6 +29,9 @@ struct IngestedExperiment: Sendable, Codable {
     let variantCount: Int
     let sticky: Bool
     private(set) var splits: PublishedSplits
+    /// The plan's looks passed so far, counted from the clock's zero (the embedded server's is
+    /// the run's start, `aviary serve`'s 1970): each made the sequential SRM test's look.
+    private(set) var looksTaken = 0
     private(set) var units: [UInt64: Unit] = [:]
     /// Per period (publication index, −1 unknown), per variant, the units' sums.
     private var totals: [Int32: [UnitTotals]] = [:]
@@ -37,6 +40,20 @@ struct IngestedExperiment: Sendable, Codable {
         self.variantCount = variantCount
         self.sticky = sticky
         splits = PublishedSplits(variantCount: variantCount)
+    }
+
+    /// The plan's looks up to `now`, every `interval` seconds, are taken: the sequential SRM
+    /// test is shown what arrived before them, as an analyst reading the results at each look
+    /// (or the fleet at its looks) shows it. Called before anything at `now` changes the
+    /// experiment, live and in a replay alike, so the test's state depends on the events and
+    /// their times, never on when the results were read.
+    mutating func takeLooks(until now: Double, every interval: Double) {
+        guard interval > 0, interval.isFinite, now.isFinite else { return }
+        let due = Int(min((now / interval).rounded(.down), Double(Int.max / 2)))
+        guard due > looksTaken else { return }
+        // Looks with nothing arrived between them show the test nothing: one stands for all.
+        _ = splits.look()
+        looksTaken = due
     }
 
     /// The server served data `version` with these weights for the first time.
@@ -100,8 +117,8 @@ struct IngestedExperiment: Sendable, Codable {
     }
 
     /// The analysis as of now: what a look now would show, the sequential SRM test included,
-    /// without making it one (the test's state moves only when the split changes, so the figures
-    /// do not depend on how often they are read).
+    /// without making it one (the test's state moves only at the plan's looks and when the
+    /// split changes, so the figures do not depend on how often they are read).
     func analysis(plan: AnalysisPlan) -> (input: LookInput, analysis: LookAnalysis) {
         var splits = splits
         _ = splits.look()
@@ -115,7 +132,7 @@ struct IngestedExperiment: Sendable, Codable {
     // MARK: - Codable
 
     private enum CodingKeys: String, CodingKey {
-        case variantCount = "variant_count", sticky, splits, units, views
+        case variantCount = "variant_count", sticky, splits, units, views, looksTaken = "looks_taken"
     }
 
     /// Units as `[device, variant, period, views, conversions]` rows, sorted by device; a
@@ -125,6 +142,7 @@ struct IngestedExperiment: Sendable, Codable {
         try container.encode(variantCount, forKey: .variantCount)
         try container.encode(sticky, forKey: .sticky)
         try container.encode(splits, forKey: .splits)
+        try container.encode(looksTaken, forKey: .looksTaken)
         if sticky {
             let rows = units.keys.sorted().map { device -> [Int64] in
                 let unit = units[device]!
@@ -141,6 +159,7 @@ struct IngestedExperiment: Sendable, Codable {
         variantCount = try container.decode(Int.self, forKey: .variantCount)
         sticky = try container.decode(Bool.self, forKey: .sticky)
         splits = try container.decode(PublishedSplits.self, forKey: .splits)
+        looksTaken = try container.decodeIfPresent(Int.self, forKey: .looksTaken) ?? 0
         guard sticky else {
             let views = try container.decode([UnitTotals].self, forKey: .views)
             guard views.count == variantCount else {

@@ -11,11 +11,13 @@ import WireFormat
 /// device as the unit, propensities from the data version each view names, and all of it the
 /// same after a restart on the log and after a compaction.
 struct ResultsAnalysisTests {
-    static func service(_ directory: String? = nil, compactEvery: Int? = nil, clock: @escaping @Sendable () -> Double = { 1000 }) throws -> ExperimentService {
+    static func service(_ directory: String? = nil, compactEvery: Int? = nil, lookEvery: Double? = nil,
+                        clock: @escaping @Sendable () -> Double = { 1000 }) throws -> ExperimentService {
         var configuration = ServerConfiguration(
             experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "uniform"), seed: 7, cadence: .everyEvents(1),
             dataDirectory: directory)
         configuration.compactEvery = compactEvery
+        configuration.analysis.lookEvery = lookEvery
         return try ExperimentService(configuration, clock: clock)
     }
 
@@ -95,6 +97,39 @@ struct ResultsAnalysisTests {
         #expect(analysis.srmPSequential == sequential.observe([200, 100], expected: [1, 1]))
         // Reading is not a look: the figures do not depend on how often they are read.
         #expect(try Self.checkout(service) == analysis)
+    }
+
+    /// The sequential SRM test is shown the units at the plan's looks on the server's clock, as
+    /// an analyst running ssrm-test at each look would show it: 70 control and 30 green devices
+    /// before the look at 100 s, 30 and 70 after it. Fed in one piece, the even totals would hide
+    /// the first look's skew; the running minimum keeps it. Reads between looks, and a restart
+    /// replaying the log, change nothing.
+    @Test func theSequentialSRMTestLooksAtThePlansLooks() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = ManualClock()
+        let service = try Self.service(directory, lookEvery: 100) { 50 + clock.now }
+        let version = service.published().version
+        func devices(_ range: Range<Int>, control: Int) -> Wire.EventBatch {
+            Wire.EventBatch(events: range.flatMap { Self.device($0, $0 - range.lowerBound < control ? "control" : "green", views: 1, conversions: 0, version: version) })
+        }
+        _ = try await service.ingest(devices(0..<100, control: 70))
+        _ = try Self.checkout(service)
+        clock.advance(100)
+        _ = try await service.ingest(devices(100..<200, control: 30))
+        let analysis = try Self.checkout(service)
+
+        var sequential = SampleRatio.Sequential()
+        let atTheLook = sequential.observe([70, 30], expected: [1, 1])
+        let now = sequential.observe([30, 70], expected: [1, 1])
+        var together = SampleRatio.Sequential()
+        #expect(atTheLook < together.observe([100, 100], expected: [1, 1]), "the first look's skew is what the looks keep")
+        #expect(analysis.srmPSequential == now)
+        #expect(analysis.srmP == 1)
+        clock.advance(30)
+        #expect(try Self.checkout(service) == analysis, "reading between looks is not a look")
+        let restarted = try Self.service(directory, lookEvery: 100) { 50 + clock.now }
+        #expect(try Self.checkout(restarted) == analysis)
     }
 
     @Test func aRestartAndACompactionKeepTheAnalysisAndTheVersionsGoOn() async throws {
