@@ -70,7 +70,7 @@ let package = Package(
         // The HTTP API's bodies, below both the server and the load generator (trait `Live`).
         .target(
             name: "WireFormat",
-            dependencies: ["Allocators", "ExperimentModel", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["ExperimentModel", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .target(
             name: "LiveServer",

@@ -202,7 +202,7 @@ public struct LiveLoadTest: Sendable {
         }
         defer { faults?.cancel() }
 
-        let partitionSalt = StreamSeed(scenario.seed).derive(replicate).derive("partition").value
+        let partitionSalt = Scenario.Network.partitionSalt(seed: scenario.seed, replicate: replicate)
         let partitions = network.partitions
         let route: @Sendable (Int) -> Int = { device in
             // The devices of a partition are the simulated network's: chosen by a hash of their id.

@@ -17,23 +17,12 @@ public enum LiveLoadTestReport {
         var table = CSVTable(columns: LoadTestReport.columns + liveColumns)
         for result in results {
             let scenario = result.scenario, m = result.metrics.fleet, live = result.metrics
-            let rates = stepRates(m.samples)
             // A run stopped early covers less than the horizon; rates are over what it covered.
             let span = max(1, m.samples.last?.time ?? scenario.horizon)
-            table.append([
-                .text(scenario.name), .text(result.policy), .integer(result.replicate), .text(String(StreamSeed(scenario.seed).derive(result.replicate).value)), .integer(scenario.population.devices),
-                .decimal(Double(m.offeredEvents) / span, places: 3), .decimal(rates.map(\.offered).max() ?? 0, places: 3),
-                .decimal(Double(m.acceptedEvents) / span, places: 3), .decimal(rates.map(\.accepted).max() ?? 0, places: 3),
-                .decimal(m.samples.contains { $0.serverBacklog.isFinite } ? m.peakServerBacklog : .nan, places: 0), .decimal(m.samples.last?.serverBacklog ?? .nan, places: 0),
-                .integer(m.samples.map(\.queueDepth).max() ?? 0), .integer(m.samples.last?.queueDepth ?? 0),
-                .decimal(LoadTestReport.timeToDrain(scenario, m.samples.map { (time: $0.time, queueDepth: $0.queueDepth) }) ?? .nan, places: 0),
-                .integer(m.rejectedRequests), .integer(m.retries), .integer(m.timeouts), .integer(m.duplicatesIgnored),
-                .decimal(m.queueLatencySeconds(percentile: 50), places: 3), .decimal(m.queueLatencySeconds(percentile: 95), places: 3), .decimal(m.queueLatencySeconds(percentile: 99), places: 3),
-                .decimal(m.queueLatencySeconds(percentile: 99.9), places: 3), .decimal(m.queueLatencySeconds(percentile: 100), places: 3),
-                .integer(m.deviceDepthP50), .integer(m.deviceDepthP95), .integer(m.deviceDepthMax),
-                .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped), .text(live.isBalanced ? "true" : "false"),
-                .decimal(live.wallSeconds, places: 3),
-            ] + liveCells(result))
+            let backlog = (m.samples.contains { $0.serverBacklog.isFinite } ? m.peakServerBacklog : .nan, m.samples.last?.serverBacklog ?? .nan)
+            table.append(LoadTestReport.row(
+                scenario: scenario, policy: result.policy, replicate: result.replicate, seed: StreamSeed(scenario.seed).derive(result.replicate).value,
+                metrics: m, span: span, backlog: backlog, balanced: live.isBalanced, wallSeconds: live.wallSeconds) + liveCells(result))
         }
         return table
     }
@@ -58,7 +47,7 @@ public enum LiveLoadTestReport {
         ])
         for result in results {
             let opened = result.metrics.connectionsOpenedBySample
-            for (index, (sample, rate)) in zip(result.metrics.fleet.samples, stepRates(result.metrics.fleet.samples)).enumerated() {
+            for (index, (sample, rate)) in zip(result.metrics.fleet.samples, LoadTestReport.stepRates(result.metrics.fleet.samples)).enumerated() {
                 // Handshakes in the step that ends at this sample.
                 let handshakes = opened.indices.contains(index) ? opened[index] - (index > 0 ? opened[index - 1] : 0) : 0
                 table.append([
@@ -84,9 +73,5 @@ public enum LiveLoadTestReport {
         }
         let runs = results.map { (scenario: $0.scenario, policy: $0.policy, replicate: $0.replicate, metrics: $0.metrics.fleet) }
         return try written + DeliveryReport.write(runs, to: folder)
-    }
-
-    static func stepRates(_ samples: [FleetMetrics.Sample]) -> [LoadTestReport.StepRate] {
-        LoadTestReport.stepRates(samples.map { (time: $0.time, offered: $0.offeredEvents, accepted: $0.acceptedEvents, rejected: $0.rejectedRequests) })
     }
 }

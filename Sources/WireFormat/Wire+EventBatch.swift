@@ -1,4 +1,3 @@
-import Allocators
 import ExperimentModel
 import NIOCore
 

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import ExperimentModel
 
 /// The allocator protocol's messages as JSON text, and its replies decoded
 /// (docs/allocator-protocol.md).

@@ -174,7 +174,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         // histogram grows as before).
         metrics.reserveQueueLatency(upTo: UInt64(min(scenario.horizon * 1000, 1e12).rounded(.up)))
         self.upgrades = scenario.population.appUpgrades
-        self.partitionSalt = replicateSeed.derive("partition").value
+        self.partitionSalt = Scenario.Network.partitionSalt(seed: scenario.seed, replicate: replicate)
         self.deviceRange = range
         self.devices = InPlaceBuffer(capacity: range.count)
         self.sampleStride = max(1, scenario.population.devices / 20_000)

@@ -20,25 +20,36 @@ public enum LoadTestReport {
             let scenario = result.simulation.scenario
             for run in result.simulation.runs {
                 let m = run.metrics
-                let rates = stepRates(m.samples)
-                let balanced = m.eventsCreated == m.eventsAcked + m.eventsPending + m.eventsDropped
-                table.append([
-                    .text(scenario.name), .text(result.policy), .integer(run.replicate), .text(String(run.seed)), .integer(scenario.population.devices),
-                    .decimal(Double(m.offeredEvents) / scenario.horizon, places: 3), .decimal(rates.map(\.offered).max() ?? 0, places: 3),
-                    .decimal(Double(m.acceptedEvents) / scenario.horizon, places: 3), .decimal(rates.map(\.accepted).max() ?? 0, places: 3),
-                    .decimal(m.peakServerBacklog, places: 0), .decimal(m.samples.last?.serverBacklog ?? 0, places: 0),
-                    .integer(m.samples.map(\.queueDepth).max() ?? 0), .integer(m.samples.last?.queueDepth ?? 0),
-                    .decimal(timeToDrain(scenario, m.samples) ?? .nan, places: 0),
-                    .integer(m.rejectedRequests), .integer(m.retries), .integer(m.timeouts), .integer(m.duplicatesIgnored),
-                    .decimal(m.queueLatencySeconds(percentile: 50), places: 3), .decimal(m.queueLatencySeconds(percentile: 95), places: 3), .decimal(m.queueLatencySeconds(percentile: 99), places: 3),
-                    .decimal(m.queueLatencySeconds(percentile: 99.9), places: 3), .decimal(m.queueLatencySeconds(percentile: 100), places: 3),
-                    .integer(m.deviceDepthP50), .integer(m.deviceDepthP95), .integer(m.deviceDepthMax),
-                    .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped),
-                    .text(balanced ? "true" : "false"), .decimal(run.wallSeconds, places: 3),
-                ])
+                table.append(row(
+                    scenario: scenario, policy: result.policy, replicate: run.replicate, seed: run.seed, metrics: m, span: scenario.horizon,
+                    backlog: (m.peakServerBacklog, m.samples.last?.serverBacklog ?? 0),
+                    balanced: m.eventsCreated == m.eventsAcked + m.eventsPending + m.eventsDropped, wallSeconds: run.wallSeconds))
             }
         }
         return table
+    }
+
+    /// One run's values in ``columns``: the one builder of a `loadtest.csv` row, simulated or
+    /// live (whose rates run over the `span` it covered and whose backlog may be unknown).
+    package static func row(
+        scenario: Scenario, policy: String, replicate: Int, seed: UInt64, metrics m: FleetMetrics, span: Double,
+        backlog: (peak: Double, final: Double), balanced: Bool, wallSeconds: Double
+    ) -> [CSVCell] {
+        let rates = stepRates(m.samples)
+        return [
+            .text(scenario.name), .text(policy), .integer(replicate), .text(String(seed)), .integer(scenario.population.devices),
+            .decimal(Double(m.offeredEvents) / span, places: 3), .decimal(rates.map(\.offered).max() ?? 0, places: 3),
+            .decimal(Double(m.acceptedEvents) / span, places: 3), .decimal(rates.map(\.accepted).max() ?? 0, places: 3),
+            .decimal(backlog.peak, places: 0), .decimal(backlog.final, places: 0),
+            .integer(m.samples.map(\.queueDepth).max() ?? 0), .integer(m.samples.last?.queueDepth ?? 0),
+            .decimal(timeToDrain(scenario, m.samples) ?? .nan, places: 0),
+            .integer(m.rejectedRequests), .integer(m.retries), .integer(m.timeouts), .integer(m.duplicatesIgnored),
+            .decimal(m.queueLatencySeconds(percentile: 50), places: 3), .decimal(m.queueLatencySeconds(percentile: 95), places: 3), .decimal(m.queueLatencySeconds(percentile: 99), places: 3),
+            .decimal(m.queueLatencySeconds(percentile: 99.9), places: 3), .decimal(m.queueLatencySeconds(percentile: 100), places: 3),
+            .integer(m.deviceDepthP50), .integer(m.deviceDepthP95), .integer(m.deviceDepthMax),
+            .integer(m.eventsCreated), .integer(m.eventsAcked), .integer(m.eventsPending), .integer(m.eventsDropped),
+            .text(balanced ? "true" : "false"), .decimal(wallSeconds, places: 3),
+        ]
     }
 
     /// One row per policy × replicate × sample time.

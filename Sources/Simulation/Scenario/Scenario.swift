@@ -336,6 +336,12 @@ public enum Distribution: Sendable, Hashable {
 }
 
 extension Scenario.Network {
+    /// The salt of replicate `replicate`'s partitions in a scenario seeded `seed`: one
+    /// derivation for the simulated network and the live one, so they hold the same devices.
+    package static func partitionSalt(seed: UInt64, replicate: Int) -> UInt64 {
+        StreamSeed(seed).derive(replicate).derive("partition").value
+    }
+
     /// Whether device `device` (the fleet's numbering) is held by partition `index`, of
     /// `fraction` of the devices, in a replicate whose partition salt is `salt`: a hash of
     /// the device, the same on the simulated network and the live one.

@@ -1,5 +1,6 @@
 /// JSON text written by hand where a whole encoder would cost more than the message: the
-/// policy protocol's lines and the live transport's event batches.
+/// policy protocol's lines and the live transport's event batches. In the shared vocabulary, so that
+/// the wire format needs no allocator (nor GSL) for it.
 package enum JSONText {
     /// `text` as a JSON string literal. Ids and labels are nearly always plain, so the common
     /// case is one scan and two quotes.

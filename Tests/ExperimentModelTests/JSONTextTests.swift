@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Allocators
+@testable import ExperimentModel
 
 /// Hand-written JSON strings must read back as the text they were made from.
 struct JSONTextTests {
