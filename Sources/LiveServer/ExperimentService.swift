@@ -141,18 +141,18 @@ public final class ExperimentService: Sendable {
 
     /// An agent created on the fly by a Conductrics decision naming choices the server did not
     /// know, with its own allocator (it learns at once).
-    private struct Agent {
+    struct Agent {
         var choices: [String]
         var allocator: AnyAllocator
     }
 
-    private struct SnapshotToWrite {
+    struct SnapshotToWrite {
         var generation: Int
         var snapshot: Snapshot
         var recent: RecentEvents
     }
 
-    private struct State: ~Copyable {
+    struct State: ~Copyable {
         var server: ExperimentServer<AnyAllocator>
         var log: EventLog?
         /// The last events accepted, for the next snapshot.
@@ -186,17 +186,17 @@ public final class ExperimentService: Sendable {
     let clock: @Sendable () -> Double
     /// The clock's reading when the service started: campaign schedules count from it.
     let started: Double
-    private let state: Mutex<State>
+    let state: Mutex<State>
     /// The log's flushes, awaited outside `state`'s lock; `nil` without `--fsync`.
-    private let commits: GroupCommit?
+    let commits: GroupCommit?
     /// What `GET /metrics` exposes.
     public let metrics = ServerMetrics()
     /// The HTTP server's connections, counted for ``stats()``.
     let connections = ConnectionRegistry()
     /// The snapshot being written, if any.
-    private let compaction = Mutex<Task<Void, Never>?>(nil)
+    let compaction = Mutex<Task<Void, Never>?>(nil)
     /// Wall-clock microseconds from an event batch's arrival to its acknowledgement.
-    private let ingestLatency = Mutex(Histogram<UInt64>(numberOfSignificantValueDigits: .three))
+    let ingestLatency = Mutex(Histogram<UInt64>(numberOfSignificantValueDigits: .three))
 
     /// Creates the service and, with a data directory, replays what the log holds.
     ///
@@ -260,64 +260,6 @@ public final class ExperimentService: Sendable {
         state = Mutex(initial)
     }
 
-    /// The state before any record is replayed: empty, or what `snapshot` holds.
-    private static func initialState(_ configuration: ServerConfiguration, snapshot: Snapshot?, at now: Double) throws(ServeError) -> State {
-        let seed = StreamSeed(configuration.seed).derive("live")
-        if let snapshot {
-            guard snapshot.format == Snapshot.currentFormat, snapshot.experiments.count == configuration.experiments.count else {
-                throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments; serve it with the scenario that wrote it, or use another --data-dir")
-            }
-            guard Snapshot.supports(configuration.allocator) else {
-                throw ServeError("the log was compacted, and allocator \(configuration.allocator) cannot be restored from a snapshot; serve it with the allocator that wrote it")
-            }
-        }
-        var allocators: [AnyAllocator] = []
-        for (index, experiment) in configuration.experiments.enumerated() {
-            do {
-                allocators.append(AnyAllocator(try configuration.allocator.makeAllocator(variantCount: experiment.variants.count, seed: seed.derive(index))))
-            } catch {
-                throw ServeError("allocator \(configuration.allocator) cannot serve experiment \(experiment.id): \(error)")
-            }
-            if let snapshot { try Snapshot.teach(&allocators[index], snapshot.experiments[index]) }
-        }
-        var state = State(
-            server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: configuration.cadence, at: now),
-            recent: RecentEvents(capacity: configuration.dedupeWindow),
-            results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } },
-            analysis: configuration.experiments.map { IngestedExperiment(variantCount: $0.variants.count, sticky: $0.sticky) })
-        guard let snapshot else { return state }
-        // A snapshot written before results were kept has none: they count from it on.
-        if let results = snapshot.results {
-            guard results.map(\.count) == state.results.map(\.count) else {
-                throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments' variants; serve it with the scenario that wrote it, or use another --data-dir")
-            }
-            state.results = results
-        }
-        // A snapshot written before the analysis was kept has none: its units count from it on.
-        if let analysis = snapshot.analysis {
-            try Self.check(analysis, of: snapshot.generation, against: configuration)
-            state.analysis = analysis
-        }
-        for agent in snapshot.agents {
-            do {
-                try makeAgent(agent.key, choices: agent.choices, in: &state, configuration: configuration)
-            } catch {
-                throw ServeError("the snapshot's agent \(agent.key): \(error)")
-            }
-            try Snapshot.teach(&state.agents[agent.key]!.allocator, agent.arms)
-        }
-        state.sessions = snapshot.sessions
-        state.stats = snapshot.stats
-        // What describes this process, not the state: its log, its flushes, its publications.
-        (state.stats.logBytes, state.stats.logFlushes, state.stats.dataVersion) = (0, 0, 0)
-        for text in snapshot.recentEvents.suffix(configuration.dedupeWindow) {
-            guard let id = Wire.eventID(text) else { throw ServeError("the snapshot of generation \(snapshot.generation) holds \"\(text)\", not an event id") }
-            state.recovered.insert(id)
-            state.recent.append(id)
-        }
-        return state
-    }
-
     // MARK: - Experiment data
 
     /// The data devices download now.
@@ -377,199 +319,6 @@ public final class ExperimentService: Sendable {
     public func release() {
         guard configuration.capacity != nil else { return }
         state.withLock { $0.inFlight -= 1 }
-    }
-
-    // MARK: - Events
-
-    /// Ingests a batch: all of it or, if any event is invalid or the log cannot be written,
-    /// none of it.
-    ///
-    /// - Throws: ``APIError`` 422 naming the first invalid or out-of-range event's field (or
-    ///   `events` for a batch over ``Bounds/events``), or 503 if the log cannot be written or
-    ///   flushed.
-    public func ingest(_ batch: Wire.EventBatch) async throws(APIError) -> Wire.Acknowledgement {
-        try Bounds.check(count: batch.events.count, limit: Bounds.events, field: "events", what: "events in a batch")
-        try Self.validate(batch, experiments: configuration.experiments, bounded: true)
-        let now = clock()
-        return try await committing { state throws(APIError) -> Wire.Acknowledgement in
-            Self.prepare(&state, at: now, configuration: configuration)
-            var fresh: [Wire.Event] = []
-            var seenHere = Set<EventID>()
-            for event in batch.events {
-                let id = Wire.eventID(event.id)!
-                if !state.server.hasIngested(id), !state.recovered.contains(id), seenHere.insert(id).inserted { fresh.append(event) }
-            }
-            if !fresh.isEmpty {
-                try Self.write(EventLog.Record(kind: .events, time: now, events: fresh), to: &state)
-            }
-            let result = Self.ingest(batch.events, into: &state, at: now, configuration: configuration)
-            state.stats.duplicatesIgnored += result.duplicates
-            return Wire.Acknowledgement(acknowledged: batch.events.map(\.id), accepted: result.accepted, duplicates: result.duplicates)
-        }
-    }
-
-    /// Counts `count` events of a vendor's format that are not experiment events: acknowledged,
-    /// not kept.
-    public func ignore(vendorEvents count: Int) {
-        guard count > 0 else { return }
-        state.withLock { $0.stats.vendorEventsIgnored += count }
-    }
-
-    /// Notes `data` as published, the first time it is served: devices draw only from data
-    /// they were served, so these are the periods and propensities of the analysis. Logged, so
-    /// a replay knows them; a failed append costs the analysis that period's propensities
-    /// after a restart, never the request.
-    private static func note(_ data: ExperimentData, in state: inout State, at now: Double, configuration: ServerConfiguration) {
-        guard state.analysis.contains(where: { $0.lastVersion != data.version }) else { return }
-        takeLooks(&state, at: now, configuration: configuration)
-        let weights = data.experiments.prefix(state.analysis.count).map(\.snapshot.weights)
-        publish(version: data.version, weights: weights, in: &state)
-        guard let log = state.log else { return }
-        do {
-            try log.append(EventLog.Record(kind: .publication, time: now, version: data.version, weights: weights))
-            state.stats.logBytes = log.size
-        } catch {
-            logger.error("cannot log publication \(data.version): \(error.description)")
-        }
-    }
-
-    /// The analysis plan's looks up to `now` taken in every experiment's analysis.
-    private static func takeLooks(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
-        guard let every = configuration.analysis.lookEvery else { return }
-        for e in state.analysis.indices { state.analysis[e].takeLooks(until: now, every: every) }
-    }
-
-    private static func publish(version: Int, weights: [[Double]], in state: inout State) {
-        for (e, w) in weights.enumerated() where e < state.analysis.count && w.count == state.analysis[e].variantCount {
-            state.analysis[e].published(version: version, weights: w)
-        }
-    }
-
-    private static func check(_ analysis: [IngestedExperiment], of generation: Int, against configuration: ServerConfiguration) throws(ServeError) {
-        let experiments = configuration.experiments
-        guard analysis.count == experiments.count,
-              zip(analysis, experiments).allSatisfy({ $0.variantCount == $1.variants.count && $0.sticky == $1.sticky }) else {
-            throw ServeError("the snapshot of generation \(generation) does not match the served experiments' variants; serve it with the scenario that wrote it, or use another --data-dir")
-        }
-    }
-
-    /// Checks every event against the served experiments and, when `bounded`, its numbers
-    /// against ``Bounds``: replay is not bounded, so that a log written before the bounds still
-    /// opens.
-    private static func validate(_ batch: Wire.EventBatch, experiments: [ExperimentDefinition], bounded: Bool) throws(APIError) {
-        let names = EventKind.allCases.map(Wire.name).joined(separator: ", ")
-        for (index, event) in batch.events.enumerated() {
-            let path = "events[\(index)]"
-            guard Wire.eventID(event.id) != nil else {
-                throw .badField("\(path).id", expected: "DEVICE#SEQUENCE: a device number (0 to 2^64−1), '#', a sequence number (0 to 2^32−1), in decimal without sign or leading zeros")
-            }
-            guard Wire.kind(named: event.kind) != nil else {
-                throw .badField("\(path).kind", expected: "one of \(names)")
-            }
-            guard let experiment = experiments.first(where: { $0.id == event.experiment }) else {
-                throw .badField("\(path).experiment", expected: "one of the served experiments: \(experiments.map(\.id).joined(separator: ", "))")
-            }
-            guard experiment.variantIndex(of: event.variant) != nil else {
-                throw .badField("\(path).variant", expected: "one of \(experiment.id)'s variants: \(experiment.variants.map(\.id).joined(separator: ", "))")
-            }
-            // Replayed numbers were in range when written, or written before there were ranges.
-            guard bounded else { continue }
-            if let value = event.value {
-                try Bounds.check(value, in: Bounds.value, field: "\(path).value", what: "a number")
-            }
-            if let created = event.createdAt {
-                try Bounds.check(created, in: Bounds.createdAt, field: "\(path).created_at", what: "seconds since 1970")
-            }
-            if let version = event.policyVersion, version < 0 {
-                throw .badField("\(path).policy_version", expected: "the version of the experiment data the variant was drawn from: an integer from 0 (unknown)")
-            }
-            if let propensity = event.propensity, !(propensity > 0 && propensity <= 1) {
-                throw .badField("\(path).propensity", expected: "the probability the variant was drawn with: above 0, at most 1")
-            }
-        }
-    }
-
-    /// A validated wire event as the server's ``Event``.
-    private static func event(_ wire: Wire.Event, experiments: [ExperimentDefinition]) -> Event {
-        let experiment = experiments.firstIndex { $0.id == wire.experiment }!
-        let kind = Wire.kind(named: wire.kind)!
-        let value = wire.value ?? (kind == .conversion || kind == .goal ? 1 : 0)
-        return Event(
-            id: Wire.eventID(wire.id)!, kind: kind, experiment: Int32(experiment),
-            variant: Int32(experiments[experiment].variantIndex(of: wire.variant)!), value: value, createdAt: wire.createdAt ?? 0,
-            policyVersion: kind == .view ? UInt16(truncatingIfNeeded: wire.policyVersion ?? 0) : 0
-        )
-    }
-
-    // MARK: - Decisions and goals
-
-    /// Decides a variant for `experiment` (a served experiment, or an agent), sticky within
-    /// `session`.
-    ///
-    /// - Parameter choices: The Conductrics form names the choices: they must be a served
-    ///   experiment's variants, or they create an agent with them on the fly; `nil` requires a
-    ///   served experiment or an agent created before.
-    /// - Throws: ``APIError`` 404 for an unknown experiment, 409 for choices that contradict it.
-    public func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") async throws(APIError) -> String {
-        let now = clock()
-        return try await committing { state throws(APIError) -> String in
-            Self.prepare(&state, at: now, configuration: configuration)
-            let choiceList = try Self.choices(of: experiment, proposed: choices, in: state, experiments: configuration.experiments, field: field)
-            if let session, let sticky = state.sessions[experiment]?[session] {
-                return choiceList[sticky]
-            }
-            if state.agents[experiment] == nil, configuration.experiments.firstIndex(where: { $0.id == experiment }) == nil {
-                try Self.write(EventLog.Record(kind: .agent, time: now, experiment: experiment, choices: choiceList), to: &state)
-                try Self.apply(EventLog.Record(kind: .agent, time: now, experiment: experiment, choices: choiceList), to: &state, configuration: configuration)
-            }
-            let variant = Self.choose(experiment, in: &state, experiments: configuration.experiments)
-            let record = EventLog.Record(kind: .decision, time: now, experiment: experiment, variant: choiceList[variant], session: session)
-            try Self.write(record, to: &state)
-            try Self.apply(record, to: &state, configuration: configuration)
-            return choiceList[variant]
-        }
-    }
-
-    /// Credits `session`'s decision in `experiment` (every decision of a multi-decision agent
-    /// whose key starts with `experiment/`) with a goal worth `value`.
-    ///
-    /// - Returns: the variants credited; empty when the session had no decision (ignored, as
-    ///   Conductrics does).
-    public func goal(_ experiment: String, session: String, value: Double) async throws(APIError) -> [String] {
-        let now = clock()
-        return try await committing { state throws(APIError) -> [String] in
-            Self.prepare(&state, at: now, configuration: configuration)
-            let keys = state.sessions.keys.filter { $0 == experiment || $0.hasPrefix(experiment + "/") }.sorted()
-            var credited: [String] = []
-            for key in keys {
-                guard let variant = state.sessions[key]?[session] else { continue }
-                let choiceList = try Self.choices(of: key, proposed: nil, in: state, experiments: configuration.experiments, field: "experiment")
-                let record = EventLog.Record(kind: .goal, time: now, experiment: key, variant: choiceList[variant], session: session, value: value)
-                try Self.write(record, to: &state)
-                try Self.apply(record, to: &state, configuration: configuration)
-                credited.append(choiceList[variant])
-            }
-            if credited.isEmpty {
-                guard state.agents[experiment] != nil || configuration.experiments.contains(where: { $0.id == experiment })
-                    || state.sessions.keys.contains(where: { $0.hasPrefix(experiment + "/") }) || state.agents.keys.contains(where: { $0.hasPrefix(experiment + "/") })
-                else {
-                    throw .notFound("experiment", field: "experiment", expected: "a served experiment or an agent that has made a decision")
-                }
-                state.stats.goalsIgnored += 1
-            }
-            return credited
-        }
-    }
-
-    /// Ends `session` in `experiment` (and its multi-decision keys): its next decision is new.
-    public func expire(_ experiment: String, session: String) async throws(APIError) {
-        let now = clock()
-        try await committing { state throws(APIError) in
-            guard state.sessions.keys.contains(where: { $0 == experiment || $0.hasPrefix(experiment + "/") }) else { return }
-            let record = EventLog.Record(kind: .expire, time: now, experiment: experiment, session: session)
-            try Self.write(record, to: &state)
-            try Self.apply(record, to: &state, configuration: configuration)
-        }
     }
 
     /// Events queued for processing under the capacity model (0 without one).
@@ -650,7 +399,7 @@ public final class ExperimentService: Sendable {
     /// Makes `change` under the lock, then waits, outside it, until everything the log held when
     /// the lock was released is as durable as the log promises: the change's own records, and
     /// every earlier one its answer may depend on.
-    private func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
+    func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
         let (outcome, end, snapshot) = state.withLock { state -> (Swift.Result<Result, APIError>, Int, SnapshotToWrite?) in
             let outcome: Swift.Result<Result, APIError>
             do throws(APIError) {
@@ -675,7 +424,7 @@ public final class ExperimentService: Sendable {
         return result
     }
 
-    private static func write(_ record: EventLog.Record, to state: inout State) throws(APIError) {
+    static func write(_ record: EventLog.Record, to state: inout State) throws(APIError) {
         guard let log = state.log else { return }
         do {
             try log.append(record)
@@ -685,153 +434,8 @@ public final class ExperimentService: Sendable {
         }
     }
 
-    private static func unavailable(_ failure: EventLog.Failure) -> APIError {
+    static func unavailable(_ failure: EventLog.Failure) -> APIError {
         APIError(status: 503, "storage unavailable: \(failure.description)", retryAfter: 5)
-    }
-
-    private static func choices(of key: String, proposed: [String]?, in state: borrowing State, experiments: [ExperimentDefinition], field: String) throws(APIError) -> [String] {
-        let known: [String]? = experiments.first { $0.id == key }.map { $0.variants.map(\.id) } ?? state.agents[key]?.choices
-        switch (known, proposed) {
-        case (let known?, nil):
-            return known
-        case (let known?, let proposed?):
-            guard Set(known) == Set(proposed), proposed.count == known.count else {
-                throw APIError(status: 409, "\(key) has other choices", field: field, expected: known.joined(separator: ","))
-            }
-            return known
-        case (nil, let proposed?):
-            guard !proposed.isEmpty, Set(proposed).count == proposed.count, proposed.allSatisfy({ !$0.isEmpty }) else {
-                throw .badField(field, expected: "distinct, non-empty choices separated by commas", status: 400)
-            }
-            return proposed
-        case (nil, nil):
-            throw .notFound("experiment", field: field, expected: "one of the served experiments: \(experiments.map(\.id).joined(separator: ", "))")
-        }
-    }
-
-    private static func choose(_ key: String, in state: inout State, experiments: [ExperimentDefinition]) -> Int {
-        if let index = experiments.firstIndex(where: { $0.id == key }) {
-            return state.server.choose(experiment: index)
-        }
-        return state.agents[key]!.allocator.choose()
-    }
-
-    /// Creates the agent `key` with `choices` and its own allocator.
-    private static func makeAgent(_ key: String, choices: [String], in state: inout State, configuration: ServerConfiguration) throws(APIError) {
-        let seed = StreamSeed(configuration.seed).derive("live-agent").derive(key)
-        do {
-            state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed)))
-        } catch {
-            throw APIError(status: 422, "allocator \(configuration.allocator) cannot serve \(choices.count) choices: \(error)", field: "choices")
-        }
-    }
-
-    /// Ingests validated events, live or replayed: those a restored snapshot's window holds
-    /// are duplicates (the server's own set of ids starts empty after a restart), and the
-    /// ids accepted join the window of the next snapshot.
-    private static func ingest(_ wire: [Wire.Event], into state: inout State, at time: Double, configuration: ServerConfiguration) -> (accepted: Int, duplicates: Int) {
-        var events: [Event] = []
-        events.reserveCapacity(wire.count)
-        var known = 0
-        let restored = !state.recovered.isEmpty
-        for item in wire {
-            let event = event(item, experiments: configuration.experiments)
-            if restored, state.recovered.contains(event.id) { known += 1 } else { events.append(event) }
-        }
-        var accepted: [EventID] = []
-        let result = state.server.ingest(events, at: time) { event in
-            accepted.append(event.id)
-            state.results[Int(event.experiment)][Int(event.variant)].add(event)
-            state.analysis[Int(event.experiment)].ingested(event)
-        }
-        for id in accepted { state.recent.append(id) }
-        if !accepted.isEmpty, buffersFeedback(configuration.cadence) { state.feedbackPending = true }
-        state.stats.eventsAccepted += result.accepted
-        state.stats.batches += 1
-        return (result.accepted, result.duplicates + known)
-    }
-
-    /// Whether the cadence keeps feedback from the allocators until a later update.
-    private static func buffersFeedback(_ cadence: UpdateCadence) -> Bool {
-        switch cadence {
-        case .immediate, .everyEvents(1): false
-        case .every, .everyEvents: true
-        }
-    }
-
-    /// Brings the policy up to date: when an update is due it gives the allocators every
-    /// feedback waiting, so none waits after it.
-    private static func tick(_ state: inout State, at now: Double, cadence: UpdateCadence) {
-        if case .every = cadence, let next = state.server.nextUpdate(after: now), now >= next { state.feedbackPending = false }
-        state.server.tick(at: now)
-    }
-
-    /// Before a change: the policy brought up to date and, when the log's tail is long enough
-    /// and no feedback waits for an update, a compaction begun: appends move to a new file and
-    /// a snapshot of the state is taken for the request to write after it leaves the lock.
-    private static func prepare(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
-        tick(&state, at: now, cadence: configuration.cadence)
-        takeLooks(&state, at: now, configuration: configuration)
-        guard let limit = configuration.compactEvery, let log = state.log, !state.compacting, !state.feedbackPending, log.tailSize >= limit else { return }
-        let generation: Int
-        do {
-            generation = try log.rotate()
-        } catch {
-            // The log goes on in its file; the next request tries again.
-            logger.error("cannot compact the log: \(error.description)")
-            return
-        }
-        state.compacting = true
-        // The window is copied as it is (its storage shared until the next append); its ids are
-        // put in order and written out off the lock.
-        state.snapshotToWrite = SnapshotToWrite(generation: generation, snapshot: snapshot(of: state, generation: generation, at: now), recent: state.recent)
-    }
-
-    private static func snapshot(of state: borrowing State, generation: Int, at now: Double) -> Snapshot {
-        var stats = state.stats
-        stats.compactions += 1
-        return Snapshot(
-            generation: generation, time: now,
-            experiments: state.server.allocators.map { Snapshot.arms($0.statistics) },
-            agents: state.agents.keys.sorted().map { Snapshot.Agent(key: $0, choices: state.agents[$0]!.choices, arms: Snapshot.arms(state.agents[$0]!.allocator.statistics)) },
-            sessions: state.sessions,
-            stats: stats,
-            recentEvents: [],
-            results: state.results,
-            analysis: state.analysis)
-    }
-
-    /// Writes a snapshot taken under the lock, outside it and off the request's path, then
-    /// removes the files it covers. A failure leaves them: the next compaction tries again.
-    private func writeSnapshot(_ taken: SnapshotToWrite, directory: String) {
-        let generation = taken.generation
-        let task = Task.detached { [self] in
-            var failure: String?
-            do {
-                var snapshot = taken.snapshot
-                snapshot.recentEvents = taken.recent.ordered.map(Wire.id)
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                try EventLog.writeSnapshot(try encoder.encode(snapshot), generation: generation, directory: directory)
-            } catch {
-                failure = "\(error)"
-            }
-            state.withLock { state in
-                state.compacting = false
-                guard failure == nil, let log = state.log else { return }
-                log.snapshotWritten(generation: generation)
-                state.stats.compactions += 1
-                state.stats.logBytes = log.size
-            }
-            if let failure { Self.logger.error("cannot write the snapshot of generation \(generation) in \(directory): \(failure)") }
-        }
-        compaction.withLock { $0 = task }
-    }
-
-    /// Returns when the snapshot being written, if any, is written.
-    func compactionFinished() async {
-        let task = compaction.withLock { $0 }
-        await task?.value
     }
 
     /// The statistics of `key`'s arms, a served experiment or an agent.
@@ -842,56 +446,8 @@ public final class ExperimentService: Sendable {
         }
     }
 
-    private static let logger = Logger(label: "aviary-serve")
+    static let logger = Logger(label: "aviary-serve")
 
-    /// Applies a validated record: the one place a change reaches the state, live or replayed.
-    private static func apply(_ record: EventLog.Record, to state: inout State, configuration: ServerConfiguration) throws(APIError) {
-        let experiments = configuration.experiments
-        takeLooks(&state, at: record.time, configuration: configuration)
-        switch record.kind {
-        case .events:
-            let batch = Wire.EventBatch(events: record.events ?? [])
-            try validate(batch, experiments: experiments, bounded: false)
-            _ = ingest(batch.events, into: &state, at: record.time, configuration: configuration)
-        case .agent:
-            guard let key = record.experiment, let choices = record.choices, !choices.isEmpty else { throw .badField("agent", expected: "a key and choices") }
-            try makeAgent(key, choices: choices, in: &state, configuration: configuration)
-        case .decision, .goal:
-            guard let key = record.experiment, let name = record.variant else { throw .badField("decision", expected: "an experiment and a variant") }
-            let choiceList = try choices(of: key, proposed: nil, in: state, experiments: experiments, field: "experiment")
-            guard let variant = choiceList.firstIndex(of: name) else { throw .badField("variant", expected: choiceList.joined(separator: ",")) }
-            let index = experiments.firstIndex { $0.id == key }
-            if record.kind == .decision {
-                if let index {
-                    state.server.recordDecision(experiment: index, variant: variant, at: record.time)
-                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
-                } else {
-                    state.agents[key]!.allocator.record(.view(variant))
-                }
-                if let session = record.session { state.sessions[key, default: [:]][session] = variant }
-                state.stats.decisions += 1
-            } else {
-                let value = record.value ?? 1
-                if let index {
-                    state.server.goal(experiment: index, variant: variant, value: value, at: record.time)
-                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
-                } else {
-                    state.agents[key]!.allocator.record(.conversion(variant, value: value))
-                }
-                state.stats.goals += 1
-            }
-        case .publication:
-            guard let version = record.version, let weights = record.weights, weights.count == experiments.count else {
-                throw .badField("publication", expected: "a version and one set of weights per served experiment")
-            }
-            publish(version: version, weights: weights, in: &state)
-        case .expire:
-            guard let key = record.experiment, let session = record.session else { throw .badField("expire", expected: "an experiment and a session") }
-            for sessionKey in state.sessions.keys where sessionKey == key || sessionKey.hasPrefix(key + "/") {
-                state.sessions[sessionKey]?[session] = nil
-            }
-        }
-    }
 }
 
 /// Why the server cannot start: one line for the command to print.

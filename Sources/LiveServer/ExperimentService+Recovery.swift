@@ -1,0 +1,125 @@
+import Allocators
+import ExperimentModel
+import ExperimentServer
+import Foundation
+import Randomness
+import WireFormat
+
+/// Starting from what the data directory holds: the snapshot's state checked against the served
+/// experiments, and the log's records applied as they were live.
+extension ExperimentService {
+    /// The state before any record is replayed: empty, or what `snapshot` holds.
+    static func initialState(_ configuration: ServerConfiguration, snapshot: Snapshot?, at now: Double) throws(ServeError) -> State {
+        let seed = StreamSeed(configuration.seed).derive("live")
+        if let snapshot {
+            guard snapshot.format == Snapshot.currentFormat, snapshot.experiments.count == configuration.experiments.count else {
+                throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments; serve it with the scenario that wrote it, or use another --data-dir")
+            }
+            guard Snapshot.supports(configuration.allocator) else {
+                throw ServeError("the log was compacted, and allocator \(configuration.allocator) cannot be restored from a snapshot; serve it with the allocator that wrote it")
+            }
+        }
+        var allocators: [AnyAllocator] = []
+        for (index, experiment) in configuration.experiments.enumerated() {
+            do {
+                allocators.append(AnyAllocator(try configuration.allocator.makeAllocator(variantCount: experiment.variants.count, seed: seed.derive(index))))
+            } catch {
+                throw ServeError("allocator \(configuration.allocator) cannot serve experiment \(experiment.id): \(error)")
+            }
+            if let snapshot { try Snapshot.teach(&allocators[index], snapshot.experiments[index]) }
+        }
+        var state = State(
+            server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: configuration.cadence, at: now),
+            recent: RecentEvents(capacity: configuration.dedupeWindow),
+            results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } },
+            analysis: configuration.experiments.map { IngestedExperiment(variantCount: $0.variants.count, sticky: $0.sticky) })
+        guard let snapshot else { return state }
+        // A snapshot written before results were kept has none: they count from it on.
+        if let results = snapshot.results {
+            guard results.map(\.count) == state.results.map(\.count) else {
+                throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments' variants; serve it with the scenario that wrote it, or use another --data-dir")
+            }
+            state.results = results
+        }
+        // A snapshot written before the analysis was kept has none: its units count from it on.
+        if let analysis = snapshot.analysis {
+            try Self.check(analysis, of: snapshot.generation, against: configuration)
+            state.analysis = analysis
+        }
+        for agent in snapshot.agents {
+            do {
+                try makeAgent(agent.key, choices: agent.choices, in: &state, configuration: configuration)
+            } catch {
+                throw ServeError("the snapshot's agent \(agent.key): \(error)")
+            }
+            try Snapshot.teach(&state.agents[agent.key]!.allocator, agent.arms)
+        }
+        state.sessions = snapshot.sessions
+        state.stats = snapshot.stats
+        // What describes this process, not the state: its log, its flushes, its publications.
+        (state.stats.logBytes, state.stats.logFlushes, state.stats.dataVersion) = (0, 0, 0)
+        for text in snapshot.recentEvents.suffix(configuration.dedupeWindow) {
+            guard let id = Wire.eventID(text) else { throw ServeError("the snapshot of generation \(snapshot.generation) holds \"\(text)\", not an event id") }
+            state.recovered.insert(id)
+            state.recent.append(id)
+        }
+        return state
+    }
+
+    static func check(_ analysis: [IngestedExperiment], of generation: Int, against configuration: ServerConfiguration) throws(ServeError) {
+        let experiments = configuration.experiments
+        guard analysis.count == experiments.count,
+              zip(analysis, experiments).allSatisfy({ $0.variantCount == $1.variants.count && $0.sticky == $1.sticky }) else {
+            throw ServeError("the snapshot of generation \(generation) does not match the served experiments' variants; serve it with the scenario that wrote it, or use another --data-dir")
+        }
+    }
+
+    /// Applies a validated record: the one place a change reaches the state, live or replayed.
+    static func apply(_ record: EventLog.Record, to state: inout State, configuration: ServerConfiguration) throws(APIError) {
+        let experiments = configuration.experiments
+        takeLooks(&state, at: record.time, configuration: configuration)
+        switch record.kind {
+        case .events:
+            let batch = Wire.EventBatch(events: record.events ?? [])
+            try validate(batch, experiments: experiments, bounded: false)
+            _ = ingest(batch.events, into: &state, at: record.time, configuration: configuration)
+        case .agent:
+            guard let key = record.experiment, let choices = record.choices, !choices.isEmpty else { throw .badField("agent", expected: "a key and choices") }
+            try makeAgent(key, choices: choices, in: &state, configuration: configuration)
+        case .decision, .goal:
+            guard let key = record.experiment, let name = record.variant else { throw .badField("decision", expected: "an experiment and a variant") }
+            let choiceList = try choices(of: key, proposed: nil, in: state, experiments: experiments, field: "experiment")
+            guard let variant = choiceList.firstIndex(of: name) else { throw .badField("variant", expected: choiceList.joined(separator: ",")) }
+            let index = experiments.firstIndex { $0.id == key }
+            if record.kind == .decision {
+                if let index {
+                    state.server.recordDecision(experiment: index, variant: variant, at: record.time)
+                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
+                } else {
+                    state.agents[key]!.allocator.record(.view(variant))
+                }
+                if let session = record.session { state.sessions[key, default: [:]][session] = variant }
+                state.stats.decisions += 1
+            } else {
+                let value = record.value ?? 1
+                if let index {
+                    state.server.goal(experiment: index, variant: variant, value: value, at: record.time)
+                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
+                } else {
+                    state.agents[key]!.allocator.record(.conversion(variant, value: value))
+                }
+                state.stats.goals += 1
+            }
+        case .publication:
+            guard let version = record.version, let weights = record.weights, weights.count == experiments.count else {
+                throw .badField("publication", expected: "a version and one set of weights per served experiment")
+            }
+            publish(version: version, weights: weights, in: &state)
+        case .expire:
+            guard let key = record.experiment, let session = record.session else { throw .badField("expire", expected: "an experiment and a session") }
+            for sessionKey in state.sessions.keys where sessionKey == key || sessionKey.hasPrefix(key + "/") {
+                state.sessions[sessionKey]?[session] = nil
+            }
+        }
+    }
+}
