@@ -182,17 +182,26 @@ struct VendorIngestTests {
     ].map { Data(base64Encoded: $0)! }
 
     @Test func gzipBodiesAreInflated() async throws {
+        func status(_ data: some Sequence<UInt8>, limit: Int = 1 << 20) -> Int? {
+            #expect(throws: APIError.self) { try ExperimentHTTPServer.inflated(gzip: Data(data), limit: limit) }?.status
+        }
         for data in Self.gzipped {
-            let inflated = try Gzip.decompress(data, limit: 1 << 20)
+            let inflated = try ExperimentHTTPServer.inflated(gzip: data, limit: 1 << 20)
             #expect(inflated.count == 501)
             #expect(String(decoding: inflated, as: UTF8.self).hasPrefix(#"{"api_key": "k", "batch": [{"event": "Experiment Converted""#))
-            #expect(throws: Gzip.Failure.tooLarge) { try Gzip.decompress(data, limit: 500) }
+            #expect(try ExperimentHTTPServer.inflated(gzip: data, limit: 501) == inflated)
+            #expect(status(data, limit: 500) == 413)
             var damaged = Array(data)
             damaged[damaged.count - 6] ^= 0x40
-            #expect(throws: Gzip.Failure.self) { try Gzip.decompress(damaged, limit: 1 << 20) }
-            #expect(throws: Gzip.Failure.self) { try Gzip.decompress(data.prefix(data.count / 2), limit: 1 << 20) }
+            #expect(status(damaged) == 400)
+            #expect(status(data.prefix(data.count / 2)) == 400)
         }
-        #expect(throws: Gzip.Failure.self) { try Gzip.decompress(Data(#"{"batch":[]}"#.utf8), limit: 1 << 20) }
+        #expect(status(Data(#"{"batch":[]}"#.utf8)) == 400)
+        // Members one after another inflate one after another, the limit holding across them.
+        let members = Self.gzipped[0] + Self.gzipped[2]
+        #expect(try ExperimentHTTPServer.inflated(gzip: members, limit: 1002).count == 1002)
+        #expect(status(members, limit: 1001) == 413)
+        #expect(status(members + [0x1F]) == 400)
         try await HTTPTransportTests.withServer { service, port, client in
             for data in Self.gzipped {
                 let answer = try await Self.post("/batch", data, headers: ["Content-Encoding": "gzip"], port: port, client: client)
