@@ -36,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        // Without its default trait, ExternalLoading: the server loads no external references.
+        .package(url: "https://github.com/mattpolzin/OpenAPIKit", from: "6.4.0", traits: []),
     ],
     targets: [
         .systemLibrary(
@@ -87,8 +89,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "OpenAPIKit30", package: "OpenAPIKit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+                .product(name: "Yams", package: "Yams"),
+            ],
+            resources: [.copy("openapi.yaml")]
         ),
         .target(
             name: "LiveDevices",

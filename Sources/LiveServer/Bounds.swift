@@ -1,10 +1,10 @@
 import Foundation
 
 /// The range of every number and the length of every string and list the API accepts: the
-/// OpenAPI document states them (it takes them from here) and every request is checked against
-/// them, so that no payload poisons an allocator's sums (a conversion worth −1e308 would
-/// outweigh everything after it) or fills the server's memory with one name. A value out of its
-/// range gets 422 naming the field.
+/// OpenAPI document states them (`BoundsTests` holds it to these) and every request is checked
+/// against them, so that no payload poisons an allocator's sums (a conversion worth −1e308
+/// would outweigh everything after it) or fills the server's memory with one name. A value out
+/// of its range gets 422 naming the field.
 ///
 /// Lengths are in Unicode code points, as JSON Schema's `maxLength` counts them.
 enum Bounds {

@@ -146,18 +146,24 @@ struct APIKeyTests {
         }
     }
 
-    @Test func theDocumentStatesWhatTheServerAsksFor() {
-        let keyed = OpenAPIDocument.yaml(experiments: ExperimentServiceTests.experiments, keys: APIKeys(clientKeys: ["k"], adminKey: "a"))
-        #expect(keyed.components(separatedBy: "security: [{clientKey: []}]").count - 1 == 6, "the JSON API's four, the configuration download and Snowplow's")
-        #expect(keyed.components(separatedBy: "security: [{conductricsKey: []}, {clientKey: []}]").count - 1 == 5)
-        #expect(keyed.components(separatedBy: "security: [{adminKey: []}]").count - 1 == 3, "/v1/stats, /v1/results and /metrics")
-        #expect(keyed.components(separatedBy: "security: [{segmentWriteKey: []}, {clientKey: []}]").count - 1 == 2, "/v1/batch and /v1/track")
-        #expect(keyed.components(separatedBy: "security: []").count - 1 == 5, "Amplitude's and PostHog's key is in the body, VWO's in the query (i) or the extra data (ed.i)")
-        #expect(keyed.components(separatedBy: ##""401": {$ref: "#/components/responses/Unauthorized"}"##).count - 1 == 14)
-        #expect(keyed.contains("name: x-mpath-apikey"))
-        let open = OpenAPIDocument.yaml(experiments: ExperimentServiceTests.experiments)
-        #expect(open.components(separatedBy: "security: []").count - 1 == 21)
-        #expect(open.contains("securitySchemes:"))
+    @Test func theDocumentStatesWhatTheServerAsksFor() throws {
+        let keyedDocument = try OpenAPIDocument.parsed(keys: APIKeys(clientKeys: ["k"], adminKey: "a"))
+        let keyed = OpenAPIDocument.operations(keyedDocument).values
+        func count(_ operations: some Collection<[String: Any]>, asking security: [[String]]) -> Int {
+            operations.filter { OpenAPIDocument.security($0) == security }.count
+        }
+        #expect(count(keyed, asking: [["clientKey"]]) == 6, "the JSON API's four, the configuration download and Snowplow's")
+        #expect(count(keyed, asking: [["conductricsKey"], ["clientKey"]]) == 5)
+        #expect(count(keyed, asking: [["adminKey"]]) == 3, "/v1/stats, /v1/results and /metrics")
+        #expect(count(keyed, asking: [["segmentWriteKey"], ["clientKey"]]) == 2, "/v1/batch and /v1/track")
+        #expect(count(keyed, asking: []) == 5, "Amplitude's and PostHog's key is in the body, VWO's in the query (i) or the extra data (ed.i)")
+        let unauthorized = keyed.filter { ($0["responses"] as? [String: Any])?["401"] as? [String: String] == ["$ref": "#/components/responses/Unauthorized"] }
+        #expect(unauthorized.count == 14)
+        let schemes = try #require((keyedDocument["components"] as? [String: Any])?["securitySchemes"] as? [String: [String: Any]])
+        #expect(schemes["conductricsKey"]?["name"] as? String == "x-mpath-apikey")
+        let open = try OpenAPIDocument.parsed()
+        #expect(count(OpenAPIDocument.operations(open).values, asking: []) == 21)
+        #expect(((open["components"] as? [String: Any])?["securitySchemes"] as? [String: Any])?.keys.sorted() == ["adminKey", "clientKey", "conductricsKey", "segmentWriteKey"])
     }
 
     @Test func keysCompareByEveryByte() {

@@ -146,15 +146,33 @@ struct BoundsTests {
         #expect(try await service.ingest(Wire.EventBatch(events: [ExperimentServiceTests.event("5#1")])).duplicates == 1)
     }
 
-    @Test func theOpenAPIDocumentStatesEveryBound() {
-        let yaml = OpenAPIDocument.yaml(experiments: ExperimentServiceTests.experiments)
-        #expect(yaml.contains("value: {type: number, minimum: -1000000000, maximum: 1000000000, nullable: true"))
-        #expect(yaml.contains("created_at: {type: number, minimum: 0, maximum: 4102444800, nullable: true"))
-        #expect(yaml.contains("maxItems: 10000"))
-        #expect(yaml.contains("schema: {type: number, minimum: -1000000000, maximum: 1000000000}"))
-        #expect(yaml.contains(#"pattern: "^[A-Za-z0-9_-]{1,64}(,[A-Za-z0-9_-]{1,64}){0,63}$""#))
+    @Test func theOpenAPIDocumentStatesEveryBound() throws {
+        // openapi.yaml writes the bounds out: these hold it to Bounds.
+        let document = try OpenAPIDocument.parsed()
+        func number(_ value: Any?) -> Double? { (value as? Int).map(Double.init) ?? value as? Double }
+        func range(_ schema: Any?) -> ClosedRange<Double>? {
+            guard let schema = schema as? [String: Any], let lower = number(schema["minimum"]), let upper = number(schema["maximum"]) else { return nil }
+            return lower...upper
+        }
+        let components = try #require(document["components"] as? [String: Any])
+        let event = try #require(((components["schemas"] as? [String: Any])?["Event"] as? [String: Any])?["properties"] as? [String: [String: Any]])
+        #expect(range(event["value"]) == Bounds.value && event["value"]?["nullable"] as? Bool == true)
+        #expect(range(event["created_at"]) == Bounds.createdAt && event["created_at"]?["nullable"] as? Bool == true)
+        let reward = ((components["parameters"] as? [String: Any])?["Reward"] as? [String: Any])?["schema"]
+        #expect(range(reward) == Bounds.value)
+        let mappings = OpenAPIDocument.mappings(in: document)
+        // Values: the event's, the goal's, the pixel's revenue and the Conductrics reward; times:
+        // the event's and the pixel's extra data's.
+        let ranges = mappings.filter { $0["type"] as? String == "number" }.compactMap(range)
+        #expect(ranges.filter { $0 == Bounds.value }.count == 4 && ranges.filter { $0 == Bounds.createdAt }.count == 2)
+        #expect(mappings.filter { $0["maxItems"] as? Int == Bounds.events }.count == 4, "the event batch and the Segment, Snowplow and PostHog batches")
+        let code = "[A-Za-z0-9_-]{1,\(Bounds.codeLength)}"
+        let patterns = mappings.compactMap { $0["pattern"] as? String }
+        #expect(patterns.contains("^\(code)(,\(code)){0,\(Bounds.choices - 1)}$"))
+        #expect(patterns.contains("^\(code):\(code)(,\(code)){0,\(Bounds.choices - 1)}$"))
         // The names: experiment and session of decisions and goals, the goal's name, the owner,
         // the agent, and the two forms of the session parameter.
-        #expect(yaml.components(separatedBy: "maxLength: 256").count - 1 == 11, "the Conductrics routes', the VWO routes' u and the configuration's user")
+        let names = mappings.filter { $0["maxLength"] as? Int == Bounds.nameLength }
+        #expect(names.count == 11, "the Conductrics routes', the VWO routes' u and the configuration's user")
     }
 }
