@@ -7,7 +7,7 @@ extension AviaryCommand {
     /// Runs the `aviary` command line with allocators a package adds: the entry point of a
     /// package's own `aviary` executable.
     ///
-    /// Every registration is added to ``AllocatorRegistry`` before the arguments are parsed, so
+    /// Every registration is added to `AllocatorRegistry` before the arguments are parsed, so
     /// `--allocator NAME(key=value, …)` and scenario files name the added allocators as they
     /// name the built-in ones. In a live build it also lets `external(url=…)` reach a policy
     /// service over HTTP.

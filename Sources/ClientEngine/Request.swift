@@ -49,7 +49,7 @@ public struct Request: Sendable, Hashable {
 public enum Response: Sendable {
     /// Parsed experiment data, shared by reference (what a simulated server returns).
     case experimentData(ExperimentData)
-    /// A real server's response body, parsed with ``ExperimentData/init(payload:)``; if it is
+    /// A real server's response body, parsed with `ExperimentData(payload:)`; if it is
     /// malformed, the engine keeps its last good data.
     case payload(JSONValue)
     /// The server ingested these events; only they leave the queue, so partial
