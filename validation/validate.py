@@ -9,7 +9,7 @@ tolerance is stated with the check and justified in validation/README.md.
 Writes validation/results.csv (check, expected, measured, tolerance, pass) and exits 1 if any
 check fails. Usage: validate.py --aviary PATH --gbstats-python PATH --stats-python PATH [--jobs N] [--readme]
   --gbstats-python, --stats-python  the venvs scripts/setup-stats makes
-  --readme  also rewrites the results table in README.md
+  --readme  also rewrites the results table in validation/README.md
 """
 import argparse
 import csv
@@ -433,11 +433,11 @@ def markdown(rows):
 
 
 def update_readme(rows):
-    path = os.path.join(ROOT, "README.md")
+    path = os.path.join(HERE, "README.md")
     begin, end = "<!-- validation table: begin -->", "<!-- validation table: end -->"
     text = open(path).read()
     if begin not in text or end not in text:
-        raise SystemExit("README.md has no validation table markers")
+        raise SystemExit("validation/README.md has no validation table markers")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     with open(path, "w") as f:
