@@ -3,7 +3,8 @@ import Randomness
 import Simulation
 
 /// The CSV reports of a live load test: the simulated load test's columns, then the ones only a
-/// real network has. Column meanings are documented in the README.
+/// real network has. Column meanings are documented in the live load test article
+/// (`Sources/AviaryCommands/AviaryCommands.docc/Articles/LoadTestLive.md`).
 public enum LiveLoadTestReport {
     /// The columns after ``Simulation/LoadTestReport/columns``.
     public static let liveColumns = [

@@ -6,7 +6,7 @@ import Testing
 @testable import Simulation
 
 /// Each SDK profile reproduces its SDK's sequence of sends, waits, refusals and give-ups, as read
-/// from the SDK's code (the README's profile table cites the files). Times are parameters: the
+/// from the SDK's code (the SDK profiles article's table cites the files). Times are parameters: the
 /// engine reads no clock.
 struct SDKProfileTests {
     typealias Engine = ClientEngine<InMemoryEventStore>

@@ -65,7 +65,7 @@ enum ChartTables {
 
 extension FleetReport {
     /// `latency.csv`: per allocator and replicate, how many events reached the server within
-    /// each latency (log-spaced buckets, see the README).
+    /// each latency (log-spaced buckets, see the Reports article).
     public static func latency(_ results: [FleetSimulation.Result]) -> CSVTable {
         ChartTables.latency(labelColumn: "allocator", runs: results.flatMap { result in
             result.runs.map { (result.scenario.name, $0.allocator, $0.replicate, $0.metrics.queueLatency) }
@@ -80,7 +80,7 @@ extension FleetReport {
 
 extension LoadTestReport {
     /// `loadtest-latency.csv`: per policy and replicate, how many events reached the server
-    /// within each latency (log-spaced buckets, see the README).
+    /// within each latency (log-spaced buckets, see the Reports article).
     public static func latency(_ results: [LoadTest.Result]) -> CSVTable {
         ChartTables.latency(labelColumn: "policy", runs: results.flatMap { result in
             result.simulation.runs.map { (result.simulation.scenario.name, result.policy, $0.replicate, $0.metrics.queueLatency) }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The CSV reports of a fleet simulation. Column meanings are documented in the README.
+/// The CSV reports of a fleet simulation. Column meanings are documented in the Reports article
+/// (`Sources/AviaryCommands/AviaryCommands.docc/Articles/Reports.md`).
 public enum FleetReport {
     /// The columns of `summary.csv`; the last two are wall-clock figures, the only ones that
     /// differ between two runs of the same scenario and seed.

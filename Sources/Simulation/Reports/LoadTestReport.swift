@@ -1,6 +1,7 @@
 import Foundation
 
-/// The CSV reports of a load test. Column meanings are documented in the README.
+/// The CSV reports of a load test. Column meanings are documented in the Reports article
+/// (`Sources/AviaryCommands/AviaryCommands.docc/Articles/Reports.md`).
 public enum LoadTestReport {
     /// The columns of `loadtest.csv`; the last one is wall-clock time.
     public static let columns = [
