@@ -120,6 +120,8 @@ extension ClientEngine {
             return now + max(profile.settings.dataTTL, retryAfter ?? 0)
         case .failed:
             return fetchFailed(retryAfter: nil, at: now)
+        case .refusedEvents(_, let status):
+            return fetchAnswered(by: .rejected(status: status, retryAfter: nil), at: now)
         case .acknowledged:
             lastError = "an event acknowledgement answered an experiment data request"
             return fetchFailed(retryAfter: nil, at: now)
@@ -161,6 +163,18 @@ extension ClientEngine {
             eventsOffered = max(0, eventsOffered - setAside.count)
             lastError = "\(setAside.count) events refused permanently with status \(status)"
             clearSendFailures()
+            return -.infinity
+        case .refusedEvents(let ids, let status):
+            guard case .dropListed(let resetsFailures) = profile.settings.delivery.listedRefusal else {
+                return sendAnswered(by: .rejected(status: status, retryAfter: nil), at: now)
+            }
+            let dropped = _store.remove(ids)
+            // Nothing of the batch listed: a bare refusal, retried after the backoff.
+            guard dropped > 0 else { return sendFailed(retryAfter: nil, status: status, at: now) }
+            trouble.eventsRejectedPermanently.addSaturating(dropped)
+            eventsOffered = max(0, eventsOffered - dropped)
+            lastError = "\(dropped) events refused with status \(status), the rest queued again"
+            if resetsFailures { clearSendFailures() }
             return -.infinity
         case .failed(let failure):
             if failure == .unreachable, case .goOffline(_, onFirstUnreachable: true) = profile.settings.delivery.giveUp {

@@ -56,6 +56,19 @@ public struct DeliveryPolicy: Sendable, Hashable {
         case goOffline(afterFailures: Int, onFirstUnreachable: Bool = false)
     }
 
+    /// What a refusal that names the events at fault (``Response/refusedEvents(_:status:)``)
+    /// does.
+    public enum ListedRefusal: Sendable, Hashable {
+        /// It refuses the whole batch, as its status alone would.
+        case wholeBatch
+        /// The listed events are dropped (counted as refused for good) and the others queued
+        /// again, sent by the next flush without a backoff; a refusal that lists none of the
+        /// batch's events (a bare 400, from a proxy say) is an ordinary failure, retried after
+        /// the backoff. `resetsFailures` says whether dropping some starts the count of failures in a row
+        /// again (Amplitude-Kotlin resets its retry handler; Amplitude-Swift leaves its count).
+        case dropListed(resetsFailures: Bool)
+    }
+
     /// The most events one request carries, when more than ``EngineSettings/batchSize`` (which
     /// then only triggers a flush): PostHog flushes at 20 and sends up to 50.
     public var maxBatchEvents: Int?
@@ -68,6 +81,8 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public var refusedStatuses: Set<Int>?
     public var tooLarge = TooLarge.refuse
     public var giveUp = GiveUp.never
+    /// What a refusal naming the events at fault does.
+    public var listedRefusal = ListedRefusal.wholeBatch
     /// A wait after a 429 that replaces the backoff's (Amplitude-Kotlin waits 30 s).
     public var throttleWait: Double?
 

@@ -61,6 +61,15 @@ public enum Response: Sendable {
     /// seconds when given); other statuses are permanent: a refused batch is set aside and
     /// counted, and a refused fetch is retried after ``EngineSettings/dataTTL``.
     case rejected(status: Int, retryAfter: Double?)
+    /// The server refused the request with an HTTP status and named the events at fault, as
+    /// Amplitude's HTTP API v2 does in a 400's `events_with_invalid_fields`,
+    /// `events_with_missing_fields` and `silenced_events` (by index in the batch) and
+    /// `silenced_devices`.
+    ///
+    /// A pipeline that reads such lists (``DeliveryPolicy/listedRefusal``) drops the listed
+    /// events and queues the others again; any other reads it as
+    /// ``rejected(status:retryAfter:)`` without `Retry-After`. Ids no longer queued are ignored.
+    case refusedEvents([EventID], status: Int)
     /// The request did not complete.
     case failed(TransportFailure)
 }

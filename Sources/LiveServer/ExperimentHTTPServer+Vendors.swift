@@ -54,12 +54,13 @@ extension ExperimentHTTPServer {
             let json = try VendorBatch.parse(body)
             let key = try VendorBatch.key(format, json: json)
             // Without client keys the server is open, as on its other routes: an empty key passes.
-            if let key, !keys.permits(bodyKey: key) { return refusal(format, missing: key.isEmpty) }
+            if let key, !keys.permits(bodyKey: key) { return refusal(format, missing: key.isEmpty, key: key) }
             let batch = try VendorBatch(format, json: json, experiments: service.configuration.experiments, single: single)
             if !batch.events.isEmpty {
                 _ = try await ingest(Wire.EventBatch(events: batch.events), work: batch.count, service: service, started: started)
             }
             service.ignore(vendorEvents: batch.ignored)
+            if !batch.refused.isEmpty { return amplitudeRefusal(batch.refused) }
             return success(format, events: batch.count, bytes: body.count)
         } catch {
             return failure(format, error)
@@ -144,8 +145,9 @@ extension ExperimentHTTPServer {
         }
     }
 
-    /// The answer to a request without a client key (`missing`) or with another.
-    private static func refusal(_ format: VendorFormat, missing: Bool) -> Response {
+    /// The answer to a request without a client key (`missing`) or with another, `key` when it
+    /// came in the body.
+    private static func refusal(_ format: VendorFormat, missing: Bool, key: String = "") -> Response {
         switch format {
         case .segment:
             var response = json(401, Wire.encode(SegmentError(
@@ -158,9 +160,11 @@ extension ExperimentHTTPServer {
             response.headers[.wwwAuthenticate] = #"Bearer realm="aviary""#
             return response
         case .amplitude:
-            // Amplitude's answers: its client drops the batch on either, without retrying.
+            // Amplitude's answers. Its Swift client deletes the batch only on "Invalid API key: "
+            // followed by its own key (v1.18.6 `handleBadRequestResponse`), so the key is
+            // echoed as Amplitude does; a missing key lists no event, and both clients retry it.
             if missing { return json(400, Wire.encode(AmplitudeError(code: 400, error: "Request missing required field", missingField: "api_key"))) }
-            return json(400, Wire.encode(AmplitudeError(code: 400, error: "Invalid API key: not one of this server's client keys")))
+            return json(400, Wire.encode(AmplitudeError(code: 400, error: "Invalid API key: \(key)")))
         case .posthog:
             return json(401, Wire.encode(PostHogError(
                 type: "authentication_error", code: missing ? "missing_api_key" : "invalid_api_key",
@@ -168,14 +172,36 @@ extension ExperimentHTTPServer {
         }
     }
 
-    /// A refusal in `format`'s shape, with the message naming the field at fault (its path in
-    /// the vendor's batch) and what was expected there. Segment's and PostHog's clients read
-    /// `code` and `message` or `detail`; Amplitude's drops the events an error lists by index
-    /// and retries the others.
-    private static func failure(_ format: VendorFormat, _ error: APIError) -> Response {
+    /// Amplitude's answer to a batch some of whose events it refused, the others ingested: a
+    /// 400 listing each refused event's index under its field, in `events_with_missing_fields`
+    /// or `events_with_invalid_fields` (HTTP API v2), which its clients read to drop those
+    /// events and send the others again; `error` describes the first.
+    private static func amplitudeRefusal(_ refused: [VendorBatch.Refusal]) -> Response {
+        var body = AmplitudeError(code: 400, error: message(refused[0].error))
+        for refusal in refused {
+            if refusal.missing {
+                body.eventsWithMissingFields[refusal.field, default: []].append(refusal.index)
+            } else {
+                body.eventsWithInvalidFields[refusal.field, default: []].append(refusal.index)
+            }
+        }
+        return json(400, Wire.encode(body))
+    }
+
+    /// An error's message, naming the field at fault (its path in the vendor's batch) and what
+    /// was expected there.
+    private static func message(_ error: APIError) -> String {
         var message = error.body.error
         if let field = error.body.field, !message.contains(field) { message += " (\(field))" }
         if let expected = error.body.expected { message += ": expected \(expected)" }
+        return message
+    }
+
+    /// A refusal in `format`'s shape, with the ``message(_:)`` of `error`. Segment's and
+    /// PostHog's clients read `code` and `message` or `detail`; Amplitude's drops the events
+    /// an error lists by index and sends the others again.
+    private static func failure(_ format: VendorFormat, _ error: APIError) -> Response {
+        let message = message(error)
         var response: Response
         switch format {
         case .segment:
@@ -236,14 +262,26 @@ extension ExperimentHTTPServer {
         }
     }
 
+    /// Amplitude's error body; an empty map is left out.
     private struct AmplitudeError: Encodable {
         var code: Int
         var error: String
         var missingField: String?
-        var eventsWithInvalidFields: [String: [Int]]?
+        var eventsWithInvalidFields: [String: [Int]] = [:]
+        var eventsWithMissingFields: [String: [Int]] = [:]
 
         enum CodingKeys: String, CodingKey {
             case code, error, missingField = "missing_field", eventsWithInvalidFields = "events_with_invalid_fields"
+            case eventsWithMissingFields = "events_with_missing_fields"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(code, forKey: .code)
+            try container.encode(error, forKey: .error)
+            try container.encodeIfPresent(missingField, forKey: .missingField)
+            if !eventsWithInvalidFields.isEmpty { try container.encode(eventsWithInvalidFields, forKey: .eventsWithInvalidFields) }
+            if !eventsWithMissingFields.isEmpty { try container.encode(eventsWithMissingFields, forKey: .eventsWithMissingFields) }
         }
     }
 

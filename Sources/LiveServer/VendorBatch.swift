@@ -8,12 +8,29 @@ import WireFormat
 ///
 /// Every event is checked before any is kept, so that a batch is taken whole or refused whole,
 /// as `POST /v1/events` is; a refusal is a 400 naming the field at the vendor's own path
-/// (`batch[3].properties.variant`).
+/// (`batch[3].properties.variant`). Amplitude's batches are the exception: as Amplitude's HTTP
+/// API v2 does, an invalid event is refused on its own (``refused``) and the others are kept,
+/// the answer naming the refused ones by index.
 struct VendorBatch {
+    /// An Amplitude event refused on its own.
+    struct Refusal {
+        /// The event's index in the batch.
+        var index: Int
+        /// The field at fault, within the event (`event_properties.variant`).
+        var field: String
+        /// Whether the field is absent (Amplitude's `events_with_missing_fields`) rather than
+        /// invalid (`events_with_invalid_fields`).
+        var missing: Bool
+        /// The refusal, naming the field at its path in the batch.
+        var error: APIError
+    }
+
     /// The experiment events, in the batch's order.
     var events: [Wire.Event] = []
     /// Events that are not experiment events: acknowledged, not kept.
     var ignored = 0
+    /// Amplitude's invalid events, in the batch's order; empty for the other formats.
+    var refused: [Refusal] = []
 
     /// Every event the batch holds.
     var count: Int { events.count + ignored }
@@ -42,12 +59,30 @@ struct VendorBatch {
             for (path, item) in try Self.items(json, member: "data") { try reader.snowplow(item, path: path) }
         case .amplitude:
             _ = try Self.object(json["options"], field: "options")
-            for (path, item) in try Self.items(json, member: "events") { try reader.amplitude(item, path: path) }
+            for (index, (path, item)) in try Self.items(json, member: "events").enumerated() {
+                do throws(APIError) {
+                    try reader.amplitude(item, path: path)
+                } catch {
+                    refused.append(try Self.refusal(error, index: index, item: item, path: path))
+                }
+            }
         case .posthog:
             for (path, item) in try Self.items(json, member: "batch") { try reader.posthog(item, path: path) }
         }
         events = reader.events
         ignored = reader.ignored
+    }
+
+    /// `error`, raised by the event `item` at `path`, as a refusal of that event alone; an
+    /// error naming no field of the event refuses the batch.
+    private static func refusal(_ error: APIError, index: Int, item: JSONValue, path: String) throws(APIError) -> Refusal {
+        guard let field = error.body.field, field.hasPrefix(path + ".") else { throw error }
+        let member = String(field.dropFirst(path.count + 1))
+        let missing = switch item[path: member] {
+        case nil, .null?: true
+        default: false
+        }
+        return Refusal(index: index, field: member, missing: missing, error: error)
     }
 
     /// A body as JSON: an object, or a 400.

@@ -161,6 +161,28 @@ struct LiveWireFormatTests {
         #expect(local.experiments[0].snapshot.weights == [0.5, 0.5])
     }
 
+    /// An Amplitude 400 refuses the events its body lists, as Amplitude-Swift v1.18.6 and
+    /// Amplitude-Kotlin v1.30.1 `handleBadRequestResponse` read it: by index in
+    /// `events_with_invalid_fields`, `events_with_missing_fields` and `silenced_events`, by
+    /// device in `silenced_devices`, every event for an invalid API key; a 400 listing none is
+    /// passed on as a plain 400, which the Amplitude profiles retry.
+    @Test func anAmplitude400RefusesTheEventsItLists() throws {
+        let codec = MynaCodec(defaults: Self.data, retryAfterScale: 60, deviceOffset: 100, apiKey: nil, format: .vendor(.amplitude))
+        let three = Self.events + [Event(id: EventID(device: 8, sequence: 0), kind: .view, experiment: 0, variant: 0, value: 0, createdAt: 70)]
+        let request = Request(id: RequestID(1), kind: .sendEvents(three))
+        func read(_ status: Int, _ body: String) -> String {
+            "\(codec.read(HTTPAnswer(status: status, headers: [:], body: ByteBuffer(string: body)), for: request).response)"
+        }
+        let ids = three.map(\.id)
+        #expect(read(400, #"{"code":400,"error":"bad","events_with_invalid_fields":{"event_properties.variant":[2]}}"#) == "\(Response.refusedEvents([ids[2]], status: 400))")
+        #expect(read(400, #"{"code":400,"error":"bad","events_with_missing_fields":{"event_type":[0]},"silenced_events":[2]}"#) == "\(Response.refusedEvents([ids[0], ids[2]], status: 400))")
+        #expect(read(400, #"{"code":400,"error":"silenced","silenced_devices":["aviary-108"]}"#) == "\(Response.refusedEvents([ids[2]], status: 400))")
+        #expect(read(400, #"{"code":400,"error":"Invalid API key: k3y"}"#) == "\(Response.refusedEvents(ids, status: 400))")
+        #expect(read(400, #"{"code":400,"error":"Request missing required field","missing_field":"api_key"}"#) == "\(Response.rejected(status: 400, retryAfter: nil))")
+        #expect(read(400, "Bad Request") == "\(Response.rejected(status: 400, retryAfter: nil))")
+        #expect(read(200, "{}") == "\(Response.acknowledged(ids))")
+    }
+
     @Test(arguments: [
         ("path: /x\nbatch: '[]'\nevent: '{}'", "has no {{events}}"),
         ("path: /x\nbatch: '[{{events}}]'\nevent: '{\"a\":\"{{nme}}\"}'", "has {{nme}}; expected one of"),

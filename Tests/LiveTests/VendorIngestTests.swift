@@ -161,15 +161,55 @@ struct VendorIngestTests {
                 case .amplitude:
                     #expect(answer.json["code"] as? Int == 400)
                     #expect((answer.json["error"] as? String)?.contains(field) == true)
-                    #expect((answer.json["events_with_invalid_fields"] as? [String: [Int]]) == ["event_properties.\(member)": [1]])
+                    // An absent property is a missing field, any other an invalid one.
+                    let list = event.contains(#""\#(member)""#) ? "events_with_invalid_fields" : "events_with_missing_fields"
+                    #expect((answer.json[list] as? [String: [Int]]) == ["event_properties.\(member)": [1]], "\(answer.json)")
                 case .posthog:
                     #expect(answer.json["type"] as? String == "validation_error")
                     #expect(answer.json["attr"] as? String == field)
                     #expect((answer.json["detail"] as? String)?.contains(field) == true)
                 }
             }
-            // All or nothing: the good event beside each bad one was not kept.
-            #expect(service.stats().eventsAccepted == 0)
+            // All or nothing, but for Amplitude: the good event beside each bad one was not kept
+            // (Amplitude keeps it, once).
+            #expect(service.stats().eventsAccepted == (format == .amplitude ? 1 : 0))
+        }
+    }
+
+    /// Amplitude's HTTP API v2 refuses a batch's invalid events one by one: a 400 listing each
+    /// by index under its field (`events_with_missing_fields` for an absent one,
+    /// `events_with_invalid_fields` otherwise), the others ingested, so that its clients drop
+    /// the listed events and send the rest again, counted once.
+    @Test func amplitudeRefusesInvalidEventsByIndexAndKeepsTheOthers() async throws {
+        try await HTTPTransportTests.withServer { service, port, client in
+            let events = [
+                Self.event(.amplitude, .view, key: "a-0"),
+                Self.event(.amplitude, .view, key: "a-1", variant: "purple"),
+                #"{"device_id":"aviary-1","insert_id":"a-2","event_properties":{}}"#,
+                Self.other(.amplitude),
+                Self.event(.amplitude, .conversion, key: "a-4", variant: nil),
+                Self.event(.amplitude, .conversion, key: "a-5", value: 2),
+                Self.event(.amplitude, .goal, key: "a-6", experiment: "nowhere"),
+            ]
+            let answer = try await Self.post("/2/httpapi", Self.body(.amplitude, events), port: port, client: client)
+            #expect(answer.status == 400)
+            #expect(answer.json["code"] as? Int == 400)
+            #expect((answer.json["error"] as? String)?.contains("events[1].event_properties.variant") == true, "\(answer.json)")
+            #expect(answer.json["events_with_invalid_fields"] as? [String: [Int]] == ["event_properties.variant": [1], "event_properties.experiment": [6]])
+            #expect(answer.json["events_with_missing_fields"] as? [String: [Int]] == ["event_type": [2], "event_properties.variant": [4]])
+            #expect(service.stats().eventsAccepted == 2)
+            #expect(service.stats().vendorEventsIgnored == 1)
+            // The client sends the rest again: acknowledged, and nothing counted twice.
+            let rest = [events[0], events[3], events[5]]
+            let again = try await Self.post("/2/httpapi", Self.body(.amplitude, rest), port: port, client: client)
+            #expect(again.status == 200)
+            #expect(again.json["events_ingested"] as? Int == 3)
+            #expect(service.stats().eventsAccepted == 2)
+            #expect(service.stats().duplicatesIgnored == 2)
+            // A batch whose every event is invalid keeps nothing.
+            let none = try await Self.post("/2/httpapi", Self.body(.amplitude, [events[1]]), port: port, client: client)
+            #expect(none.status == 400)
+            #expect(service.stats().eventsAccepted == 2)
         }
     }
 

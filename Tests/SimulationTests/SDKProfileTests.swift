@@ -186,6 +186,51 @@ struct SDKProfileTests {
         #expect(single.eventsRejectedPermanently == 1)
     }
 
+    /// A 400 that lists events drops only those and queues the rest again (`put`, sent with
+    /// the next flush); one that lists none (a bare 400, from a proxy) is a failure retried after the backoff. Amplitude-Swift
+    /// v1.18.6 `PersistentStorageResponseHandler.handleBadRequestResponse` returns
+    /// `!eventsToDrop.isEmpty`, so `EventPipeline.sendNextEventFile` leaves its failure count as
+    /// it was; Amplitude-Kotlin v1.30.1 `FileResponseHandler.handleBadRequestResponse` returns
+    /// false after dropping, and `EventPipeline.upload` resets its retry handler.
+    @Test(arguments: [("amplitude-swift", false), ("amplitude-kotlin@1.30", true)])
+    func amplitudeDropsTheEventsA400ListsAndRetriesABare400(profile: String, resets: Bool) throws {
+        var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 30, at: 1)
+        // Two failures first: 1 s, then 2 s.
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: 1)
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: 2)
+        let request = try #require(Self.nextRequest(&engine, at: 4))
+        let sent = Self.batch(request)
+        #expect(sent.count == 30)
+        engine.handle(.refusedEvents([sent[3].id, sent[17].id], status: 400), to: request.id, at: 4)
+        #expect(engine.eventsRejectedPermanently == 2)
+        #expect(engine.queueDepth == 28)
+        // The others are queued again, no wait of their own: with fewer than 30 they go at the
+        // next flush, 30 s after the oldest was created.
+        #expect(Self.wake(&engine, at: 4) == 31)
+        let again = try #require(Self.nextRequest(&engine, at: 31))
+        #expect(Self.batch(again).map(\.id) == sent.map(\.id).filter { $0 != sent[3].id && $0 != sent[17].id })
+        // A 400 listing none of them is a failure: Swift's third in a row (4 s), Kotlin's first
+        // of a new round (1 s).
+        engine.handle(.refusedEvents([], status: 400), to: again.id, at: 31)
+        let now: Double = resets ? 32 : 35
+        #expect(Self.wake(&engine, at: 31) == now)
+        #expect(engine.queueDepth == 28)
+        #expect(engine.eventsRejectedPermanently == 2)
+        // So is a 400 with no list at all (2 s, 8 s): nothing is deleted for good.
+        try Self.fail(&engine, with: .rejected(status: 400, retryAfter: nil), at: now)
+        let next: Double = resets ? 34 : 43
+        #expect(Self.wake(&engine, at: now) == next)
+        #expect(engine.queueDepth == 28)
+        // Aviary's own client reads a list as a refusal of the whole batch.
+        var aviary = try Self.engine("aviary", extra: ", data_ttl: 100d")
+        Self.queue(&aviary, 10, at: 1)
+        let whole = try #require(Self.nextRequest(&aviary, at: 1000))
+        aviary.handle(.refusedEvents([Self.batch(whole)[0].id], status: 400), to: whole.id, at: 1000)
+        #expect(aviary.queueDepth == 0)
+        #expect(aviary.eventsRejectedPermanently == Self.batch(whole).count)
+    }
+
     /// Amplitude-Kotlin v1.30.1 `ExponentialBackoffRetryHandler`: 1, 2, 4, 8, 16 s, then the
     /// upload loop's 60 s pause on `MAX_RETRY_ATTEMPT_SIG` and a reset, round and round; a 429
     /// is one more failure of the round, and a success starts the round again.

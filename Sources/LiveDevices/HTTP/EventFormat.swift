@@ -73,6 +73,27 @@ enum EventFormat: Sendable {
         }
     }
 
+    /// The events of `events` an Amplitude 400 refuses, as Amplitude's SDKs read its body
+    /// (Amplitude-Swift v1.18.6 `PersistentStorageResponseHandler.handleBadRequestResponse`,
+    /// Amplitude-Kotlin v1.30.1 `FileResponseHandler.handleBadRequestResponse`): those indexed in
+    /// `events_with_invalid_fields` and `events_with_missing_fields` (field to indices),
+    /// `silenced_events` (indices) and those of the devices in `silenced_devices`; all of them
+    /// when `error` is an invalid API key. `nil` when it lists none of them: a bare 400, which
+    /// both SDKs retry.
+    static func amplitudeRefused(in answer: HTTPAnswer, of events: [ExperimentModel.Event], offset: UInt64) -> [EventID]? {
+        guard let body = try? JSONSerialization.jsonObject(with: Data(answer.body.readableBytesView)) as? [String: Any] else { return nil }
+        if let error = body["error"] as? String, error.lowercased().contains("invalid api key") { return events.map(\.id) }
+        var indices = Set(body["silenced_events"] as? [Int] ?? [])
+        for member in ["events_with_invalid_fields", "events_with_missing_fields"] {
+            for case let listed as [Int] in (body[member] as? [String: Any] ?? [:]).values { indices.formUnion(listed) }
+        }
+        let devices = Set(body["silenced_devices"] as? [String] ?? [])
+        let refused = events.indices.filter { index in
+            indices.contains(index) || devices.contains(Wire.vendorDeviceID(events[index].id.device &+ offset))
+        }
+        return refused.isEmpty ? nil : refused.map { events[$0].id }
+    }
+
     /// The headers of a batch in `vendor`'s format: JSON, and Segment's write key as the basic
     /// credentials' user name.
     static func headers(_ vendor: VendorFormat, key: String?) -> HTTPHeaders {

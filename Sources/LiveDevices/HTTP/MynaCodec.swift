@@ -168,14 +168,19 @@ final class MynaCodec: Sendable {
     }
 
     /// A vendor's or a template's answer to a batch. A vendor acknowledges a batch whole (any
-    /// 2xx); any other status goes to the engine as it came, whose ``DeliveryPolicy`` decides
-    /// what is retried, as for Aviary's own answers. A template says itself which statuses
+    /// 2xx); an Amplitude 400 that names events refuses those
+    /// (``EventFormat/amplitudeRefused(in:of:offset:)``); any other status goes to the engine
+    /// as it came, whose ``DeliveryPolicy`` decides what is retried, as for Aviary's own
+    /// answers. A template says itself which statuses
     /// acknowledge and which are retried, so a status the engine would read otherwise reaches it as
     /// 503 (retried) or 400 (refused for good).
     private func readVendor(_ answer: HTTPAnswer, for events: [ExperimentModel.Event]) -> Response {
         let status = answer.status
         guard case .template(let template) = format else {
             if (200..<300).contains(status) { return .acknowledged(events.map(\.id)) }
+            if status == 400, case .vendor(.amplitude) = format, let refused = EventFormat.amplitudeRefused(in: answer, of: events, offset: deviceOffset) {
+                return .refusedEvents(refused, status: status)
+            }
             return .rejected(status: status, retryAfter: retryAfter(in: answer, header: "Retry-After"))
         }
         let rules = template.template

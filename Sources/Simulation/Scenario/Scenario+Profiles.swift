@@ -75,10 +75,16 @@ extension SDKRelease {
             client.backoff = Scenario.Backoff(policy: .exponential, base: 1, multiplier: 2, cap: 60, jitter: .none)
             client.honourRetryAfter = false
             // Sources/Amplitude/Utilities/PersistentStorageResponseHandler.swift `handle(result:)`:
-            // a 413 splits the file (a lone event is removed). A 400 drops only the events the
-            // collector lists (`handleBadRequestResponse`); until that is modelled, a 400 stands
-            // for a collector that lists them all.
-            delivery.refusedStatuses = [400]
+            // a 413 splits the file (a lone event is removed); 408, 429, 500 and every other
+            // status keep it as a failure (`handleFailedResponse` returns false), so no status
+            // deletes a batch whole. `handleBadRequestResponse`: a 400 drops the events indexed in
+            // `events_with_invalid_fields`, `events_with_missing_fields` and `silenced_events`
+            // (and those of `silenced_devices`), `put`s the rest back (sent with the next
+            // flush) and returns `!eventsToDrop.isEmpty`: handled, the next file at once and the
+            // failure count left as it was; a 400 listing none is a failure. Only the exact "Invalid API key: KEY"
+            // deletes the file, which the live codec reads as every event listed.
+            delivery.refusedStatuses = []
+            delivery.listedRefusal = .dropListed(resetsFailures: false)
             delivery.tooLarge = .split
             // EventPipeline.swift `sendNextEventFile`: offline once `failures >
             // flushMaxRetries` (`FLUSH_MAX_RETRIES` 6); Sources/Amplitude/Utilities/HttpClient.swift
@@ -103,10 +109,17 @@ extension SDKRelease {
             // .../utilities/FileResponseHandler.kt `handleTooManyRequestsResponse` only releases
             // the file: a 429 is an ordinary failure, and Retry-After is never read.
             client.honourRetryAfter = false
-            // FileResponseHandler.kt `handleBadRequestResponse` drops the listed events and
-            // retries a JSON 400 listing none; a 400 stands for a collector listing them all
-            // until that is modelled. `handlePayloadTooLargeResponse` splits the file.
-            delivery.refusedStatuses = [400]
+            // .../utilities/http/AnalyticsResponse.kt `AnalyticsResponse.create`: any status but
+            // 2xx, 400 and 413 is a `FailedResponse`, `TimeoutResponse` or
+            // `TooManyRequestsResponse`, retried with the backoff; none deletes a batch whole.
+            // FileResponseHandler.kt `handleBadRequestResponse`: a 400 drops the events of
+            // `getEventIndicesToDrop` (`events_with_invalid_fields`, `events_with_missing_fields`,
+            // `silenced_events`) and `isEventSilenced` (`silenced_devices`), `put`s the rest back
+            // (sent with the next flush) and returns false, so EventPipeline.kt `upload` calls `retryUploadHandler.reset()`;
+            // a JSON 400 listing none returns true: retried with the backoff. An error containing
+            // "invalid api key" deletes the file. `handlePayloadTooLargeResponse` splits the file.
+            delivery.refusedStatuses = []
+            delivery.listedRefusal = .dropListed(resetsFailures: true)
             delivery.tooLarge = .split
         case .snowplowIOS, .snowplowAndroid:
             // snowplow/snowplow-ios-tracker 6.2.5 Sources/Snowplow/Emitter/EmitterDefaults.swift
