@@ -172,7 +172,7 @@ extension ClientEngine {
 
 /// The state only trouble touches: the backoff's jitter generator, the failures it backs off
 /// from, the counts of things gone wrong and what a failing pipeline waits for. Most devices of
-/// a fleet never fail, so these 76 bytes live in one allocation made on the first trouble rather than in every engine.
+/// a fleet never fail, so these fields live in one allocation made on the first trouble rather than in every engine.
 @usableFromInline
 struct EngineTrouble: Sendable {
     // Created from the engine's seed when first needed: no draw precedes that, so the
@@ -195,7 +195,8 @@ struct EngineTrouble: Sendable {
     @usableFromInline var eventsGivenUp: UInt32 = 0
     /// After a 413 split, the most events a request carries until the queue empties; 0: no limit.
     @usableFromInline var splitLimit: UInt16 = 0
-    /// Sends wait for the next queued event (``DeliveryPolicy/RetryTiming/nextEvent``).
+    /// Sends wait for the next queued event (``DeliveryPolicy/RetryTiming/nextEvent``), one
+    /// queued from `lockoutEnds` on (``DeliveryPolicy/RetryTiming/nextTrigger(lockout:tick:)``).
     @usableFromInline var waitsForEvent = false
     /// Sends wait for connectivity to return (``DeliveryPolicy/GiveUp/goOffline(afterFailures:onFirstUnreachable:)``);
     /// in memory, so a relaunch forgets it.
@@ -203,6 +204,8 @@ struct EngineTrouble: Sendable {
     /// When the server began answering this device's sends with retried statuses, for
     /// ``DeliveryPolicy/GiveUp/dropQueueAfterStreak(seconds:)``; NaN outside such a streak.
     @usableFromInline var streakStart = Double.nan
+    /// When a lockout after a failure ends, before which a queued event starts no send.
+    @usableFromInline var lockoutEnds = -Double.infinity
 
     @inlinable init(seed: UInt64) {
         generator = Xoshiro256(seed: seed)

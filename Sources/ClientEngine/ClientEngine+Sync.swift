@@ -60,6 +60,7 @@ extension ClientEngine {
 
     @usableFromInline
     mutating func startSend(at now: Double) -> Request {
+        if profile.settings.delivery.limitsAtSend { applyQueueLimits(at: now) }
         // A server must never see an event a crash could still lose.
         _store.commit(at: now)
         let batch = _store.oldest(requestLimit)
@@ -69,6 +70,36 @@ extension ClientEngine {
         eventsOffered = max(eventsOffered, eventsInFlight)
         flushRequested = false
         return Request(id: id, kind: .sendEvents(batch))
+    }
+
+    /// Deletes the queued events older than ``DeliveryPolicy/maxEventAge`` and then the oldest
+    /// beyond the queue's cap, sparing those offered to a server, and counts them as dropped by
+    /// overflow (``DeliveryPolicy/limitsAtSend``).
+    ///
+    /// - Complexity: O(1) when nothing is deleted; O(*n*) in the queue's length otherwise.
+    @usableFromInline
+    mutating func applyQueueLimits(at now: Double) {
+        var deleted = 0
+        if let maxAge = profile.settings.delivery.maxEventAge, let oldest = _store.oldestCreatedAt, oldest < now - maxAge {
+            let expired = _store.oldest(_store.count).dropFirst(eventsOffered).prefix { $0.createdAt < now - maxAge }.count
+            deleteQueued(expired)
+            deleted += expired
+        }
+        let excess = min(_store.count - profile.settings.queueCapacity, _store.count - eventsOffered)
+        if excess > 0 {
+            deleteQueued(excess)
+            deleted += excess
+        }
+        if deleted > 0 { trouble.eventsDroppedByOverflow.addSaturating(deleted) }
+    }
+
+    /// Deletes `count` queued events, the oldest never offered to a server.
+    mutating func deleteQueued(_ count: Int) {
+        if eventsOffered == 0 {
+            _ = _store.removeOldest(count)
+        } else {
+            for _ in 0..<count { _ = _store.remove(atOffset: eventsOffered) }
+        }
     }
 
     /// Applies a response to the request `requestID`.
@@ -236,7 +267,18 @@ extension ClientEngine {
         case .nextEvent:
             trouble.waitsForEvent = true
             return .infinity
+        case .nextTrigger(let lockout, let tick):
+            trouble.waitsForEvent = true
+            trouble.lockoutEnds = now + lockout
+            return nextTick(atOrAfter: now + lockout, every: tick)
         }
+    }
+
+    /// The first tick at or after `time` of a timer firing every `tick` seconds, its phase the
+    /// device's own (drawn from the engine's seed), so that a fleet's timers do not fire together.
+    func nextTick(atOrAfter time: Double, every tick: Double) -> Double {
+        let phase = Double(jitterSeed % 1_000_003) / 1_000_003 * tick
+        return phase + ((time - phase) / tick).rounded(.up) * tick
     }
 
     /// Counts a failure in a row (a refusal with `status`, or no answer when `nil`) and applies

@@ -311,7 +311,7 @@ extension ClientEngine {
             id: EventID(device: deviceID, sequence: sequence), kind: kind,
             experiment: Int32(truncatingIfNeeded: experiment), variant: Int32(truncatingIfNeeded: variant),
             value: value, createdAt: now, policyVersion: policyVersion)
-        if _store.count >= profile.settings.queueCapacity {
+        if _store.count >= profile.settings.queueCapacity, !profile.settings.delivery.limitsAtSend {
             trouble.eventsDroppedByOverflow.addSaturating(1)
             switch profile.settings.overflowPolicy {
             case .dropNewest:
@@ -325,7 +325,7 @@ extension ClientEngine {
             }
         }
         _store.append(event, at: now)
-        if !troubles.isEmpty, troubles[0].waitsForEvent {
+        if !troubles.isEmpty, troubles[0].waitsForEvent, now >= troubles[0].lockoutEnds {
             troubles[0].waitsForEvent = false
             send.waiveBackoff()
         }

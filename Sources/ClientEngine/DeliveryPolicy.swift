@@ -18,6 +18,13 @@ public struct DeliveryPolicy: Sendable, Hashable {
         /// Not before a new event is queued (Snowplow Android: the emitter stops until the
         /// next event wakes it).
         case nextEvent
+        /// Nothing for `lockout` seconds, then at the next trigger: an event queued after the
+        /// lockout, or the next tick of a timer that fires every `tick` seconds. Snowplow iOS
+        /// locks its emitter for 5 s after a round in which no request succeeded
+        /// (`Emitter.scheduleStopSending`), and schedules nothing after it: the next
+        /// `addPayload` or tick of its 60 s timer starts a round. The timer runs from the app's
+        /// launch, so its phase is the device's: drawn from the engine's seed.
+        case nextTrigger(lockout: Double, tick: Double)
     }
 
     /// What a 413 (payload too large) does.
@@ -83,6 +90,15 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public var giveUp = GiveUp.never
     /// What a refusal naming the events at fault does.
     public var listedRefusal = ListedRefusal.wholeBatch
+    /// Whether the queue's cap (``EngineSettings/queueCapacity``) and ``maxEventAge`` are
+    /// applied when a send starts instead of when an event is queued: meanwhile the queue may
+    /// pass its cap, and a send starts by deleting the oldest events beyond it (Snowplow's
+    /// `removeOldEvents` at the start of a round, keeping the newest). Events already offered
+    /// to a server are not deleted, as the overflow policy spares them.
+    public var limitsAtSend = false
+    /// The age past which a queued event is deleted when a send starts, in seconds (Snowplow:
+    /// 30 days); `nil`: no limit. Applied only with ``limitsAtSend``.
+    public var maxEventAge: Double?
     /// A wait after a 429 that replaces the backoff's (Amplitude-Kotlin waits 30 s).
     public var throttleWait: Double?
 

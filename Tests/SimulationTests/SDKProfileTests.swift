@@ -268,24 +268,69 @@ struct SDKProfileTests {
         #expect(Self.batch(Self.nextRequest(&engine, at: 1)).count == 1, "one waiting event is sent at once")
         var ios = try Self.engine("snowplow-ios", extra: ", data_ttl: 100d")
         Self.queue(&ios, 125, at: 1)
-        // No backoff: 5 s after a failure, however many; a 413 and a 429 are retried.
+        // No backoff: the next tick of the 60 s timer after a failure, however many; a 413 and
+        // a 429 are retried, Retry-After unread.
         var now = 1.0
         for status in [500, 503, 413, 429, 500] {
             #expect(try Self.fail(&ios, with: .rejected(status: status, retryAfter: 100), at: now) == 25)
-            #expect(Self.wake(&ios, at: now) == now + 5)
-            now += 5
+            let tick = try #require(Self.wake(&ios, at: now))
+            #expect(tick >= now + 5 && tick < now + 65, "\(tick) after \(now)")
+            now = tick
         }
         for status in [400, 401, 403, 410, 422] {
             try Self.fail(&ios, with: .rejected(status: status, retryAfter: nil), at: now)
         }
         #expect(ios.eventsRejectedPermanently == 125, "five batches of 25, one for each status")
-        // The store keeps the newest 1,000 events.
-        var full = try Self.engine("snowplow-ios")
+    }
+
+    /// Snowplow iOS 6.2.5 `Emitter.processResults`: a round with no success locks the emitter
+    /// for 5 s (`scheduleStopSending`), and nothing is scheduled after it: an event queued
+    /// during the lockout starts no round (`flush` finds `isSending` set), one queued after it
+    /// does, and otherwise the next tick of the 60 s timer (`kSPDefaultBufferTimeout`) does.
+    /// A round that delivered some events goes on at once with the rest (`attemptEmit`).
+    @Test func snowplowIOSLocksOutFiveSecondsThenWaitsForTheNextEventOrTick() throws {
+        var engine = try Self.engine("snowplow-ios", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 30, at: 100)
+        try Self.fail(&engine, with: .failed(.unreachable), at: 100)
+        let tick = try #require(Self.wake(&engine, at: 100))
+        #expect(tick >= 105 && tick < 165)
+        // The timer keeps its phase: after a failure on a tick, the next tick a minute later.
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: tick)
+        #expect(Self.wake(&engine, at: tick) == tick + 60)
+        // An event in the lockout starts nothing; one after it starts a round at once.
+        Self.queue(&engine, 1, at: tick + 4)
+        #expect(Self.wake(&engine, at: tick + 4) == tick + 60)
+        Self.queue(&engine, 1, at: tick + 5)
+        let round = try #require(Self.nextRequest(&engine, at: tick + 5))
+        #expect(Self.batch(round).count == 25)
+        // Part of it delivered: the rest go at once, without a lockout.
+        engine.handle(.acknowledged(Self.batch(round).prefix(10).map(\.id)), to: round.id, at: tick + 6)
+        #expect(Self.batch(Self.nextRequest(&engine, at: tick + 6)).count == 22)
+    }
+
+    /// Both trackers apply the store's limits (`removeOldEvents`: the newest 1,000, created in
+    /// the last 30 days) as a round starts, not as an event is queued: iOS 6.2.5
+    /// `Emitter.flush`, Android 6.3.2 `Emitter.add`/`flush`.
+    @Test(arguments: ["snowplow-ios", "snowplow-android"])
+    func snowplowTrimsItsStoreToTheNewest1000And30DaysAsARoundStarts(profile: String) throws {
+        var full = try Self.engine(profile, extra: ", data_ttl: 100d")
         full.connectivityChanged(isOnline: false, at: 1)
         Self.queue(&full, 1200, at: 1)
-        #expect(full.queueDepth == 1000)
+        #expect(full.queueDepth == 1200, "queuing deletes nothing")
+        full.connectivityChanged(isOnline: true, at: 2)
+        let round = try #require(Self.nextRequest(&full, at: 2))
         #expect(full.eventsDroppedByOverflow == 200)
-        #expect(full.store.oldest(1).first?.id.sequence == 200)
+        #expect(Self.batch(round).first?.id.sequence == 200)
+        #expect(full.queueDepth == 1000)
+        // Thirty days on, what is older goes as the next round starts.
+        var old = try Self.engine(profile, extra: ", data_ttl: 100d")
+        old.connectivityChanged(isOnline: false, at: 1)
+        Self.queue(&old, 10, at: 1)
+        Self.queue(&old, 5, at: 20 * 86_400)
+        old.connectivityChanged(isOnline: true, at: 31 * 86_400)
+        let late = try #require(Self.nextRequest(&old, at: 31 * 86_400))
+        #expect(Self.batch(late).count == 5)
+        #expect(old.eventsDroppedByOverflow == 10)
     }
 
     @Test func snowplowAndroidStopsAfterAFailureUntilTheNextEvent() throws {
@@ -296,6 +341,14 @@ struct SDKProfileTests {
         #expect(Self.nextRequest(&engine, at: 10_000) == nil)
         Self.queue(&engine, 1, at: 10_000)
         #expect(Self.batch(Self.nextRequest(&engine, at: 10_000)).count == 4)
+        // No timer either: with a batch of 5 asked for, 3 events wait for the other 2 however
+        // long, where iOS's 60 s timer sends them.
+        var batched = try Self.engine("snowplow-android", extra: ", data_ttl: 100d, batch_size: 5")
+        Self.queue(&batched, 3, at: 1)
+        #expect(Self.nextRequest(&batched, at: 86_400) == nil)
+        var ios = try Self.engine("snowplow-ios", extra: ", data_ttl: 100d, batch_size: 5")
+        Self.queue(&ios, 3, at: 1)
+        #expect(Self.wake(&ios, at: 1) == 61)
     }
 
     // MARK: - PostHog
@@ -424,6 +477,11 @@ struct SDKProfileTests {
         let knobs = try Self.settings("aviary", extra: ", backoff: {policy: schedule, delays: [1s, 2s], cycle: true}, delivery: {too_large: halve}")
         #expect(knobs.backoff == .schedule([1, 2], spread: 0, cycles: true))
         #expect(knobs.delivery.tooLarge == .halve)
+        let snowplowLike = try Self.settings("aviary", extra: ", delivery: {retry: {lockout: 5s, tick: 1m}, listed_refusals: drop_and_reset, limits_at_send: true, max_event_age: 30d}")
+        #expect(snowplowLike.delivery.retry == .nextTrigger(lockout: 5, tick: 60))
+        #expect(snowplowLike.delivery.listedRefusal == .dropListed(resetsFailures: true))
+        #expect(snowplowLike.delivery.limitsAtSend)
+        #expect(snowplowLike.delivery.maxEventAge == 2_592_000.0)
         #expect(settings.queueCapacity == 1000)
         #expect(try Self.settings("aviary") == EngineSettings(batchSize: 20, flushInterval: 30, backoff: .exponential(base: 1, multiplier: 2, cap: 600, jitter: .full),
                                                              dataTTL: 3600, requestTimeout: 30))
@@ -434,6 +492,8 @@ struct SDKProfileTests {
             ("aviary@2", "", "aviary takes no version"),
             ("aviary", ", delivery: {retry: soon}", "expected one of backoff, next_event, next_flush"),
             ("aviary", ", delivery: {give_up: {drop_queue_after: 0}}", "failures in a row"),
+            ("aviary", ", delivery: {retry: {lockout: 5s}}", "client.delivery.retry.tick"),
+            ("aviary", ", delivery: {listed_refusals: some}", "expected one of drop, drop_and_reset, whole_batch"),
             ("aviary", ", backoff: {policy: schedule}", "without delays"),
         ] {
             #expect {

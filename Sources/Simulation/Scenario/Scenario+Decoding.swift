@@ -426,11 +426,27 @@ extension Scenario {
 
     /// `client.delivery`: an SDK pipeline's limits and rules beyond the backoff.
     private static func readDelivery(_ r: ScenarioReader, into delivery: inout DeliveryPolicy) throws(ScenarioError) {
-        try r.requireKeys(allowed: ["max_batch_events", "max_batch_bytes", "event_bytes", "retry", "refused_statuses", "too_large", "give_up", "throttle_wait"])
+        try r.requireKeys(allowed: [
+            "max_batch_events", "max_batch_bytes", "event_bytes", "retry", "refused_statuses", "listed_refusals", "too_large", "give_up", "throttle_wait",
+            "limits_at_send", "max_event_age",
+        ])
         if let x = r.optional("max_batch_events") { delivery.maxBatchEvents = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("max_batch_bytes") { delivery.maxBatchBytes = try x.integer(in: 1...1_000_000_000, "bytes, 1 to 1000000000") }
         if let x = r.optional("event_bytes") { delivery.eventBytes = try x.integer(in: 1...1_000_000, "bytes, 1 to 1000000") }
-        if let x = r.optional("retry") { delivery.retry = try x.choice(["backoff": .backoff, "next_flush": .nextFlush, "next_event": .nextEvent]) }
+        if let x = r.optional("retry") {
+            if x.isMapping {
+                try x.requireKeys(allowed: ["lockout", "tick"])
+                let lockout = try x.required("lockout", "a duration such as 5s").duration()
+                delivery.retry = .nextTrigger(lockout: lockout, tick: try x.required("tick", "a duration such as 60s").duration(atLeast: 1))
+            } else {
+                delivery.retry = try x.choice(["backoff": .backoff, "next_flush": .nextFlush, "next_event": .nextEvent])
+            }
+        }
+        if let x = r.optional("listed_refusals") {
+            delivery.listedRefusal = try x.choice(["whole_batch": .wholeBatch, "drop": .dropListed(resetsFailures: false), "drop_and_reset": .dropListed(resetsFailures: true)])
+        }
+        if let x = r.optional("limits_at_send") { delivery.limitsAtSend = try x.boolean() }
+        if let x = r.optional("max_event_age") { delivery.maxEventAge = try x.duration(atLeast: 1) }
         if let x = r.optional("refused_statuses") {
             delivery.refusedStatuses = Set(try x.elements(atMost: 500, "statuses").map { item throws(ScenarioError) in try item.integer(in: 400...599, "an HTTP status, 400 to 599") })
         }

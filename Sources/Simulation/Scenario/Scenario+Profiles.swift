@@ -125,25 +125,42 @@ extension SDKRelease {
             // snowplow/snowplow-ios-tracker 6.2.5 Sources/Snowplow/Emitter/EmitterDefaults.swift
             // and snowplow-android-tracker 6.3.2 .../core/emitter/EmitterDefaults.kt:
             // `bufferOption` single (send as soon as an event waits), `emitRange` 25,
-            // `byteLimitPost` 40,000, `maxEventStoreSize` 1,000 (the oldest go first).
+            // `byteLimitPost` 40,000, `maxEventStoreSize` 1,000, `maxEventStoreAge` 30 days.
             client.batchSize = 1
-            // iOS Sources/Core/TrackerConstants.swift `kSPDefaultBufferTimeout`; Android has no
-            // timer, and with a batch of one the interval never decides a send.
-            client.flushInterval = 60
             delivery.maxBatchEvents = 25
             delivery.maxBatchBytes = 40_000
+            // iOS Sources/Core/Emitter/Emitter.swift `flush` and Android Emitter.kt `add`/`flush`
+            // call `removeOldEvents` only as a round starts: the store (Database.swift /
+            // SQLiteEventStore.kt `removeOldEvents`) keeps the newest 1,000 created in the last
+            // 30 days and deletes the rest; queuing an event deletes nothing.
             client.queueCapacity = 1000
             client.overflowDropsOldest = true
+            delivery.limitsAtSend = true
+            delivery.maxEventAge = 30 * 86_400
             client.honourRetryAfter = false
             // iOS Sources/Snowplow/Network/RequestResult.swift, Android .../network/RequestResult.kt
             // `shouldRetry`: `dontRetryStatusCodes`.
             delivery.refusedStatuses = [400, 401, 403, 410, 422]
+            // Emitter.swift `attemptEmit` (iOS) and Emitter.kt `attemptEmit` (Android): a round
+            // in which some request succeeded goes on at once with what is left; only one with
+            // no success and a retried failure stops. A round reads `emitRange` (25) events into
+            // requests of up to `byteLimitPost`, so with events under 1,600 B it is one request,
+            // as the engine sends: a partial acknowledgement sends the rest at once.
             if profile == .snowplowIOS {
-                // Sources/Core/Emitter/Emitter.swift `scheduleStopSending`: 5 s after a round of
-                // failures, then the next trigger.
+                // Sources/Core/TrackerConstants.swift `kSPDefaultBufferTimeout`: a 60 s timer,
+                // re-armed in `InternalQueue.timerFired`. Emitter.swift `scheduleStopSending`:
+                // after such a round `isSending` stays set for 5 s, then nothing is scheduled; the
+                // next `addPayload` or tick starts a round (an event during the 5 s starts none).
+                client.flushInterval = 60
+                delivery.retry = .nextTrigger(lockout: 5, tick: 60)
+                // The backoff now paces only the experiment data's fetch, which is the app's,
+                // not Snowplow's; it keeps the 5 s it had.
                 client.backoff = Scenario.Backoff(policy: .fixed, base: 5, multiplier: 1, cap: 5, jitter: .none)
             } else {
-                // .../core/emitter/Emitter.kt "Emitter loop stopping: failures": until the next event.
+                // Android has no timer: a loop starts at each event (`add`), at tracker init (a
+                // relaunch) and on `resumeEmit`/`resumeEventTracking`; after such a round it stops
+                // ("Emitter loop stopping: failures") until one of them.
+                client.flushInterval = .infinity
                 delivery.retry = .nextEvent
             }
         case .posthogIOS:
