@@ -515,7 +515,10 @@ struct SDKProfileTests {
     /// `delivery.csv` has a row per profile.
     /// A 36-hour load test of 20 busy devices with one policy per release in `releases`, over
     /// a 100 ms network with `faults` (YAML under `network:`) and the `server` section given.
-    static func fleet(_ name: String, seed: Int, releases: [String], faults: String = "", server: String = "") throws -> Scenario {
+    static func fleet(
+        _ name: String, seed: Int, releases: [String], faults: String = "", server: String = "",
+        population: String = "{devices: 20, sessions_per_day: 24, session_length: 2m}"
+    ) throws -> Scenario {
         let policies = releases.map { "  - {label: \($0), profile: \($0)}" }.joined(separator: "\n")
         let yaml = """
             name: \(name)
@@ -523,7 +526,7 @@ struct SDKProfileTests {
             replicates: 1
             horizon: 36h
             timestep: 1h
-            population: {devices: 20, sessions_per_day: 24, session_length: 2m}
+            population: \(population)
             experiments: [{id: feed, sticky: false, variants: [{id: a, rate: 0.1}, {id: b, rate: 0.2}]}]
             client: {request_timeout: 30s}
             network:
@@ -565,5 +568,38 @@ struct SDKProfileTests {
         #expect(table.rows.count == releases.count)
         let timeseries = DeliveryReport.timeseries(runs)
         #expect(timeseries.rows.count == releases.count * 36)
+    }
+
+    // MARK: - Process lifetime
+
+    /// What an SDK keeps only in memory dies with its process. Amplitude-Swift v1.18.6 clears
+    /// `offline` only on a network path update (`NetworkConnectivityCheckerPlugin`) or in a new
+    /// process (`Configuration` init, `offline: false`): through a refused outage and a network
+    /// that never changes, a phone whose app process lives on stays offline to the end, while
+    /// one whose sessions an hour apart each start a new process (`cold_start_after: 30m`)
+    /// sends again at its next session. A cold start is not a crash.
+    @Test func aColdStartForgetsWhatTheSDKKeptInMemory() throws {
+        let outage = "  outages: [{start: 2h, end: 4h}]"
+        var pending: [String: Int] = [:]
+        for coldStart in ["never", "30m"] {
+            let population = "{devices: 20, sessions_per_day: 24, arrivals: fixed, session_length: 2m, cold_start_after: \(coldStart)}"
+            let scenario = try Self.fleet("cold-start", seed: 4, releases: ["amplitude-swift"], faults: outage, population: population)
+            let expected: Double? = coldStart == "never" ? nil : 1800
+            #expect(scenario.population.coldStartAfter == expected)
+            let metrics = try #require(LoadTest(scenario: scenario).run().first?.simulation.runs.first).metrics
+            #expect(metrics.crashes == 0)
+            #expect(metrics.eventsCreated == metrics.eventsAcked + metrics.eventsPending + metrics.eventsDropped)
+            pending[coldStart] = metrics.eventsPending
+        }
+        #expect(pending["never"]! > 100, "offline from the outage to the end")
+        #expect(pending["30m"]! < pending["never"]! / 10, "back at the next session after the outage")
+        // The key is checked as the others are.
+        let base = try Self.fleet("cold-start", seed: 4, releases: ["aviary"])
+        #expect(base.population.coldStartAfter == nil, "never by default")
+        #expect {
+            _ = try Self.fleet("cold-start", seed: 4, releases: ["aviary"], population: "{devices: 2, cold_start_after: soon}")
+        } throws: { error in
+            "\(error)".contains("population.cold_start_after") && "\(error)".contains("or never")
+        }
     }
 }

@@ -12,6 +12,9 @@ extension FleetReplicate {
         let crashes = sessions.nextUniform() < scenario.population.crashProbability
         keep(sessions, as: .sessions, of: d)
         schedule(.session(d), at: next)
+        if let gap = scenario.population.coldStartAfter, devices[d].foregroundUntil > -.infinity, now - devices[d].foregroundUntil >= gap {
+            coldStart(d, at: now)
+        }
 
         let depthBefore = Style.queueDepth(devices[d].client)
         if Int(devices[d].version) < upgrades.count, upgrades[Int(devices[d].version)].at <= now {
@@ -89,6 +92,14 @@ extension FleetReplicate {
         let slot = devices.pointer(d)
         Style.crash(&slot.pointee.client, metrics: &metrics, server: server, at: now)
         metrics.crashes += 1
+    }
+
+    /// The session starts a new process (``Scenario/Population/coldStartAfter``): the old one
+    /// ended while the app was away, taking what the client held only in memory, as a crash
+    /// does, but it is not counted as one.
+    mutating func coldStart(_ d: Int, at now: Double) {
+        let slot = devices.pointer(d)
+        Style.crash(&slot.pointee.client, metrics: &metrics, server: server, at: now)
     }
 
     /// A session's views when some variant's own code changes the client (its crash rate, its

@@ -208,7 +208,8 @@ extension Scenario {
     }
 
     private static func population(_ r: ScenarioReader) throws(ScenarioError) -> Population {
-        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "session_length", "conversion_delay", "crash_probability", "app_upgrades", "ramp"])
+        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "session_length", "conversion_delay", "crash_probability", "app_upgrades", "ramp",
+                                    "cold_start_after"])
         var profile: [Double]?
         if let p = r.optional("daily_profile") {
             let hours = try p.elements
@@ -232,7 +233,10 @@ extension Scenario {
             conversionDelay: try r.optional("conversion_delay").map { d throws(ScenarioError) in try distribution(d) } ?? .constant(0),
             crashProbability: try r.optional("crash_probability")?.number(in: 0...1, "a probability in [0, 1]") ?? 0,
             appUpgrades: upgrades,
-            ramp: try r.optional("ramp")?.duration() ?? 0
+            ramp: try r.optional("ramp")?.duration() ?? 0,
+            coldStartAfter: try r.optional("cold_start_after").flatMap { x throws(ScenarioError) in
+                try x.text == "never" ? nil : x.duration(atLeast: 0, "a duration such as 30m or 6h, or never")
+            }
         )
     }
 

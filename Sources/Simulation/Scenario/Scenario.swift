@@ -77,6 +77,12 @@ public struct Scenario: Sendable {
         public var appUpgrades: [AppUpgrade]
         /// Devices join evenly over this many seconds from the start (a ramp), or all at once (0).
         public var ramp: Double
+        /// A session that starts at least this many seconds after the app last left the
+        /// foreground runs in a new process (the OS ended the old one meanwhile): the client
+        /// restarts first, as after a crash, and loses what an SDK keeps only in memory
+        /// (PostHog's retry count, Amplitude's offline flag) but not its store. `nil`: never,
+        /// the app's process lives from one session to the next.
+        public var coldStartAfter: Double? = nil
     }
 
     /// An app release.
