@@ -3,7 +3,7 @@
 /// gives up. The defaults are Aviary's own client: batches of ``EngineSettings/batchSize``,
 /// retried after the backoff, 4xx other than 408 and 429 refused for good, never given up.
 ///
-/// Each case models a behaviour read from a vendor's mobile SDK (the README's profile table
+/// Each case models a behaviour read from a vendor's mobile SDK (the SDK profiles article's table
 /// names the SDK, its version and the files).
 ///
 /// `DeliveryPolicy` is `Sendable`: it is a plain value.

@@ -8,7 +8,7 @@ extension Scenario {
     /// `aviary run Scenarios/fleet-million.yaml --jobs 1`, less that of a one-device run
     /// (29 MB: the binary and runtime): 1,000,000 devices for 2 days held 541 bytes each; at
     /// 100,000 devices, 30 days held 69 bytes a device more than 2 days (events queued while
-    /// offline, the server's dedupe set), and the README's 620 MB for the full 30 days gives
+    /// offline, the server's dedupe set), and a measured 620 MB for the full 30 days gives
     /// 595. Rounded up to leave room for scenarios that queue more.
     public static let bytesPerDevice = 640
 
@@ -34,7 +34,7 @@ extension Scenario {
     }
 
     /// Sessions one job simulates per second on a release build: fleet-million's 90 M sessions
-    /// in 36 s on one core (README). Used only to warn of runs that would take days.
+    /// in 36 s on one core, as measured (Benchmarks/RESULTS.md has today's figures). Used only to warn of runs that would take days.
     public static let sessionsPerSecondPerJob = 2_000_000.0
 
     /// The tasks a run has: every allocator on every replicate.
