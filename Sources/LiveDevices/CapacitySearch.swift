@@ -15,48 +15,48 @@ import Simulation
 /// runs on the scenario's clock, so a capacity the scenario gives it scales with the speed-up.
 ///
 /// `Sendable`: plain values.
-public struct CapacitySearch: Sendable {
+package struct CapacitySearch: Sendable {
     /// One step of load.
     ///
     /// `Sendable`: plain values.
-    public struct Step: Sendable {
-        public var speedup: Double
+    package struct Step: Sendable {
+        package var speedup: Double
         /// Wall-clock seconds the step ran.
-        public var seconds: Double
-        public var requests: Int
+        package var seconds: Double
+        package var requests: Int
         /// Events the devices sent per wall-clock second, retries included.
-        public var offeredEventsPerSecond: Double
+        package var offeredEventsPerSecond: Double
         /// Events the server acknowledged for the first time, per wall-clock second.
-        public var acceptedEventsPerSecond: Double
-        public var requestsPerSecond: Double
-        public var requestP99Milliseconds: Double
+        package var acceptedEventsPerSecond: Double
+        package var requestsPerSecond: Double
+        package var requestP99Milliseconds: Double
         /// Requests that failed (timeouts, refused or reset connections, 429 and 5xx answers)
         /// as a share of the requests.
-        public var errorRate: Double
+        package var errorRate: Double
         /// How far the devices fell behind their schedule, wall-clock seconds.
-        public var generatorLagSeconds: Double
-        public var balanced: Bool
+        package var generatorLagSeconds: Double
+        package var balanced: Bool
         /// Whether the step met the objective.
-        public var held: Bool
+        package var held: Bool
         /// Whether the generator fell behind its schedule, so the step measured the
         /// generator rather than the server.
-        public var generatorLimited: Bool
+        package var generatorLimited: Bool
     }
 
     /// The generator lag (wall-clock seconds) past which a step is the generator's limit.
-    public static let lagLimit = 1.0
+    package static let lagLimit = 1.0
 
-    public let scenario: Scenario
+    package let scenario: Scenario
     /// The run's options; `speedup` is the first step's.
-    public let options: LiveLoadTest.Options
+    package let options: LiveLoadTest.Options
     /// Wall-clock seconds each step runs.
-    public let stepSeconds: Double
+    package let stepSeconds: Double
     /// How much each step raises the speed-up.
-    public let factor: Double
+    package let factor: Double
     /// The most steps to run.
-    public let maxSteps: Int
+    package let maxSteps: Int
 
-    public init(scenario: Scenario, options: LiveLoadTest.Options, stepSeconds: Double = 10, factor: Double = 1.5, maxSteps: Int = 12) {
+    package init(scenario: Scenario, options: LiveLoadTest.Options, stepSeconds: Double = 10, factor: Double = 1.5, maxSteps: Int = 12) {
         self.scenario = scenario
         self.options = options
         self.stepSeconds = stepSeconds
@@ -68,7 +68,7 @@ public struct CapacitySearch: Sendable {
     /// generator falls behind, `maxSteps` have run, or `stop` is set.
     ///
     /// - Parameter progress: Called after each step.
-    public func run(stop: StopFlag, progress: (@Sendable (Step) -> Void)? = nil) async throws(LiveLoadTest.Failure) -> [Step] {
+    package func run(stop: StopFlag, progress: (@Sendable (Step) -> Void)? = nil) async throws(LiveLoadTest.Failure) -> [Step] {
         // The first policy's devices, one replicate, each step as long in wall-clock time.
         var base = LoadTest(scenario: scenario).policyScenarios.first?.scenario ?? scenario
         base.policies = []
@@ -111,14 +111,14 @@ public struct CapacitySearch: Sendable {
     }
 
     /// The last step that held, if any.
-    public static func knee(_ steps: [Step]) -> Step? {
+    package static func knee(_ steps: [Step]) -> Step? {
         steps.last(where: \.held)
     }
 }
 
 extension CapacitySearch {
     /// `capacity.csv`: one row per step, with the objective it was held to.
-    public static func table(_ steps: [Step], scenario: Scenario, target: String) -> CSVTable {
+    package static func table(_ steps: [Step], scenario: Scenario, target: String) -> CSVTable {
         var table = CSVTable(columns: [
             "scenario", "target", "step", "speedup", "wall_seconds", "requests", "requests_per_second", "offered_events_per_second",
             "accepted_events_per_second", "request_latency_p99_ms", "error_rate", "generator_max_lag_s", "accounting_balanced",

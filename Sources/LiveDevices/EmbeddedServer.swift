@@ -8,7 +8,7 @@ import Simulation
 /// told.
 ///
 /// `Sendable`: the devices' thread reads it while the server's event loops write it.
-public protocol EmbeddedServer: Sendable {
+package protocol EmbeddedServer: Sendable {
     /// The loopback port it listens on.
     var port: Int { get }
     /// Events it holds unprocessed.
@@ -28,18 +28,18 @@ public protocol EmbeddedServer: Sendable {
 
 extension EmbeddedServer {
     /// None: a server that does not analyse.
-    public func analyses() -> [ServerAnalysis] { [] }
+    package func analyses() -> [ServerAnalysis] { [] }
 }
 
 /// One experiment's analysis by the server, at one moment.
 ///
 /// `Sendable`: a value.
-public struct ServerAnalysis: Sendable {
+package struct ServerAnalysis: Sendable {
     /// Per variant, the units the analysis counted.
-    public var totals: [UnitTotals]
-    public var analysis: LookAnalysis
+    package var totals: [UnitTotals]
+    package var analysis: LookAnalysis
 
-    public init(totals: [UnitTotals], analysis: LookAnalysis) {
+    package init(totals: [UnitTotals], analysis: LookAnalysis) {
         self.totals = totals
         self.analysis = analysis
     }
@@ -57,4 +57,4 @@ struct LiveLook: Sendable {
 
 /// Starts the embedded server for one run: the scenario's experiments, allocator, cadence and
 /// capacity, on `clock` (scenario seconds).
-public typealias EmbeddedServerStarter = @Sendable (_ scenario: Scenario, _ clock: ScenarioClock) async throws -> any EmbeddedServer
+package typealias EmbeddedServerStarter = @Sendable (_ scenario: Scenario, _ clock: ScenarioClock) async throws -> any EmbeddedServer

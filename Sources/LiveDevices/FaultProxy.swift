@@ -14,21 +14,21 @@ import Synchronization
 /// outages, and each partition gets a route whose devices also lose the server during it.
 ///
 /// `Sendable`: its mutable state is behind a lock; channels are used on their event loops.
-public final class FaultProxy: Sendable {
+package final class FaultProxy: Sendable {
     /// A window of faults in wall-clock seconds from the proxy's start.
     ///
     /// `Sendable`: a plain value.
-    public struct Window: Sendable, Hashable {
-        public var start: Double
-        public var end: Double
+    package struct Window: Sendable, Hashable {
+        package var start: Double
+        package var end: Double
         /// Hang (accept, forward nothing) rather than refuse.
-        public var hangs: Bool
+        package var hangs: Bool
         /// Answer with this HTTP status (and `Retry-After: retryAfter`, if given) rather than
         /// refuse.
-        public var status: Int?
-        public var retryAfter: Double?
+        package var status: Int?
+        package var retryAfter: Double?
 
-        public init(start: Double, end: Double, hangs: Bool, status: Int? = nil, retryAfter: Double? = nil) {
+        package init(start: Double, end: Double, hangs: Bool, status: Int? = nil, retryAfter: Double? = nil) {
             self.start = start
             self.end = end
             self.hangs = hangs
@@ -43,13 +43,13 @@ public final class FaultProxy: Sendable {
     /// What the proxy does outside fault windows.
     ///
     /// `Sendable`: a plain value.
-    public struct Link: Sendable {
+    package struct Link: Sendable {
         /// Seconds (wall clock) of one-way delay, drawn per chunk; `nil` forwards at once.
-        public var delay: (@Sendable () -> Double)?
+        package var delay: (@Sendable () -> Double)?
         /// The probability that a chunk is lost (and its connection hangs).
-        public var loss: Double
+        package var loss: Double
 
-        public init(delay: (@Sendable () -> Double)? = nil, loss: Double = 0) {
+        package init(delay: (@Sendable () -> Double)? = nil, loss: Double = 0) {
             self.delay = delay
             self.loss = loss
         }
@@ -79,7 +79,7 @@ public final class FaultProxy: Sendable {
     ///   - sockets: Listening sockets to serve the routes on (made in a network namespace, say)
     ///     instead of free loopback ports; their routes' windows must not refuse (status
     ///     windows only), since a listener of someone else's cannot be closed and made again.
-    public init(
+    package init(
         upstreamHost: String, upstreamPort: Int, routes windows: [[Window]], link: Link, group: any EventLoopGroup,
         sockets: [(descriptor: Int32, port: Int)]? = nil, clock: @escaping @Sendable () -> Double
     ) async throws {
@@ -101,12 +101,12 @@ public final class FaultProxy: Sendable {
     }
 
     /// The port of each route.
-    public var ports: [Int] {
+    package var ports: [Int] {
         routes.withLock { $0.map(\.port) }
     }
 
     /// Closes every listener and connection.
-    public func stop() async {
+    package func stop() async {
         stopped.store(true, ordering: .relaxed)
         await supervisor.withLock { $0 }?.value
         let channels = routes.withLock { routes in routes.flatMap { [$0.listener].compactMap { $0 } + Array($0.connections.values) } }

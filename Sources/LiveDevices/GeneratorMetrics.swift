@@ -55,7 +55,7 @@ struct ShardCounts: Sendable {
 /// totals of the runs (policies, replicates) already finished, so every counter only rises.
 ///
 /// `Sendable`: swift-prometheus' registry is `Sendable`; the rest is behind locks.
-public final class GeneratorMetrics: Sendable {
+package final class GeneratorMetrics: Sendable {
     private struct State {
         var finished = ShardCounts()
         var running: ShardBoard?
@@ -74,7 +74,7 @@ public final class GeneratorMetrics: Sendable {
     private let latency: [(quantile: Double, gauge: Gauge)]
     private let state: Mutex<State>
 
-    public init() {
+    package init() {
         let registry = self.registry
         func counter(_ name: String, _ help: String, _ read: @escaping @Sendable (ShardCounts) -> Int) -> Exported {
             Exported(read: read, counter: registry.makeCounter(descriptor: .init(namespace: "aviary", subsystem: "generator", metricName: name, unitName: "total", helpText: help)))
@@ -120,7 +120,7 @@ public final class GeneratorMetrics: Sendable {
     }
 
     /// The text of a scrape, in the Prometheus exposition format.
-    public func exposition() -> [UInt8] {
+    package func exposition() -> [UInt8] {
         state.withLock { state in
             var counts = state.finished
             if let running = state.running { counts.add(running.totals()) }
@@ -144,11 +144,11 @@ public final class GeneratorMetrics: Sendable {
     /// A listener serving the metrics, until it is closed.
     ///
     /// `Sendable`: a channel is `Sendable`.
-    public struct Listener: Sendable {
+    package struct Listener: Sendable {
         let channel: any Channel
 
         /// Stops listening.
-        public func close() {
+        package func close() {
             channel.close(promise: nil)
         }
     }
@@ -156,7 +156,7 @@ public final class GeneratorMetrics: Sendable {
     /// Serves `GET /metrics` on `host:port` (HTTP/1.1) until the listener is closed.
     ///
     /// - Throws: The bind's error (the port taken, the address not this machine's).
-    public func serve(host: String, port: Int) async throws -> Listener {
+    package func serve(host: String, port: Int) async throws -> Listener {
         let metrics = self
         return Listener(channel: try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

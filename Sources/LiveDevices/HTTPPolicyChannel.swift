@@ -74,10 +74,10 @@ final class HTTPPolicyChannel: PolicyChannel {
 }
 
 /// Live mode's part in `external(url=…)`.
-public enum PolicyService {
+package enum PolicyService {
     /// Registers the HTTP channel for `external(url=…)` with ``AllocatorRegistry``; live builds
     /// of `aviary` call it at startup. Calling it again changes nothing.
-    public static func registerConnector() {
+    package static func registerConnector() {
         AllocatorRegistry.registerURLConnector { url, timeout in HTTPPolicyChannel(url: url, timeout: timeout) }
     }
 }

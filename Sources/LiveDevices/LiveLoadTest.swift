@@ -13,16 +13,16 @@ import WireFormat
 /// Set once to stop a live run early (Ctrl-C); what was measured until then is kept.
 ///
 /// `Sendable`: an atomic flag.
-public final class StopFlag: Sendable {
+package final class StopFlag: Sendable {
     private let flag = Atomic(false)
 
-    public init() {}
+    package init() {}
 
-    public func stop() {
+    package func stop() {
         flag.store(true, ordering: .relaxed)
     }
 
-    public var isSet: Bool { flag.load(ordering: .relaxed) }
+    package var isSet: Bool { flag.load(ordering: .relaxed) }
 }
 
 /// A load-test scenario run in real time by real engines over real sockets: each policy (and
@@ -31,42 +31,42 @@ public final class StopFlag: Sendable {
 ///
 /// The scenario's outages, partitions, latency and loss are applied for real by a
 /// ``FaultProxy`` between the devices and the server.
-public struct LiveLoadTest: Sendable {
+package struct LiveLoadTest: Sendable {
     /// How to run it.
     ///
     /// `Sendable`: a plain value.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The server; `nil` starts the embedded one.
-        public var url: String?
+        package var url: String?
         /// Starts the embedded server (without a `url`).
-        public var embed: EmbeddedServerStarter?
+        package var embed: EmbeddedServerStarter?
         /// Scenario seconds per wall-clock second.
-        public var speedup: Double
+        package var speedup: Double
         /// HTTP connections the devices share, with `client.connections: pooled`.
-        public var connections: Int
+        package var connections: Int
         /// Event loops (threads) the devices are sharded over.
-        public var threads: Int
+        package var threads: Int
         /// A PEM file of certificates to trust for an `https://` URL, besides the system's.
-        public var caFile: String?
+        package var caFile: String?
         /// Apply outages, partitions and loss in the kernel, on a veth link into a network
         /// namespace (Linux, root), rather than in the proxy.
-        public var networkNamespace: Bool
+        package var networkNamespace: Bool
         /// Added to every device's number in the event ids on the wire, so that runs of the same
         /// devices against one server (the steps of a ``CapacitySearch``) send fresh ids.
-        public var deviceOffset: UInt64 = 0
+        package var deviceOffset: UInt64 = 0
         /// The slice of the devices this process runs, for a run shared by several machines
         /// (`--shard K/N`): shard K of N runs the K-th of N equal ranges of device numbers.
-        public var slice: Shard?
+        package var slice: Shard?
         /// Where the generator's counts go for Prometheus (`--metrics-port`), if anywhere.
-        public var metrics: GeneratorMetrics?
+        package var metrics: GeneratorMetrics?
         /// The key the devices present, in the form each route asks for (`Authorization:
         /// Bearer` on the JSON API, `x-mpath-apikey` on the Conductrics routes); `nil` for none.
-        public var apiKey: String?
+        package var apiKey: String?
         /// The key a vendor's format carries (`AVIARY_WIRE_KEY`): Segment's write key, Amplitude's
         /// and PostHog's API key, a template's `{{key}}`.
-        public var wireKey: String?
+        package var wireKey: String?
 
-        public init(
+        package init(
             url: String? = nil, embed: EmbeddedServerStarter? = nil, speedup: Double = 60, connections: Int = 64, threads: Int = System.coreCount, networkNamespace: Bool = false,
             apiKey: String? = nil, caFile: String? = nil
         ) {
@@ -84,16 +84,16 @@ public struct LiveLoadTest: Sendable {
     /// One policy's run.
     ///
     /// `Sendable`: a plain value.
-    public struct Result: Sendable {
-        public var policy: String
-        public var replicate: Int
-        public var scenario: Scenario
+    package struct Result: Sendable {
+        package var policy: String
+        package var replicate: Int
+        package var scenario: Scenario
         /// The server's base URL as the devices saw it (before the fault proxy).
-        public var target: String
-        public var speedup: Double
-        public var metrics: LiveMetrics
+        package var target: String
+        package var speedup: Double
+        package var metrics: LiveMetrics
 
-        public init(policy: String, replicate: Int, scenario: Scenario, target: String, speedup: Double, metrics: LiveMetrics) {
+        package init(policy: String, replicate: Int, scenario: Scenario, target: String, speedup: Double, metrics: LiveMetrics) {
             self.policy = policy
             self.replicate = replicate
             self.scenario = scenario
@@ -106,14 +106,14 @@ public struct LiveLoadTest: Sendable {
     /// A failure to set the run up (the server would not start, a bad URL).
     ///
     /// `Sendable`: a plain value.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, Sendable, CustomStringConvertible {
+        package let description: String
     }
 
-    public let scenario: Scenario
-    public let options: Options
+    package let scenario: Scenario
+    package let options: Options
 
-    public init(scenario: Scenario, options: Options) {
+    package init(scenario: Scenario, options: Options) {
         self.scenario = scenario
         self.options = options
     }
@@ -121,7 +121,7 @@ public struct LiveLoadTest: Sendable {
     /// Runs every policy and replicate; stops early (keeping what was measured) when `stop` is set.
     ///
     /// - Parameter progress: Called with the policy, the scenario time reached and the sessions so far.
-    public func run(stop: StopFlag, progress: (@Sendable (String, Double, Int) -> Void)? = nil) async throws(Failure) -> [Result] {
+    package func run(stop: StopFlag, progress: (@Sendable (String, Double, Int) -> Void)? = nil) async throws(Failure) -> [Result] {
         if let problem = EventFormat.problem(with: scenario) { throw Failure(description: problem) }
         var results: [Result] = []
         for (label, policyScenario) in LoadTest(scenario: scenario).policyScenarios {

@@ -5,16 +5,16 @@ import Simulation
 /// The CSV reports of a live load test: the simulated load test's columns, then the ones only a
 /// real network has. Column meanings are documented in the live load test article
 /// (`Sources/AviaryCommands/AviaryCommands.docc/Articles/LoadTestLive.md`).
-public enum LiveLoadTestReport {
+package enum LiveLoadTestReport {
     /// The columns after ``Simulation/LoadTestReport/columns``.
-    public static let liveColumns = [
+    package static let liveColumns = [
         "target", "speedup", "http_2xx", "http_304", "http_429", "http_503", "http_other", "connection_errors", "connections_opened", "requests_held_for_sockets",
         "request_latency_p50_ms", "request_latency_p99_ms", "request_latency_max_ms", "server_ingest_p99_ms",
         "client_cpu_seconds", "generator_max_lag_s",
     ]
 
     /// One row per policy × replicate.
-    public static func summary(_ results: [LiveLoadTest.Result]) -> CSVTable {
+    package static func summary(_ results: [LiveLoadTest.Result]) -> CSVTable {
         var table = CSVTable(columns: LoadTestReport.columns + liveColumns)
         for result in results {
             let scenario = result.scenario, m = result.metrics.fleet, live = result.metrics
@@ -29,7 +29,7 @@ public enum LiveLoadTestReport {
     }
 
     /// A run's values in ``liveColumns``.
-    public static func liveCells(_ result: LiveLoadTest.Result) -> [CSVCell] {
+    package static func liveCells(_ result: LiveLoadTest.Result) -> [CSVCell] {
         let live = result.metrics
         return [
             .text(result.target), .decimal(result.speedup, places: 3),
@@ -41,7 +41,7 @@ public enum LiveLoadTestReport {
     }
 
     /// One row per policy × replicate × sample time, with the simulated load test's columns.
-    public static func timeseries(_ results: [LiveLoadTest.Result]) -> CSVTable {
+    package static func timeseries(_ results: [LiveLoadTest.Result]) -> CSVTable {
         var table = CSVTable(columns: [
             "scenario", "policy", "replicate", "time_hours", "offered_events_per_second", "accepted_events_per_second",
             "rejected_requests", "server_backlog", "device_queue_total", "online_fraction", "connections_opened",
@@ -65,7 +65,7 @@ public enum LiveLoadTestReport {
     /// SDK profiles, ``Simulation/DeliveryReport``'s files).
     ///
     /// - Throws: The file system's error.
-    public static func write(_ results: [LiveLoadTest.Result], to folder: URL) throws -> [URL] {
+    package static func write(_ results: [LiveLoadTest.Result], to folder: URL) throws -> [URL] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let written = try [("loadtest.csv", summary(results)), ("loadtest-timeseries.csv", timeseries(results))].map { name, table in
             let url = folder.appendingPathComponent(name)

@@ -8,56 +8,56 @@ import Simulation
 ///
 /// `Sendable`: a plain value. `Codable`: a shard of a run on several machines writes its
 /// metrics whole, histograms included, for `aviary merge`.
-public struct LiveMetrics: Sendable, Codable {
+package struct LiveMetrics: Sendable, Codable {
     /// The fleet's metrics, as a simulated run of the same devices keeps them; samples in
     /// scenario seconds.
-    public var fleet: FleetMetrics
+    package var fleet: FleetMetrics
     /// Where the scenario has an analysis plan and the server is embedded: per experiment, the
     /// server's analysis at each look with the truth over the units the devices saw
     /// acknowledged (see ``inference(looks:)``).
-    public var inference: [[(hours: Double?, look: InferenceLook)]] { Self.inference(looks: looks.looks) }
+    package var inference: [[(hours: Double?, look: InferenceLook)]] { Self.inference(looks: looks.looks) }
     /// This shard's looks; a shard record written for another machine leaves them out (the
     /// server it ran against is that machine's).
     var looks = Looks()
 
     /// Responses by status class.
-    public var status2xx = 0
-    public var status304 = 0
-    public var status429 = 0
-    public var status503 = 0
+    package var status2xx = 0
+    package var status304 = 0
+    package var status429 = 0
+    package var status503 = 0
     /// Other 4xx and 5xx.
-    public var statusOther = 0
+    package var statusOther = 0
     /// Requests that got no response: refused, reset or closed connections.
-    public var connectionErrors = 0
+    package var connectionErrors = 0
     /// Connections opened: each a TCP (and, over `https://`, TLS) handshake.
-    public var connectionsOpened = 0
+    package var connectionsOpened = 0
     /// Per-device connections: requests that waited for a socket because the process was at its
     /// limit on open files (the generator's limit, not the server's; 0 when it never was).
-    public var requestsHeldForSockets = 0
+    package var requestsHeldForSockets = 0
     /// Connections opened by each of the fleet's sample times (cumulative, one per sample).
-    public var connectionsOpenedBySample: [Int] = []
+    package var connectionsOpenedBySample: [Int] = []
 
     /// Request latency in microseconds of wall-clock time, from when the client meant to send
     /// to the response: a stall delays the send and counts in full (no coordinated omission).
-    public var requestLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+    package var requestLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
     /// Faults of `--netns` the kernel could not be given (the command and its error), each said
     /// on stderr when it happened.
     var faultsNotApplied: [String] = []
     /// CPU seconds the whole process spent (user + system) during the run.
-    public var clientCPUSeconds = 0.0
-    public var wallSeconds = 0.0
+    package var clientCPUSeconds = 0.0
+    package var wallSeconds = 0.0
     /// The embedded server's ingest latency p99 in milliseconds of wall-clock time (`nan` for an external server).
-    public var serverIngestP99Milliseconds = Double.nan
+    package var serverIngestP99Milliseconds = Double.nan
     /// How far behind its schedule the generator fell at worst, in wall-clock seconds.
-    public var maxLagSeconds = 0.0
+    package var maxLagSeconds = 0.0
 
     /// Metrics of a run that has measured nothing yet.
-    public init(fleet: FleetMetrics) {
+    package init(fleet: FleetMetrics) {
         self.fleet = fleet
     }
 
     /// Request latency percentile in wall-clock milliseconds.
-    public func requestLatencyMilliseconds(percentile: Double) -> Double {
+    package func requestLatencyMilliseconds(percentile: Double) -> Double {
         requestLatency.totalCount == 0 ? .nan : Double(requestLatency.valueAtPercentile(percentile)) / 1000
     }
 
@@ -122,7 +122,7 @@ public struct LiveMetrics: Sendable, Codable {
     }
 
     /// Whether every event created is acknowledged, still on a device, or dropped by policy.
-    public var isBalanced: Bool {
+    package var isBalanced: Bool {
         fleet.eventsCreated == fleet.eventsAcked + fleet.eventsPending + fleet.eventsDropped
     }
 }

@@ -6,36 +6,36 @@ import Simulation
 /// the shard's folder, beside its own CSVs.
 ///
 /// `Sendable`: plain values.
-public struct LiveShardRecord: Codable, Sendable {
-    public static let fileName = "live-shard.json"
-    public static let currentFormat = 1
+package struct LiveShardRecord: Codable, Sendable {
+    package static let fileName = "live-shard.json"
+    package static let currentFormat = 1
 
     /// One policy × replicate as this shard ran it.
     ///
     /// `Sendable`: plain values.
-    public struct Run: Codable, Sendable {
-        public var policy: String
-        public var replicate: Int
-        public var target: String
-        public var speedup: Double
+    package struct Run: Codable, Sendable {
+        package var policy: String
+        package var replicate: Int
+        package var target: String
+        package var speedup: Double
         /// The devices this shard ran.
-        public var devices: Int
-        public var metrics: LiveMetrics
+        package var devices: Int
+        package var metrics: LiveMetrics
     }
 
-    public var format = Self.currentFormat
-    public var shard: Int
-    public var shards: Int
+    package var format = Self.currentFormat
+    package var shard: Int
+    package var shards: Int
     /// The build of aviary that ran it.
-    public var build: String
+    package var build: String
     /// The command line without `--shard` and `-o`: every shard of one run has the same.
-    public var arguments: [String]
+    package var arguments: [String]
     /// The scenario file's text (`nil` for the built-in load test).
-    public var scenarioText: String?
-    public var runs: [Run]
+    package var scenarioText: String?
+    package var runs: [Run]
 
     /// The record of `results`, run as shard `shard`.
-    public init(shard: Shard, build: String, arguments: [String], scenarioText: String?, results: [LiveLoadTest.Result]) {
+    package init(shard: Shard, build: String, arguments: [String], scenarioText: String?, results: [LiveLoadTest.Result]) {
         self.shard = shard.index
         self.shards = shard.count
         self.build = build
@@ -49,7 +49,7 @@ public struct LiveShardRecord: Codable, Sendable {
     }
 
     /// Writes `live-shard.json` to `folder`.
-    public func write(to folder: URL) throws -> URL {
+    package func write(to folder: URL) throws -> URL {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // A histogram of nothing and an absent server give NaN, which JSON has no number for.
@@ -62,7 +62,7 @@ public struct LiveShardRecord: Codable, Sendable {
     /// Reads `live-shard.json` from `folder`, or `nil` when it has none.
     ///
     /// - Throws: ``Failure`` naming the file when it cannot be read.
-    public static func read(from folder: URL) throws(Failure) -> LiveShardRecord? {
+    package static func read(from folder: URL) throws(Failure) -> LiveShardRecord? {
         let url = folder.appendingPathComponent(fileName)
         guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
         let decoder = JSONDecoder()
@@ -82,7 +82,7 @@ public struct LiveShardRecord: Codable, Sendable {
     /// added up (``LiveMetrics/merging(_:devices:scenario:)``), in the first shard's order.
     ///
     /// - Throws: ``Failure`` when the records are not every shard of one run exactly once.
-    public static func merge(_ records: [LiveShardRecord], scenario: (String) throws -> Scenario) throws -> [LiveLoadTest.Result] {
+    package static func merge(_ records: [LiveShardRecord], scenario: (String) throws -> Scenario) throws -> [LiveLoadTest.Result] {
         guard let first = records.first else { throw Failure("no live shards to merge") }
         let shards = records.map(\.shard).sorted()
         guard records.allSatisfy({ $0.shards == first.shards }), shards == Array(1...first.shards) else {
@@ -108,8 +108,8 @@ public struct LiveShardRecord: Codable, Sendable {
     /// Why live shards cannot be read or merged.
     ///
     /// `Sendable`: a message.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        public let description: String
+    package struct Failure: Error, Sendable, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 }

@@ -5,12 +5,12 @@ import WireFormat
 /// what was expected there.
 ///
 /// `Sendable`: a plain value.
-public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The status code, always 4xx or 5xx.
-    public let status: Int
-    public let body: Wire.ErrorBody
+    package let status: Int
+    package let body: Wire.ErrorBody
     /// Seconds for a `Retry-After` header (over capacity).
-    public let retryAfter: Int?
+    package let retryAfter: Int?
 
     init(status: Int, _ message: String, field: String? = nil, expected: String? = nil, retryAfter: Int? = nil) {
         self.status = status
@@ -18,7 +18,7 @@ public struct APIError: Error, Sendable, Hashable, CustomStringConvertible {
         self.retryAfter = retryAfter
     }
 
-    public var description: String {
+    package var description: String {
         var text = "\(status): \(body.error)"
         if let field = body.field { text += " (\(field)" + (body.expected.map { ": expected \($0)" } ?? "") + ")" }
         return text

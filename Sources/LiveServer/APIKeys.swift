@@ -9,7 +9,7 @@ import Hummingbird
 /// so that the time a refusal takes says nothing about how much of a guess was right.
 ///
 /// `Sendable`: a plain value.
-public struct APIKeys: Sendable, CustomStringConvertible {
+package struct APIKeys: Sendable, CustomStringConvertible {
     /// Which key a route asks for.
     enum Scope: Sendable {
         /// Any client key.
@@ -35,20 +35,20 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     /// Keys for a server; none (the default) leaves every route open.
     ///
     /// - Precondition: No key is empty (``problem(with:)`` says what a key may hold).
-    public init(clientKeys: [String] = [], adminKey: String? = nil) {
+    package init(clientKeys: [String] = [], adminKey: String? = nil) {
         precondition(!clientKeys.contains(where: \.isEmpty) && adminKey?.isEmpty != true, "an empty API key")
         self.clients = clientKeys.map { Array($0.utf8) }
         self.admin = adminKey.map { Array($0.utf8) }
     }
 
     /// Client keys the server accepts.
-    public var clientKeyCount: Int { clients.count }
+    package var clientKeyCount: Int { clients.count }
     /// Whether `/v1/stats` and `/metrics` ask for an admin key rather than a client key.
-    public var hasAdminKey: Bool { admin != nil }
+    package var hasAdminKey: Bool { admin != nil }
     /// Whether the write and decision routes ask for a key.
-    public var requiresKeys: Bool { !clients.isEmpty }
+    package var requiresKeys: Bool { !clients.isEmpty }
 
-    public var description: String {
+    package var description: String {
         let client = clients.isEmpty ? "no client key: every route open" : "\(clients.count) client key(s) required"
         return client + (admin == nil ? "" : ", an admin key on /v1/stats and /metrics")
     }
@@ -56,7 +56,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     /// Why `key` cannot be a key, or `nil` if it can: a key is what a header carries after
     /// `Bearer `, so visible ASCII without spaces; and without commas, which separate the keys
     /// of `AVIARY_API_KEYS`. The message never repeats the key.
-    public static func problem(with key: String) -> String? {
+    package static func problem(with key: String) -> String? {
         if key.isEmpty { return "a key is empty" }
         guard key.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: ",") }) else {
             return "a key must be visible ASCII characters without spaces or commas"
@@ -68,7 +68,7 @@ public struct APIKeys: Sendable, CustomStringConvertible {
     /// such a server could write events and steer its allocators.
     ///
     /// - Throws: ``ServeError`` with one line saying why and how to fix it.
-    public func checkExposure(host: String) throws(ServeError) {
+    package func checkExposure(host: String) throws(ServeError) {
         guard !requiresKeys, !Self.isLoopback(host) else { return }
         throw ServeError(
             "refusing to listen on \(host) without API keys: anyone who can reach it could write events and decisions; "

@@ -17,36 +17,36 @@ import WireFormat
 /// Each closing is counted in `/v1/stats` and `/metrics`.
 ///
 /// `Sendable`: a plain value.
-public struct ConnectionLimits: Sendable, Hashable {
+package struct ConnectionLimits: Sendable, Hashable {
     /// The time a request's head may take to arrive: from the connection's opening, or from
     /// the first bytes of the next request on a kept-alive connection.
-    public var headerTimeout: Duration = .seconds(10)
+    package var headerTimeout: Duration = .seconds(10)
     /// The longest pause in a request body's arrival while the server reads it.
-    public var bodyTimeout: Duration = .seconds(30)
+    package var bodyTimeout: Duration = .seconds(30)
     /// How long a kept-alive connection may wait for its next request.
-    public var idleTimeout: Duration = .seconds(60)
+    package var idleTimeout: Duration = .seconds(60)
     /// The most connections served at once, or `nil` for the open-file limit less
     /// ``reservedDescriptors(fileLimit:)``.
-    public var maxConnections: Int?
+    package var maxConnections: Int?
 
-    public init() {}
+    package init() {}
 
     /// The descriptors the server keeps for itself (its log, snapshots, compaction, event
     /// loops) out of `fileLimit`: 256, or half a limit under 512.
-    public static func reservedDescriptors(fileLimit: Int) -> Int {
+    package static func reservedDescriptors(fileLimit: Int) -> Int {
         min(256, fileLimit / 2)
     }
 
     /// The fewest descriptors a cap given explicitly must leave the server.
-    public static let leastReserve = 64
+    package static let leastReserve = 64
 
     /// The cap for `fileLimit` when none is given.
-    public static func defaultMaxConnections(fileLimit: Int) -> Int {
+    package static func defaultMaxConnections(fileLimit: Int) -> Int {
         max(1, fileLimit - reservedDescriptors(fileLimit: fileLimit))
     }
 
     /// The largest cap the server accepts under `fileLimit`.
-    public static func largestMaxConnections(fileLimit: Int) -> Int {
+    package static func largestMaxConnections(fileLimit: Int) -> Int {
         max(1, fileLimit - leastReserve)
     }
 

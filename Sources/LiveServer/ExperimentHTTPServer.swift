@@ -18,20 +18,20 @@ import WireFormat
 /// answers 401 to a request without one, before it reads the body.
 ///
 /// `Sendable`: it holds only the service, which is `Sendable`.
-public struct ExperimentHTTPServer: Sendable {
-    public let service: ExperimentService
+package struct ExperimentHTTPServer: Sendable {
+    package let service: ExperimentService
 
     /// Creates the HTTP server for `service`.
-    public init(service: ExperimentService) {
+    package init(service: ExperimentService) {
         self.service = service
     }
 
     /// A server started by ``start(host:port:stopOnSignals:)``.
     ///
     /// `Sendable`: immutable references to `Sendable` values.
-    public final class Running: Sendable {
+    package final class Running: Sendable {
         /// The port it listens on.
-        public let port: Int
+        package let port: Int
         private let group: ServiceGroup
         private let task: Task<Void, any Error>
 
@@ -43,13 +43,13 @@ public struct ExperimentHTTPServer: Sendable {
 
         /// Stops accepting connections, lets requests in progress finish, and returns when the
         /// server has stopped.
-        public func stop() async {
+        package func stop() async {
             await group.triggerGracefulShutdown()
             _ = try? await task.value
         }
 
         /// Returns when the server has stopped (after ``stop()``, or a signal it stops on).
-        public func wait() async {
+        package func wait() async {
             _ = try? await task.value
         }
     }
@@ -64,7 +64,7 @@ public struct ExperimentHTTPServer: Sendable {
     /// - Throws: ``ServeError`` if it cannot listen, if the connection cap leaves the server too
     ///   few descriptors, or if `host` is not loopback and the service has no client keys
     ///   (``APIKeys/checkExposure(host:)``).
-    public func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
+    package func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
         try service.configuration.keys.checkExposure(host: host)
         let limits = service.configuration.connections
         let fileLimit = OpenFileLimit.raise(liftingHardLimit: false)

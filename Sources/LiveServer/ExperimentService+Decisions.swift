@@ -12,7 +12,7 @@ extension ExperimentService {
     ///   experiment's variants, or they create an agent with them on the fly; `nil` requires a
     ///   served experiment or an agent created before.
     /// - Throws: ``APIError`` 404 for an unknown experiment, 409 for choices that contradict it.
-    public func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") async throws(APIError) -> String {
+    package func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") async throws(APIError) -> String {
         let now = clock()
         return try await committing { state throws(APIError) -> String in
             Self.prepare(&state, at: now, configuration: configuration)
@@ -37,7 +37,7 @@ extension ExperimentService {
     ///
     /// - Returns: the variants credited; empty when the session had no decision (ignored, as
     ///   Conductrics does).
-    public func goal(_ experiment: String, session: String, value: Double) async throws(APIError) -> [String] {
+    package func goal(_ experiment: String, session: String, value: Double) async throws(APIError) -> [String] {
         let now = clock()
         return try await committing { state throws(APIError) -> [String] in
             Self.prepare(&state, at: now, configuration: configuration)
@@ -64,7 +64,7 @@ extension ExperimentService {
     }
 
     /// Ends `session` in `experiment` (and its multi-decision keys): its next decision is new.
-    public func expire(_ experiment: String, session: String) async throws(APIError) {
+    package func expire(_ experiment: String, session: String) async throws(APIError) {
         let now = clock()
         try await committing { state throws(APIError) in
             guard state.sessions.keys.contains(where: { $0 == experiment || $0.hasPrefix(experiment + "/") }) else { return }

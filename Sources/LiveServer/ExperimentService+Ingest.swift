@@ -10,7 +10,7 @@ extension ExperimentService {
     /// - Throws: ``APIError`` 422 naming the first invalid or out-of-range event's field (or
     ///   `events` for a batch over ``Bounds/events``), or 503 if the log cannot be written or
     ///   flushed.
-    public func ingest(_ batch: Wire.EventBatch) async throws(APIError) -> Wire.Acknowledgement {
+    package func ingest(_ batch: Wire.EventBatch) async throws(APIError) -> Wire.Acknowledgement {
         try Bounds.check(count: batch.events.count, limit: Bounds.events, field: "events", what: "events in a batch")
         try Self.validate(batch, experiments: configuration.experiments, bounded: true)
         let now = clock()
@@ -33,7 +33,7 @@ extension ExperimentService {
 
     /// Counts `count` events of a vendor's format that are not experiment events: acknowledged,
     /// not kept.
-    public func ignore(vendorEvents count: Int) {
+    package func ignore(vendorEvents count: Int) {
         guard count > 0 else { return }
         state.withLock { $0.stats.vendorEventsIgnored += count }
     }

@@ -20,42 +20,42 @@ import WireFormat
 /// is a flush, shared by every request that waits for it (``GroupCommit``).
 ///
 /// `Sendable`: all mutable state is behind `state`'s lock, or `commits`' own.
-public final class ExperimentService: Sendable {
+package final class ExperimentService: Sendable {
     /// Counters for `GET /v1/stats` and the load test's report.
     ///
     /// `Sendable`: a plain value.
-    public struct Stats: Codable, Sendable, Hashable {
-        public var eventsAccepted = 0
-        public var duplicatesIgnored = 0
-        public var batches = 0
-        public var rejectedOverCapacity = 0
-        public var decisions = 0
-        public var goals = 0
-        public var goalsIgnored = 0
-        public var dataVersion = 0
-        public var logBytes = 0
+    package struct Stats: Codable, Sendable, Hashable {
+        package var eventsAccepted = 0
+        package var duplicatesIgnored = 0
+        package var batches = 0
+        package var rejectedOverCapacity = 0
+        package var decisions = 0
+        package var goals = 0
+        package var goalsIgnored = 0
+        package var dataVersion = 0
+        package var logBytes = 0
         /// Flushes of the log to disk (with `--fsync`); far fewer than requests under load.
-        public var logFlushes = 0
+        package var logFlushes = 0
         /// Compactions of the log into a snapshot and a new tail.
-        public var compactions = 0
+        package var compactions = 0
         /// Events of a vendor's format that are not experiment events (other names, page views,
         /// identifies), acknowledged without being kept; a retried batch counts them again.
-        public var vendorEventsIgnored = 0
+        package var vendorEventsIgnored = 0
         // The connections' figures are the running process's (``ConnectionLimits``): read from
         // the server when asked for, never restored from a snapshot.
         /// Connections served now.
-        public var connectionsOpen = 0
+        package var connectionsOpen = 0
         /// New connections answered 503 at the cap, every served one having a request in progress.
-        public var connectionsRefused = 0
+        package var connectionsRefused = 0
         /// Connections closed at the cap to make room for a new one, each the one that had
         /// waited longest on its client.
-        public var connectionsShed = 0
+        package var connectionsShed = 0
         /// Connections closed because a request's head did not arrive in time.
-        public var headerTimeouts = 0
+        package var headerTimeouts = 0
         /// Connections closed because a request body paused too long.
-        public var bodyTimeouts = 0
+        package var bodyTimeouts = 0
         /// Kept-alive connections closed after waiting too long for a request.
-        public var idleTimeouts = 0
+        package var idleTimeouts = 0
 
         enum CodingKeys: String, CodingKey {
             case eventsAccepted = "events_accepted", duplicatesIgnored = "duplicates_ignored", batches
@@ -66,10 +66,10 @@ public final class ExperimentService: Sendable {
             case headerTimeouts = "header_timeouts", bodyTimeouts = "body_timeouts", idleTimeouts = "idle_timeouts"
         }
 
-        public init() {}
+        package init() {}
 
         // Counters added later are optional, so that a snapshot written before them still opens.
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             eventsAccepted = try container.decode(Int.self, forKey: .eventsAccepted)
             duplicatesIgnored = try container.decode(Int.self, forKey: .duplicatesIgnored)
@@ -90,17 +90,17 @@ public final class ExperimentService: Sendable {
     /// sum (`GET /v1/results`).
     ///
     /// `Sendable`: a plain value.
-    public struct VariantResults: Codable, Sendable, Hashable {
-        public var id: String
-        public var views = 0
-        public var conversions = 0
-        public var goals = 0
-        public var participations = 0
+    package struct VariantResults: Codable, Sendable, Hashable {
+        package var id: String
+        package var views = 0
+        package var conversions = 0
+        package var goals = 0
+        package var participations = 0
         /// The sum of the events' values: conversions and goals count 1 unless they carry a
         /// value, views and participations 0.
-        public var value = 0.0
+        package var value = 0.0
 
-        public init(id: String) {
+        package init(id: String) {
             self.id = id
         }
 
@@ -118,25 +118,25 @@ public final class ExperimentService: Sendable {
     /// One experiment's ``VariantResults``, in the order its variants are served.
     ///
     /// `Sendable`: a plain value.
-    public struct ExperimentResults: Codable, Sendable, Hashable {
-        public var id: String
-        public var variants: [VariantResults]
+    package struct ExperimentResults: Codable, Sendable, Hashable {
+        package var id: String
+        package var variants: [VariantResults]
         /// The analyst's view of the experiment as ingested so far (``ResultsAnalysis``).
-        public var analysis: ResultsAnalysis?
+        package var analysis: ResultsAnalysis?
     }
 
     /// `GET /v1/results`: every served experiment's events as ingested, each id once.
     ///
     /// `Sendable`: a plain value.
-    public struct Results: Codable, Sendable, Hashable {
-        public var experiments: [ExperimentResults]
+    package struct Results: Codable, Sendable, Hashable {
+        package var experiments: [ExperimentResults]
     }
 
     /// The experiment data as served: its version, its entity tag and its JSON body.
-    public struct Published: Sendable {
-        public let version: Int
-        public let etag: String
-        public let body: Data
+    package struct Published: Sendable {
+        package let version: Int
+        package let etag: String
+        package let body: Data
     }
 
     /// An agent created on the fly by a Conductrics decision naming choices the server did not
@@ -181,7 +181,7 @@ public final class ExperimentService: Sendable {
         var inFlight = 0
     }
 
-    public let configuration: ServerConfiguration
+    package let configuration: ServerConfiguration
     /// Seconds since 1970: the server's clock, which the routes that write a time read too.
     let clock: @Sendable () -> Double
     /// The clock's reading when the service started: campaign schedules count from it.
@@ -190,7 +190,7 @@ public final class ExperimentService: Sendable {
     /// The log's flushes, awaited outside `state`'s lock; `nil` without `--fsync`.
     let commits: GroupCommit?
     /// What `GET /metrics` exposes.
-    public let metrics = ServerMetrics()
+    package let metrics = ServerMetrics()
     /// The HTTP server's connections, counted for ``stats()``.
     let connections = ConnectionRegistry()
     /// The snapshot being written, if any.
@@ -202,7 +202,7 @@ public final class ExperimentService: Sendable {
     ///
     /// - Parameter clock: Seconds since 1970; tests pass their own.
     /// - Throws: ``ServeError`` if the allocator cannot be made or the log cannot be opened or read.
-    public convenience init(_ configuration: ServerConfiguration, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(ServeError) {
+    package convenience init(_ configuration: ServerConfiguration, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws(ServeError) {
         try self.init(configuration, clock: clock, beforeFlush: { nil })
     }
 
@@ -263,7 +263,7 @@ public final class ExperimentService: Sendable {
     // MARK: - Experiment data
 
     /// The data devices download now.
-    public func published() -> Published {
+    package func published() -> Published {
         let now = clock()
         return state.withLock { state in
             Self.tick(&state, at: now, cadence: configuration.cadence)
@@ -281,7 +281,7 @@ public final class ExperimentService: Sendable {
     /// The data ``published()`` serves, as values rather than a body: its version and each
     /// served experiment's published weights, for the routes that give devices the same policy
     /// in another client's format (VWO's settings, a remote configuration).
-    public func publishedData() -> ExperimentData {
+    package func publishedData() -> ExperimentData {
         let now = clock()
         return state.withLock { state in
             Self.tick(&state, at: now, cadence: configuration.cadence)
@@ -298,7 +298,7 @@ public final class ExperimentService: Sendable {
     ///
     /// - Returns: seconds until the server has processed the work; call ``release()`` after.
     /// - Throws: ``APIError`` with the configured status and `Retry-After` when it does not fit.
-    public func admit(events: Int) throws(APIError) -> Double {
+    package func admit(events: Int) throws(APIError) -> Double {
         guard let capacity = configuration.capacity else { return 0 }
         let now = clock()
         return try state.withLock { state throws(APIError) -> Double in
@@ -316,37 +316,37 @@ public final class ExperimentService: Sendable {
     }
 
     /// Ends a request admitted by ``admit(events:)``.
-    public func release() {
+    package func release() {
         guard configuration.capacity != nil else { return }
         state.withLock { $0.inFlight -= 1 }
     }
 
     /// Events queued for processing under the capacity model (0 without one).
-    public func backlogEvents() -> Double {
+    package func backlogEvents() -> Double {
         guard let capacity = configuration.capacity else { return 0 }
         let now = clock()
         return state.withLock { max(0, $0.busyUntil - now) * capacity.eventsPerSecond }
     }
 
     /// How many of `ids` the server has ingested.
-    public func ingestedCount(_ ids: [EventID]) -> Int {
+    package func ingestedCount(_ ids: [EventID]) -> Int {
         state.withLock { state in ids.reduce(0) { $0 + (state.server.hasIngested($1) ? 1 : 0) } }
     }
 
     /// Records how long an accepted event batch took, arrival to acknowledgement.
-    public func recordIngest(_ duration: Duration) {
+    package func recordIngest(_ duration: Duration) {
         let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
         ingestLatency.withLock { _ = $0.record(UInt64(max(0, microseconds))) }
         metrics.recordIngest(duration)
     }
 
     /// The ingest latency percentile in wall-clock milliseconds (`nan` before the first batch).
-    public func ingestLatencyMilliseconds(percentile: Double) -> Double {
+    package func ingestLatencyMilliseconds(percentile: Double) -> Double {
         ingestLatency.withLock { $0.totalCount == 0 ? .nan : Double($0.valueAtPercentile(percentile)) / 1000 }
     }
 
     /// The counters now.
-    public func stats() -> Stats {
+    package func stats() -> Stats {
         var stats = state.withLock { $0.stats }
         stats.logFlushes = commits?.flushes ?? 0
         let connections = connections.counts
@@ -361,7 +361,7 @@ public final class ExperimentService: Sendable {
 
     /// Every served experiment's events as ingested, each id once: live, replayed from the log
     /// and restored from a snapshot alike.
-    public func results() -> Results {
+    package func results() -> Results {
         let plan = configuration.analysis
         // Analysed under the lock, in O(periods × variants): a copy of the units taken out
         // would cost the next event a copy of them all.
@@ -381,7 +381,7 @@ public final class ExperimentService: Sendable {
     /// its input: what `GET /v1/results` gives as `analysis`. Reading it is not a look: the
     /// sequential SRM test moves only at the plan's looks (every `analysis.looks` of the
     /// server's clock) and when the published split changes.
-    public func analyses() -> [(input: LookInput, analysis: LookAnalysis)] {
+    package func analyses() -> [(input: LookInput, analysis: LookAnalysis)] {
         let plan = configuration.analysis, now = clock()
         return state.withLock { state in
             Self.takeLooks(&state, at: now, configuration: configuration)
@@ -390,7 +390,7 @@ public final class ExperimentService: Sendable {
     }
 
     /// A Prometheus scrape: the text format, its counters those of ``stats()`` now.
-    public func metricsExposition() -> [UInt8] {
+    package func metricsExposition() -> [UInt8] {
         metrics.exposition(stats())
     }
 
@@ -453,8 +453,8 @@ public final class ExperimentService: Sendable {
 /// Why the server cannot start: one line for the command to print.
 ///
 /// `Sendable`: a plain value.
-public struct ServeError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+package struct ServeError: Error, Sendable, CustomStringConvertible {
+    package let description: String
 
     init(_ description: String) {
         self.description = description

@@ -9,60 +9,60 @@ import Analysis
 /// propensities) are `null` or absent, never made up.
 ///
 /// `Sendable`: a plain value.
-public struct ResultsAnalysis: Codable, Sendable, Hashable {
+package struct ResultsAnalysis: Codable, Sendable, Hashable {
     /// `device` for a sticky experiment, `view` for one that draws at every view.
-    public var unit: String
+    package var unit: String
     /// Units ingested, all variants.
-    public var units: Int
+    package var units: Int
     /// Pearson χ² p-value of the units against the published split.
-    public var srmP: Double
+    package var srmP: Double
     /// The sequential SRM p-value (Dirichlet-multinomial, as `ssrm-test`): valid however often
     /// it is read.
-    public var srmPSequential: Double
+    package var srmPSequential: Double
     /// Whether ``srmP`` is below the plan's threshold.
-    public var srmAlarm: Bool
+    package var srmAlarm: Bool
     /// Per variant, the units the published splits lead to expect.
-    public var expectedUnits: [Double]
+    package var expectedUnits: [Double]
     /// Per estimator (`naive`, `stratified`, `aipw`), the plan's decision: a variant's id to
     /// ship, the control's to keep it, or `none`.
-    public var decisions: [String: String]
+    package var decisions: [String: String]
     /// Per variant, in the served order (the first is the control).
-    public var variants: [Variant]
+    package var variants: [Variant]
 
     /// One variant's sufficient statistics and figures by estimator.
     ///
     /// `Sendable`: a plain value.
-    public struct Variant: Codable, Sendable, Hashable {
-        public var id: String
-        public var units: Int
-        public var views: Double
-        public var conversions: Double
-        public var viewsSumSquares: Double
-        public var conversionsSumSquares: Double
-        public var viewsConversionsSum: Double
+    package struct Variant: Codable, Sendable, Hashable {
+        package var id: String
+        package var units: Int
+        package var views: Double
+        package var conversions: Double
+        package var viewsSumSquares: Double
+        package var conversionsSumSquares: Double
+        package var viewsConversionsSum: Double
         /// By estimator name; an estimator without the data it needs is left out.
-        public var estimators: [String: Figures]
+        package var estimators: [String: Figures]
     }
 
     /// A variant's figures by one estimator; lifts are against the control, absent for it.
     ///
     /// `Sendable`: a plain value.
-    public struct Figures: Codable, Sendable, Hashable {
+    package struct Figures: Codable, Sendable, Hashable {
         /// Conversions per view (per unit, a view unit), with its 95 % interval.
-        public var estimate: Double?
-        public var estimateCI95: [Double]?
+        package var estimate: Double?
+        package var estimateCI95: [Double]?
         /// The absolute lift over the control, its 95 % interval and two-sided p-value.
-        public var lift: Double?
-        public var liftCI95: [Double]?
-        public var pValue: Double?
+        package var lift: Double?
+        package var liftCI95: [Double]?
+        package var pValue: Double?
         /// The always-valid 95 % interval and p-value of the absolute lift.
-        public var liftCI95Sequential: [Double]?
-        public var pValueSequential: Double?
+        package var liftCI95Sequential: [Double]?
+        package var pValueSequential: Double?
         /// The lift over the control's value and its 95 % interval (naive estimator).
-        public var relativeLift: Double?
-        public var relativeLiftCI95: [Double]?
+        package var relativeLift: Double?
+        package var relativeLiftCI95: [Double]?
         /// The posterior chance that the variant beats the control.
-        public var chanceToBeatControl: Double?
+        package var chanceToBeatControl: Double?
 
         enum CodingKeys: String, CodingKey {
             case estimate, lift

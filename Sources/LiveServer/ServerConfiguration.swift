@@ -7,57 +7,57 @@ import ExperimentServer
 /// learns, how much the server can take, and where it keeps what it must not lose.
 ///
 /// `Sendable`: a plain value.
-public struct ServerConfiguration: Sendable {
+package struct ServerConfiguration: Sendable {
     /// The experiments published at `GET /v1/experiments`, in a stable order.
-    public var experiments: [ExperimentDefinition]
+    package var experiments: [ExperimentDefinition]
     /// The allocator each experiment (and each agent created on the fly) gets.
-    public var allocator: AllocatorSpec
+    package var allocator: AllocatorSpec
     /// Seeds the allocators' streams.
-    public var seed: UInt64
-    public var cadence: UpdateCadence
+    package var seed: UInt64
+    package var cadence: UpdateCadence
     /// The ingestion capacity, or `nil` for no limit.
-    public var capacity: Capacity?
+    package var capacity: Capacity?
     /// Seconds devices may cache the experiment data: `Cache-Control: max-age`.
-    public var dataTTL: Double
+    package var dataTTL: Double
     /// The largest request body accepted; larger ones get 413.
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
     /// The folder of the durable log, or `nil` to keep nothing across restarts.
-    public var dataDirectory: String?
+    package var dataDirectory: String?
     /// Whether each log append is flushed to disk (`fdatasync`) before the response. Without it
     /// an acknowledged event survives the process being killed, not the machine losing power.
     /// Concurrent requests share flushes (group commit).
-    public var syncWrites: Bool
+    package var syncWrites: Bool
     /// With `syncWrites`, the least seconds between the starts of two flushes: requests that
     /// arrive meanwhile share the next one, which saves the disk and the kernel work under load
     /// at the cost of up to this much latency.
-    public var flushWindow: Double = 0.001
+    package var flushWindow: Double = 0.001
     /// How many times faster than the wall clock the service's clock runs (an embedded server
     /// in a sped-up load test): the capacity model's waits are that much shorter in real time.
-    public var speedup: Double = 1
+    package var speedup: Double = 1
     /// The keys clients and the operator must present; none leaves every route open, which
     /// ``ExperimentHTTPServer`` allows on loopback only.
-    public var keys = APIKeys()
+    package var keys = APIKeys()
     /// The certificate and key to serve HTTP/1.1 over TLS with, or `nil` for plain HTTP.
-    public var tls: TLSCredentials?
+    package var tls: TLSCredentials?
     /// Each served experiment's VWO campaign, in the order of ``experiments``; an experiment
     /// without one runs for everyone.
-    public var campaigns: [CampaignSchedule] = []
+    package var campaigns: [CampaignSchedule] = []
     /// Compact the log into a snapshot once the records since the last compaction reach this
     /// many bytes, at the next moment no feedback waits for a policy update; `nil` never
     /// compacts. Only for allocators whose state is their statistics (``Snapshot/supports(_:)``).
-    public var compactEvery: Int?
+    package var compactEvery: Int?
     /// How many of the last events accepted a snapshot remembers, so that a restart from it
     /// still knows them as duplicates: the de-duplication window across compactions (16 bytes
     /// an id in memory, about 24 in the snapshot).
-    public var dedupeWindow = 1_000_000
+    package var dedupeWindow = 1_000_000
     /// The timeouts on slow and idle clients and the cap on connections served at once.
-    public var connections = ConnectionLimits()
+    package var connections = ConnectionLimits()
     /// How `GET /v1/results` analyses each experiment: its tests, level and SRM threshold
     /// (its looks are the reader's).
-    public var analysis = AnalysisPlan()
+    package var analysis = AnalysisPlan()
 
     /// Creates a configuration; the defaults suit a development server.
-    public init(
+    package init(
         experiments: [ExperimentDefinition], allocator: AllocatorSpec, seed: UInt64 = 1, cadence: UpdateCadence = .every(seconds: 60),
         capacity: Capacity? = nil, dataTTL: Double = 3600, maxBodyBytes: Int = 1 << 20, dataDirectory: String? = nil, syncWrites: Bool = false
     ) {
@@ -76,22 +76,22 @@ public struct ServerConfiguration: Sendable {
 /// An experiment as a VWO campaign on the dashboard: its status over time and who may join it.
 ///
 /// `Sendable`: a plain value.
-public struct CampaignSchedule: Sendable {
+package struct CampaignSchedule: Sendable {
     /// `RUNNING`, `PAUSED` or `EXCLUDED` from the server's start.
-    public var status: String
+    package var status: String
     /// Later changes, in increasing order of seconds since the server's start.
-    public var changes: [(at: Double, status: String)]
+    package var changes: [(at: Double, status: String)]
     /// VWO's `segment_object`, or `nil` for everyone.
-    public var segment: JSONValue?
+    package var segment: JSONValue?
 
-    public init(status: String, changes: [(at: Double, status: String)] = [], segment: JSONValue? = nil) {
+    package init(status: String, changes: [(at: Double, status: String)] = [], segment: JSONValue? = nil) {
         self.status = status
         self.changes = changes
         self.segment = segment
     }
 
     /// The status `elapsed` seconds after the server started.
-    public func status(after elapsed: Double) -> String {
+    package func status(after elapsed: Double) -> String {
         changes.last { $0.at <= elapsed }?.status ?? status
     }
 }

@@ -11,7 +11,7 @@ import Synchronization
 /// replayed from the log at start count as accepted, as they do in `/v1/stats`.
 ///
 /// `Sendable`: swift-prometheus' registry and metrics are `Sendable`; the rest is behind locks.
-public final class ServerMetrics: Sendable {
+package final class ServerMetrics: Sendable {
     /// A ``ExperimentService/Stats`` counter as a Prometheus metric.
     private struct Exported: Sendable {
         let read: @Sendable (ExperimentService.Stats) -> Int

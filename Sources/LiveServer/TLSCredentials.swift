@@ -6,11 +6,11 @@ import NIOSSL
 /// wrong file is one line at start rather than a failed handshake for every client.
 ///
 /// `Sendable`: immutable values; swift-nio-ssl's certificate and key types are `Sendable`.
-public struct TLSCredentials: Sendable {
+package struct TLSCredentials: Sendable {
     /// The PEM file of the certificate chain, the server's certificate first.
-    public let certificateFile: String
+    package let certificateFile: String
     /// The PEM file of the certificate's private key.
-    public let keyFile: String
+    package let keyFile: String
     /// The server side of the handshake: TLS 1.2 or later, no client certificates.
     let configuration: TLSConfiguration
 
@@ -21,7 +21,7 @@ public struct TLSCredentials: Sendable {
     ///   - keyFile: The PEM private key (unencrypted) of the first certificate.
     /// - Throws: ``ServeError`` naming the file that cannot be read, holds no PEM certificate or
     ///   key, or whose key does not belong to the certificate.
-    public init(certificateFile: String, keyFile: String) throws(ServeError) {
+    package init(certificateFile: String, keyFile: String) throws(ServeError) {
         let certificates: [NIOSSLCertificate]
         do {
             certificates = try NIOSSLCertificate.fromPEMBytes(Self.read(certificateFile, what: "TLS certificate"))

@@ -5,13 +5,13 @@ import Glibc
 
 /// The process's limit on open files (`ulimit -n`), which bounds a live process's connections:
 /// the server's and the load generator's. Here, below both.
-public enum OpenFileLimit {
+package enum OpenFileLimit {
     /// Raises the soft limit to the hard one: the default soft limit (often 1,024) would refuse
     /// connections long before the machine did. With `liftingHardLimit`, as load tools do (wrk,
     /// Locust), a process that may (root) also lifts the hard limit to the kernel's ceiling; a
     /// server does not, since its connection cap follows the limit. Returns the limit now in force.
     @discardableResult
-    public static func raise(liftingHardLimit: Bool) -> Int {
+    package static func raise(liftingHardLimit: Bool) -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return current }
         var wanted = limit
@@ -28,7 +28,7 @@ public enum OpenFileLimit {
     }
 
     /// The limit in force now.
-    public static var current: Int {
+    package static var current: Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
         // RLIM_INFINITY reads as a huge number; the kernel caps descriptors far below it.

@@ -4,7 +4,7 @@ import ExperimentModel
 /// generator sends in it (`--wire`) and `aviary serve` accepts it at the vendor's path.
 ///
 /// `Sendable`: a plain value.
-public enum VendorFormat: String, CaseIterable, Sendable {
+package enum VendorFormat: String, CaseIterable, Sendable {
     /// Segment's HTTP Tracking API batch (`POST /v1/batch`), which RudderStack and other
     /// Segment-compatible collectors accept too.
     case segment
@@ -22,7 +22,7 @@ public enum VendorFormat: String, CaseIterable, Sendable {
 extension Wire {
     /// The vendor event name for `kind`: `Experiment Viewed`, `Experiment Converted`,
     /// `Experiment Goal Reached` or `Experiment Participated`.
-    public static func vendorEventName(_ kind: EventKind) -> String {
+    package static func vendorEventName(_ kind: EventKind) -> String {
         switch kind {
         case .view: "Experiment Viewed"
         case .conversion: "Experiment Converted"
@@ -33,13 +33,13 @@ extension Wire {
 
     /// The kind a vendor event name stands for, or `nil` for an event that is not an
     /// experiment's.
-    public static func kind(vendorEventName name: String) -> EventKind? {
+    package static func kind(vendorEventName name: String) -> EventKind? {
         EventKind.allCases.first { vendorEventName($0) == name }
     }
 
     /// The Iglu schema of a Snowplow self-describing event of `kind`, e.g.
     /// `iglu:dev.aviary/experiment_viewed/jsonschema/1-0-0`.
-    public static func snowplowSchema(_ kind: EventKind) -> String {
+    package static func snowplowSchema(_ kind: EventKind) -> String {
         let name = switch kind {
         case .view: "experiment_viewed"
         case .conversion: "experiment_converted"
@@ -51,7 +51,7 @@ extension Wire {
 
     /// The kind a Snowplow self-describing event's schema stands for (any `1-x-y` version), or
     /// `nil` for another schema.
-    public static func kind(snowplowSchema schema: String) -> EventKind? {
+    package static func kind(snowplowSchema schema: String) -> EventKind? {
         EventKind.allCases.first { kind in
             let known = snowplowSchema(kind)
             let stem = known.dropLast("1-0-0".count)
@@ -68,7 +68,7 @@ extension Wire {
     /// UUID in lowercase hex, `DDDDDDDD-DDDD-DDDD-SSSS-SSSSa71a0001`, holding the device (D) and
     /// the sequence number (S), so a retry carries the same key and a server reads the id back
     /// exactly.
-    public static func vendorKey(_ id: EventID) -> String {
+    package static func vendorKey(_ id: EventID) -> String {
         var hex = [UInt8]()
         hex.reserveCapacity(36)
         func put(_ value: UInt64, digits: Int) {
@@ -93,7 +93,7 @@ extension Wire {
     /// ``vendorKey(_:)`` made (in either case); for any other key, a stable 96-bit hash of its
     /// UTF-8 bytes (the same in every process, so a retry after a restart still matches), so
     /// that any client's keys de-duplicate.
-    public static func eventID(vendorKey key: String) -> EventID {
+    package static func eventID(vendorKey key: String) -> EventID {
         if let exact = exactID(vendorKey: key) { return exact }
         // FNV-1a twice, from two offset bases, then mixed: FNV alone spreads short keys poorly
         // into the high bits.

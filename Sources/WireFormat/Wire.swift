@@ -5,38 +5,38 @@ import Foundation
 /// live devices' transport. `openapi.yaml` (served at `/openapi.yaml`) is their reference.
 ///
 /// Every type is `Sendable`: plain values.
-public enum Wire {
+package enum Wire {
     /// `POST /v1/events`: a batch of events, applied all or nothing.
-    public struct EventBatch: Codable, Sendable {
-        public var events: [Event]
+    package struct EventBatch: Codable, Sendable {
+        package var events: [Event]
 
-        public init(events: [Event]) {
+        package init(events: [Event]) {
             self.events = events
         }
     }
 
     /// One event on the wire: experiment and variant by id, so a device and a server agree on
     /// them whatever order their data lists them in.
-    public struct Event: Codable, Sendable, Hashable {
+    package struct Event: Codable, Sendable, Hashable {
         /// `DEVICE#SEQUENCE`, unique per event; the server ingests each id once.
-        public var id: String
+        package var id: String
         /// `view`, `conversion`, `goal` or `participation`.
-        public var kind: String
-        public var experiment: String
-        public var variant: String
+        package var kind: String
+        package var experiment: String
+        package var variant: String
         /// The conversion's value; defaults to 1 for conversions and goals, 0 for views.
-        public var value: Double?
+        package var value: Double?
         /// When the device created the event, in seconds since 1970.
-        public var createdAt: Double?
+        package var createdAt: Double?
         /// A view's: the `version` of the experiment data its variant was drawn from (Aviary's
         /// devices send its low 16 bits), so the server knows the weights, the propensities,
         /// the device drew with, a stale cache's included.
-        public var policyVersion: Int?
+        package var policyVersion: Int?
         /// A view's: the probability the device had of drawing this variant, for analysts
         /// reading the events; the server takes the propensities from ``policyVersion``.
-        public var propensity: Double?
+        package var propensity: Double?
 
-        public init(id: String, kind: String, experiment: String, variant: String, value: Double? = nil, createdAt: Double? = nil,
+        package init(id: String, kind: String, experiment: String, variant: String, value: Double? = nil, createdAt: Double? = nil,
                     policyVersion: Int? = nil, propensity: Double? = nil) {
             self.id = id
             self.kind = kind
@@ -57,14 +57,14 @@ public enum Wire {
     }
 
     /// The answer to an event batch: every id in it, whether new or a repeat.
-    public struct Acknowledgement: Codable, Sendable, Hashable {
-        public var acknowledged: [String]
+    package struct Acknowledgement: Codable, Sendable, Hashable {
+        package var acknowledged: [String]
         /// Events seen for the first time.
-        public var accepted: Int
+        package var accepted: Int
         /// Events ingested before (retries), acknowledged again and not counted.
-        public var duplicates: Int
+        package var duplicates: Int
 
-        public init(acknowledged: [String], accepted: Int, duplicates: Int) {
+        package init(acknowledged: [String], accepted: Int, duplicates: Int) {
             self.acknowledged = acknowledged
             self.accepted = accepted
             self.duplicates = duplicates
@@ -72,24 +72,24 @@ public enum Wire {
     }
 
     /// `POST /v1/decisions`: the server chooses (the Conductrics style).
-    public struct DecisionRequest: Codable, Sendable {
-        public var experiment: String
+    package struct DecisionRequest: Codable, Sendable {
+        package var experiment: String
         /// Sticky within a session: the same session gets the same variant until it expires.
-        public var session: String?
+        package var session: String?
 
-        public init(experiment: String, session: String? = nil) {
+        package init(experiment: String, session: String? = nil) {
             self.experiment = experiment
             self.session = session
         }
     }
 
     /// The server's decision.
-    public struct Decision: Codable, Sendable, Hashable {
-        public var experiment: String
-        public var variant: String
-        public var session: String?
+    package struct Decision: Codable, Sendable, Hashable {
+        package var experiment: String
+        package var variant: String
+        package var session: String?
 
-        public init(experiment: String, variant: String, session: String? = nil) {
+        package init(experiment: String, variant: String, session: String? = nil) {
             self.experiment = experiment
             self.variant = variant
             self.session = session
@@ -97,13 +97,13 @@ public enum Wire {
     }
 
     /// `POST /v1/goals`: a reward for the session's decision.
-    public struct GoalRequest: Codable, Sendable {
-        public var experiment: String
-        public var session: String?
+    package struct GoalRequest: Codable, Sendable {
+        package var experiment: String
+        package var session: String?
         /// The goal's value, 1 when absent.
-        public var value: Double?
+        package var value: Double?
 
-        public init(experiment: String, session: String? = nil, value: Double? = nil) {
+        package init(experiment: String, session: String? = nil, value: Double? = nil) {
             self.experiment = experiment
             self.session = session
             self.value = value
@@ -112,25 +112,25 @@ public enum Wire {
 
     /// What a goal credited: the session's variant, or nothing when the session had no decision
     /// (ignored silently, as Conductrics does).
-    public struct GoalResult: Codable, Sendable, Hashable {
-        public var experiment: String
-        public var credited: String?
+    package struct GoalResult: Codable, Sendable, Hashable {
+        package var experiment: String
+        package var credited: String?
 
-        public init(experiment: String, credited: String?) {
+        package init(experiment: String, credited: String?) {
             self.experiment = experiment
             self.credited = credited
         }
     }
 
     /// Every 4xx and 5xx body: the field at fault and what was expected there.
-    public struct ErrorBody: Codable, Sendable, Hashable {
-        public var error: String
+    package struct ErrorBody: Codable, Sendable, Hashable {
+        package var error: String
         /// A JSON path such as `events[3].kind`, a query parameter or a header; absent when the
         /// request as a whole is at fault.
-        public var field: String?
-        public var expected: String?
+        package var field: String?
+        package var expected: String?
 
-        public init(error: String, field: String? = nil, expected: String? = nil) {
+        package init(error: String, field: String? = nil, expected: String? = nil) {
             self.error = error
             self.field = field
             self.expected = expected
@@ -139,7 +139,7 @@ public enum Wire {
 
     /// The experiment data payload (`GET /v1/experiments`) in the format
     /// ``ClientEngine/ExperimentData/init(payload:)`` reads.
-    public static func payload(_ data: ExperimentData) -> JSONValue {
+    package static func payload(_ data: ExperimentData) -> JSONValue {
         .object([
             "version": .number(Double(data.version)),
             "experiments": .array(data.experiments.map { experiment in
@@ -156,13 +156,13 @@ public enum Wire {
     }
 
     /// The wire id of an event.
-    public static func id(_ id: EventID) -> String {
+    package static func id(_ id: EventID) -> String {
         "\(id.device)#\(id.sequence)"
     }
 
     /// Parses `DEVICE#SEQUENCE` in the form ``id(_:)`` writes: decimal numbers without a sign or
     /// leading zeros, so that one event has one id (`01#1` and `+1#1` are not aliases of `1#1`).
-    public static func eventID(_ text: String) -> EventID? {
+    package static func eventID(_ text: String) -> EventID? {
         guard let hash = text.firstIndex(of: "#"),
               let device = UInt64(text[..<hash]),
               let sequence = UInt32(text[text.index(after: hash)...])
@@ -172,7 +172,7 @@ public enum Wire {
     }
 
     /// The wire name of an event kind.
-    public static func name(_ kind: EventKind) -> String {
+    package static func name(_ kind: EventKind) -> String {
         switch kind {
         case .view: "view"
         case .conversion: "conversion"
@@ -182,12 +182,12 @@ public enum Wire {
     }
 
     /// The event kind named `name`, or `nil`.
-    public static func kind(named name: String) -> EventKind? {
+    package static func kind(named name: String) -> EventKind? {
         EventKind.allCases.first { self.name($0) == name }
     }
 
     /// Encodes a body as compact JSON with sorted keys (stable bytes for ETags and tests).
-    public static func encode(_ value: some Encodable) -> Data {
+    package static func encode(_ value: some Encodable) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Only plain structs, strings and finite numbers are encoded here.

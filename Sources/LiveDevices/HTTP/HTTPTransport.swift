@@ -15,16 +15,16 @@ import WireFormat
 /// and a request past its timeout ``TransportFailure/timeout``.
 ///
 /// `Sendable`: its codec is `Sendable` and `HTTPClient` is `Sendable`.
-public final class HTTPTransport: Transport, Sendable {
+package final class HTTPTransport: Transport, Sendable {
     /// What one request did, for the engine and for the load test's counters.
     ///
     /// `Sendable`: a plain value.
-    public struct Exchange: Sendable {
-        public var response: Response
+    package struct Exchange: Sendable {
+        package var response: Response
         /// The HTTP status, or `nil` when no response arrived.
-        public var status: Int?
+        package var status: Int?
         /// Events the server had already ingested (from its acknowledgement).
-        public var duplicates: Int
+        package var duplicates: Int
     }
 
     private let client: HTTPClient
@@ -47,7 +47,7 @@ public final class HTTPTransport: Transport, Sendable {
     ///     each other's event ids.
     ///   - apiKey: Sent as `Authorization: Bearer KEY` on every request, as the server's JSON
     ///     API asks for it.
-    public init(
+    package init(
         baseURL: String, client: HTTPClient, timeout: Double, defaults: ExperimentData, retryAfterScale: Double = 1, deviceOffset: UInt64 = 0, apiKey: String? = nil
     ) {
         self.base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
@@ -58,7 +58,7 @@ public final class HTTPTransport: Transport, Sendable {
 
     /// A client configured for many devices sharing a pool: up to `connections` connections to
     /// the server, no redirects, no decompression.
-    public static func makeClient(connections: Int, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
+    package static func makeClient(connections: Int, eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
@@ -70,7 +70,7 @@ public final class HTTPTransport: Transport, Sendable {
         return HTTPClient(eventLoopGroupProvider: .shared(eventLoopGroup), configuration: configuration)
     }
 
-    public func send(_ request: Request) async -> Response {
+    package func send(_ request: Request) async -> Response {
         await withCheckedContinuation { continuation in
             start(request) { continuation.resume(returning: $0.response) }
         }
@@ -80,7 +80,7 @@ public final class HTTPTransport: Transport, Sendable {
     ///
     /// - Parameter timeout: Seconds this request may take, if less than the transport's
     ///   (a request that waited before it could be sent has less time left).
-    public func start(_ request: Request, timeout: Double? = nil, completion: @escaping @Sendable (Exchange) -> Void) {
+    package func start(_ request: Request, timeout: Double? = nil, completion: @escaping @Sendable (Exchange) -> Void) {
         let ask = codec.ask(for: request)
         let http: HTTPClient.Request
         do {
