@@ -76,11 +76,15 @@ extension ClientEngine {
     /// beyond the queue's cap, sparing those offered to a server, and counts them as dropped by
     /// overflow (``DeliveryPolicy/limitsAtSend``).
     ///
-    /// - Complexity: O(1) when nothing is deleted; O(*n*) in the queue's length otherwise.
+    /// - Complexity: O(*b*) for the *b* events in flight when nothing is deleted; O(*n*) in the
+    ///   queue's length otherwise.
     @usableFromInline
     mutating func applyQueueLimits(at now: Double) {
         var deleted = 0
-        if let maxAge = profile.settings.delivery.maxEventAge, let oldest = _store.oldestCreatedAt, oldest < now - maxAge {
+        // The first event not offered to a server decides: an old event in flight must not
+        // cost every send a scan of the queue.
+        if let maxAge = profile.settings.delivery.maxEventAge, _store.count > eventsOffered,
+           let first = _store.oldest(eventsOffered + 1).last, first.createdAt < now - maxAge {
             let expired = _store.oldest(_store.count).dropFirst(eventsOffered).prefix { $0.createdAt < now - maxAge }.count
             deleteQueued(expired)
             deleted += expired
