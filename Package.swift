@@ -110,12 +110,24 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // A live run put together: the embedded server, the fault proxy, the network namespace,
+        // the routes and sockets built before the devices run over them (trait `Live`).
+        .target(
+            name: "LiveRuns",
+            dependencies: [
+                "Analysis", "ExperimentModel", "ExperimentServer", "LiveDevices", "LiveServer", "Randomness", "Simulation", "WireFormat",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
         .target(
             name: "AviaryCommands",
             dependencies: [
                 "Simulation", "Allocators", "Analysis", "ClientEngine", "ClientFeatures", "ExperimentModel",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
+                .target(name: "LiveRuns", condition: .when(traits: ["Live"])),
                 .target(name: "WireFormat", condition: .when(traits: ["Live"])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -130,12 +142,19 @@ let package = Package(
         .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Analysis", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
-        .testTarget(name: "AviaryCommandsTests", dependencies: ["AviaryCommands", "ExperimentModel", "Allocators", "Simulation"]),
+        .testTarget(
+            name: "AviaryCommandsTests",
+            dependencies: [
+                "AviaryCommands", "ExperimentModel", "Allocators", "Simulation",
+                .target(name: "LiveServer", condition: .when(traits: ["Live"])),
+            ]
+        ),
         .testTarget(
             name: "LiveTests",
             dependencies: [
-                "LiveServer", "LiveDevices", "WireFormat", "AviaryCommands", "ExperimentServer", "ExperimentModel", "ClientEngine", "Allocators", "Simulation",
+                "LiveServer", "LiveDevices", "LiveRuns", "WireFormat", "ExperimentServer", "ExperimentModel", "ClientEngine", "Allocators", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
     ]

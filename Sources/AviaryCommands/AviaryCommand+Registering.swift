@@ -1,6 +1,7 @@
 import Allocators
 #if Live
 import LiveDevices
+import LiveRuns
 #endif
 
 extension AviaryCommand {

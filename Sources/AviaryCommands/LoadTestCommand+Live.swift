@@ -3,6 +3,7 @@ import Foundation
 import Simulation
 #if Live
 import LiveDevices
+import LiveRuns
 import WireFormat
 #endif
 

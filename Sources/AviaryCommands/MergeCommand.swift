@@ -3,6 +3,7 @@ import Foundation
 import Simulation
 #if Live
 import LiveDevices
+import LiveRuns
 #endif
 
 /// `aviary merge DIR…`: the reports of one run from the folders of its shards.

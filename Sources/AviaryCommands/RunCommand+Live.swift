@@ -2,6 +2,7 @@ import Foundation
 import Simulation
 #if Live
 import LiveDevices
+import LiveRuns
 import WireFormat
 #endif
 

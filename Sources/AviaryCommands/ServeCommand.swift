@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Simulation
 #if Live
+import LiveRuns
 import LiveServer
 import WireFormat
 #endif

@@ -3,7 +3,7 @@ import ExperimentModel
 import Simulation
 
 /// A server a live run starts beside its devices, on the run's own clock: `aviary serve`
-/// in-process, wired up by the command (the load generator does not depend on the server).
+/// in-process, wired up by `LiveRuns` (the load generator does not depend on the server).
 /// With one at hand, a run reads what the server ingested rather than what the devices were
 /// told.
 ///

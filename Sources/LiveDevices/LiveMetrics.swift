@@ -42,7 +42,7 @@ package struct LiveMetrics: Sendable, Codable {
     package var requestLatency = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
     /// Faults of `--netns` the kernel could not be given (the command and its error), each said
     /// on stderr when it happened.
-    var faultsNotApplied: [String] = []
+    package var faultsNotApplied: [String] = []
     /// CPU seconds the whole process spent (user + system) during the run.
     package var clientCPUSeconds = 0.0
     package var wallSeconds = 0.0

@@ -11,7 +11,7 @@ import Synchronization
 /// How a shard's devices reach the server.
 ///
 /// `Sendable`: plain values.
-struct ShardNetwork: Sendable {
+package struct ShardNetwork: Sendable {
     /// The server on each route (route 0 the fleet's, one more for each partition).
     var endpoints: [Endpoint]
     var connections: Scenario.Connections
@@ -26,6 +26,15 @@ struct ShardNetwork: Sendable {
     /// within its limit on open files (each connection takes a socket here, and one or two
     /// more in the embedded server and the fault proxy). Requests beyond it wait for a socket.
     var socketCap = Int.max
+
+    package init(endpoints: [Endpoint], connections: Scenario.Connections, poolSize: Int, spreadsSources: Bool, socketCap: Int = .max, route: @escaping @Sendable (Int) -> Int) {
+        self.endpoints = endpoints
+        self.connections = connections
+        self.poolSize = poolSize
+        self.spreadsSources = spreadsSources
+        self.socketCap = socketCap
+        self.route = route
+    }
 }
 
 /// What the shards of a run share: the clock, the stop flag, and the sessions each has run, for

@@ -104,8 +104,11 @@ struct MynaWire: LiveWire {
 /// `GET /{owner}/{agent}/decision/{choices}`, `POST /{owner}/{agent}/goal?reward=…`,
 /// `POST /{owner}/{agent}/expire`, each with the device's `session`, and the key in the
 /// `x-mpath-apikey` header.
-struct ConductricsWire: LiveWire {
+package struct ConductricsWire: LiveWire {
     typealias Style = ConductricsStyle
+
+    /// The owner code live devices address (`/{owner}/{agent}/…`).
+    package static let owner = "aviary"
 
     /// The owner's path, e.g. `/aviary`.
     let owner: String

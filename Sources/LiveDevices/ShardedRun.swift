@@ -10,7 +10,7 @@ import Simulation
 /// all are done.
 ///
 /// `Sendable`: plain values and `Sendable` references.
-struct ShardedRun: Sendable {
+package struct ShardedRun: Sendable {
     let scenario: Scenario
     let replicate: Int
     /// The devices this process runs: all of them, or its slice.
@@ -23,6 +23,22 @@ struct ShardedRun: Sendable {
     let progress: @Sendable (Double, Int) -> Void
     /// Where the shards' counts go for scrapes, if anywhere.
     var metrics: GeneratorMetrics?
+
+    package init(
+        scenario: Scenario, replicate: Int, devices: Range<Int>, threads: Int, network: ShardNetwork, server: (any EmbeddedServer)?, clock: ScenarioClock, stop: StopFlag,
+        metrics: GeneratorMetrics? = nil, progress: @escaping @Sendable (Double, Int) -> Void
+    ) {
+        self.scenario = scenario
+        self.replicate = replicate
+        self.devices = devices
+        self.threads = threads
+        self.network = network
+        self.server = server
+        self.clock = clock
+        self.stop = stop
+        self.metrics = metrics
+        self.progress = progress
+    }
 
     /// Builds the shards (each on its loop, at once), starts the clock, runs them, and merges
     /// what they measured; `makeWire(k)` gives shard `k` its wire.

@@ -1,13 +1,13 @@
-@testable import AviaryCommands
 import AsyncHTTPClient
 import Foundation
 import Simulation
 import Testing
 import WireFormat
 @testable import LiveDevices
+@testable import LiveRuns
 @testable import LiveServer
 
-/// `aviary serve` with keys, over real HTTP: every route but `/health` and `/openapi.yaml` asks
+/// `aviary serve` with keys: every route but `/health` and `/openapi.yaml` asks
 /// for a key in the form its wire format carries one, and answers 401 before it looks at the
 /// request otherwise.
 struct APIKeyTests {
@@ -15,10 +15,6 @@ struct APIKeyTests {
 
     static let clientKeys = ["key-one", "key-two"]
     static let wrongKeys = ["key-on", "key-one1", "KEY-ONE", "key-onf"]
-
-    static func withServer<T>(keys: APIKeys, _ body: (ExperimentService, Int, HTTPClient) async throws -> T) async throws -> T {
-        try await HTTPTransportTests.withServer(keys: keys, body)
-    }
 
     /// The JSON API's routes, each a request that succeeds with the key.
     static let jsonRoutes: [Call] = [
@@ -45,20 +41,12 @@ struct APIKeyTests {
     }
 
     /// A 401 in the API's error shape, with the challenge, naming `field`.
-    static func expectUnauthorized(_ call: Call, port: Int, client: HTTPClient, field: String, message: String) async throws {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(call.path)")
-        request.method = call.get ? .GET : .POST
-        if let body = call.body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(.init(string: body))
-        }
-        for (name, value) in call.headers { request.headers.add(name: name, value: value) }
-        let response = try await client.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 1 << 20)
-        #expect(response.status.code == 401, "\(call.testDescription) \(call.headers.keys.sorted())")
-        #expect(response.headers.first(name: "WWW-Authenticate")?.hasPrefix("Bearer") == true)
-        #expect(response.headers.first(name: "Content-Type") == "application/json")
-        let error = try JSONDecoder().decode(Wire.ErrorBody.self, from: Data(body.readableBytesView))
+    static func expectUnauthorized(_ call: Call, routes: RouterHarness.Routes, field: String, message: String) async throws {
+        let answer = try await routes.send(call)
+        #expect(answer.status == 401, "\(call.testDescription) \(call.headers.keys.sorted())")
+        #expect(answer.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+        #expect(answer.contentType == "application/json")
+        let error = try JSONDecoder().decode(Wire.ErrorBody.self, from: answer.body)
         #expect(error.error == message)
         #expect(error.field == field)
         #expect(error.expected?.isEmpty == false)
@@ -66,81 +54,81 @@ struct APIKeyTests {
 
     @Test(arguments: jsonRoutes)
     func aJSONRouteAsksForABearerKey(call: Call) async throws {
-        try await Self.withServer(keys: APIKeys(clientKeys: Self.clientKeys)) { service, port, client in
-            try await Self.expectUnauthorized(call, port: port, client: client, field: "Authorization", message: "missing API key")
+        try await RouterHarness.withRoutes(keys: APIKeys(clientKeys: Self.clientKeys)) { service, routes in
+            try await Self.expectUnauthorized(call, routes: routes, field: "Authorization", message: "missing API key")
             for wrong in Self.wrongKeys {
-                try await Self.expectUnauthorized(Self.with(call, ["Authorization": "Bearer \(wrong)"]), port: port, client: client, field: "Authorization", message: "wrong API key")
+                try await Self.expectUnauthorized(Self.with(call, ["Authorization": "Bearer \(wrong)"]), routes: routes, field: "Authorization", message: "wrong API key")
             }
             // The right key in another route's form, or without its scheme, is no key here.
-            try await Self.expectUnauthorized(Self.with(call, ["x-mpath-apikey": "key-one"]), port: port, client: client, field: "Authorization", message: "missing API key")
-            try await Self.expectUnauthorized(Self.with(call, ["Authorization": "key-one"]), port: port, client: client, field: "Authorization", message: "missing API key")
+            try await Self.expectUnauthorized(Self.with(call, ["x-mpath-apikey": "key-one"]), routes: routes, field: "Authorization", message: "missing API key")
+            try await Self.expectUnauthorized(Self.with(call, ["Authorization": "key-one"]), routes: routes, field: "Authorization", message: "missing API key")
             // Refused before anything reached the state.
             #expect(service.stats().batches == 0)
             #expect(service.stats().decisions == 0)
             for key in Self.clientKeys {
-                let (status, body) = try await BoundsTests.send(Self.with(call, ["Authorization": "Bearer \(key)"]), port: port, client: client)
-                #expect(status == 200, "\(String(decoding: body, as: UTF8.self))")
+                let answer = try await routes.send(Self.with(call, ["Authorization": "Bearer \(key)"]))
+                #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
             }
             // The scheme's name is case-insensitive (RFC 9110).
-            #expect(try await BoundsTests.send(Self.with(call, ["Authorization": "bearer key-two"]), port: port, client: client).status == 200)
+            #expect(try await routes.send(Self.with(call, ["Authorization": "bearer key-two"])).status == 200)
         }
     }
 
     @Test(arguments: conductricsRoutes)
     func aConductricsRouteAsksForItsHeaderOrABearerKey(call: Call) async throws {
-        try await Self.withServer(keys: APIKeys(clientKeys: Self.clientKeys)) { service, port, client in
-            try await Self.expectUnauthorized(call, port: port, client: client, field: "x-mpath-apikey", message: "missing API key")
+        try await RouterHarness.withRoutes(keys: APIKeys(clientKeys: Self.clientKeys)) { service, routes in
+            try await Self.expectUnauthorized(call, routes: routes, field: "x-mpath-apikey", message: "missing API key")
             for wrong in Self.wrongKeys {
-                try await Self.expectUnauthorized(Self.with(call, ["x-mpath-apikey": wrong]), port: port, client: client, field: "x-mpath-apikey", message: "wrong API key")
-                try await Self.expectUnauthorized(Self.with(call, ["Authorization": "Bearer \(wrong)"]), port: port, client: client, field: "x-mpath-apikey", message: "wrong API key")
+                try await Self.expectUnauthorized(Self.with(call, ["x-mpath-apikey": wrong]), routes: routes, field: "x-mpath-apikey", message: "wrong API key")
+                try await Self.expectUnauthorized(Self.with(call, ["Authorization": "Bearer \(wrong)"]), routes: routes, field: "x-mpath-apikey", message: "wrong API key")
             }
             // The route's own header is the key it reads: a wrong one is not rescued by a right bearer.
             try await Self.expectUnauthorized(
-                Self.with(call, ["x-mpath-apikey": "nope", "Authorization": "Bearer key-one"]), port: port, client: client, field: "x-mpath-apikey", message: "wrong API key")
+                Self.with(call, ["x-mpath-apikey": "nope", "Authorization": "Bearer key-one"]), routes: routes, field: "x-mpath-apikey", message: "wrong API key")
             #expect(service.stats().decisions == 0)
             for headers in [["x-mpath-apikey": "key-one"], ["x-mpath-apikey": "key-two"], ["Authorization": "Bearer key-one"]] {
-                let (status, body) = try await BoundsTests.send(Self.with(call, headers), port: port, client: client)
-                #expect(status == 200, "\(headers.keys.sorted()): \(String(decoding: body, as: UTF8.self))")
+                let answer = try await routes.send(Self.with(call, headers))
+                #expect(answer.status == 200, "\(headers.keys.sorted()): \(String(decoding: answer.body, as: UTF8.self))")
             }
         }
     }
 
     @Test func theAdminKeyAloneOpensStats() async throws {
-        try await Self.withServer(keys: APIKeys(clientKeys: ["client"], adminKey: "admin")) { _, port, client in
+        try await RouterHarness.withRoutes(keys: APIKeys(clientKeys: ["client"], adminKey: "admin")) { _, routes in
             let stats = Call(get: true, path: "/v1/stats")
-            try await Self.expectUnauthorized(stats, port: port, client: client, field: "Authorization", message: "missing API key")
-            try await Self.expectUnauthorized(Self.with(stats, ["Authorization": "Bearer client"]), port: port, client: client, field: "Authorization", message: "wrong API key")
-            #expect(try await BoundsTests.send(Self.with(stats, ["Authorization": "Bearer admin"]), port: port, client: client).status == 200)
+            try await Self.expectUnauthorized(stats, routes: routes, field: "Authorization", message: "missing API key")
+            try await Self.expectUnauthorized(Self.with(stats, ["Authorization": "Bearer client"]), routes: routes, field: "Authorization", message: "wrong API key")
+            #expect(try await routes.send(Self.with(stats, ["Authorization": "Bearer admin"])).status == 200)
             // The admin key is the operator's, not a client's.
             let events = Call(path: "/v1/events", body: BoundsTests.events())
-            try await Self.expectUnauthorized(Self.with(events, ["Authorization": "Bearer admin"]), port: port, client: client, field: "Authorization", message: "wrong API key")
-            #expect(try await BoundsTests.send(Self.with(events, ["Authorization": "Bearer client"]), port: port, client: client).status == 200)
+            try await Self.expectUnauthorized(Self.with(events, ["Authorization": "Bearer admin"]), routes: routes, field: "Authorization", message: "wrong API key")
+            #expect(try await routes.send(Self.with(events, ["Authorization": "Bearer client"])).status == 200)
         }
     }
 
     @Test func anAdminKeyWithoutClientKeysGuardsOnlyStats() async throws {
-        try await Self.withServer(keys: APIKeys(adminKey: "admin")) { _, port, client in
-            try await Self.expectUnauthorized(Call(get: true, path: "/v1/stats"), port: port, client: client, field: "Authorization", message: "missing API key")
-            #expect(try await BoundsTests.send(Call(path: "/v1/events", body: BoundsTests.events()), port: port, client: client).status == 200)
+        try await RouterHarness.withRoutes(keys: APIKeys(adminKey: "admin")) { _, routes in
+            try await Self.expectUnauthorized(Call(get: true, path: "/v1/stats"), routes: routes, field: "Authorization", message: "missing API key")
+            #expect(try await routes.send(Call(path: "/v1/events", body: BoundsTests.events())).status == 200)
         }
     }
 
     @Test func healthAndTheDocumentStayOpen() async throws {
-        try await Self.withServer(keys: APIKeys(clientKeys: Self.clientKeys, adminKey: "admin")) { _, port, client in
-            #expect(try await BoundsTests.send(Call(get: true, path: "/health"), port: port, client: client).status == 200)
-            let (status, body) = try await BoundsTests.send(Call(get: true, path: "/openapi.yaml"), port: port, client: client)
-            #expect(status == 200)
-            let yaml = String(decoding: body, as: UTF8.self)
+        try await RouterHarness.withRoutes(keys: APIKeys(clientKeys: Self.clientKeys, adminKey: "admin")) { _, routes in
+            #expect(try await routes.send(Call(get: true, path: "/health")).status == 200)
+            let answer = try await routes.send(Call(get: true, path: "/openapi.yaml"))
+            #expect(answer.status == 200)
+            let yaml = String(decoding: answer.body, as: UTF8.self)
             #expect(!yaml.contains("key-one") && !yaml.contains("key-two"))
             // An unknown route is still 404, not 401.
-            #expect(try await BoundsTests.send(Call(get: true, path: "/v1/nothing"), port: port, client: client).status == 404)
+            #expect(try await routes.send(Call(get: true, path: "/v1/nothing")).status == 404)
         }
     }
 
     @Test func withoutKeysEveryRouteIsOpen() async throws {
-        try await Self.withServer(keys: APIKeys()) { _, port, client in
+        try await RouterHarness.withRoutes(keys: APIKeys()) { _, routes in
             for call in Self.jsonRoutes + Self.conductricsRoutes {
-                let status = try await BoundsTests.send(call, port: port, client: client).status
+                let status = try await routes.send(call).status
                 #expect(status == 200, "\(call.testDescription)")
             }
         }
@@ -189,41 +177,6 @@ struct APIKeyTests {
     @Test(arguments: ["127.0.0.1", "127.3.2.1", "localhost", "LOCALHOST", "::1", "[::1]"])
     func loopbackNeedsNoKeys(host: String) throws {
         try APIKeys().checkExposure(host: host)
-    }
-
-    @Test func keysComeFromTheFlagsTheFileAndTheEnvironment() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-keys-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: file) }
-        try "# the mobile apps\nfile-one\n\n   file-two  \r\n# retired: old-key\n#\n".write(to: file, atomically: true, encoding: .utf8)
-        let command = try ServeCommand.parse(["--api-key", "flag-one", "--api-key-file", file.path, "--admin-key", "flag-admin"])
-        let keys = try command.loadKeys(environment: ["AVIARY_API_KEYS": "env-one, env-two,", "AVIARY_ADMIN_KEY": "env-admin"])
-        #expect(keys.clientKeyCount == 5)
-        #expect(keys.hasAdminKey)
-        for key in ["flag-one", "file-one", "file-two", "env-one", "env-two"] {
-            #expect(keys.permits([.authorization: "Bearer \(key)"], scope: .client, form: .bearer), "\(key)")
-        }
-        for key in ["old-key", "# the mobile apps", "#", "the"] {
-            #expect(!keys.permits([.authorization: "Bearer \(key)"], scope: .client, form: .bearer), "\(key)")
-        }
-        // --admin-key wins over AVIARY_ADMIN_KEY.
-        #expect(keys.permits([.authorization: "Bearer flag-admin"], scope: .admin, form: .bearer))
-        #expect(!keys.permits([.authorization: "Bearer env-admin"], scope: .admin, form: .bearer))
-        let fromEnvironment = try ServeCommand.parse([]).loadKeys(environment: ["AVIARY_ADMIN_KEY": "env-admin"])
-        #expect(fromEnvironment.permits([.authorization: "Bearer env-admin"], scope: .admin, form: .bearer))
-        #expect(!fromEnvironment.requiresKeys)
-        // The description counts; it never shows a key.
-        #expect(!"\(keys)".contains("flag-one") && "\(keys)".contains("5 client key(s)"))
-    }
-
-    @Test func aBadKeyIsRefusedWithoutBeingRepeated() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-keys-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: file) }
-        try "good-key\nbad key-secret\n".write(to: file, atomically: true, encoding: .utf8)
-        let error = #expect(throws: CommandFailure.self) { try ServeCommand.parse(["--api-key-file", file.path]).loadKeys(environment: [:]) }
-        #expect(error?.description.contains("line 2") == true)
-        #expect(error?.description.contains("secret") == false)
-        #expect(throws: CommandFailure.self) { try ServeCommand.parse(["--api-key", "a,b"]).loadKeys(environment: [:]) }
-        #expect(throws: CommandFailure.self) { try ServeCommand.parse(["--admin-key", ""]).loadKeys(environment: [:]) }
     }
 }
 

@@ -1,8 +1,8 @@
-@testable import AviaryCommands
 import Foundation
 import Simulation
 import Testing
 @testable import LiveDevices
+@testable import LiveRuns
 
 /// `--find-capacity`: steps of rising load against a server with a real limit find its knee.
 @Suite(.serialized)

@@ -1,37 +1,18 @@
 import Allocators
-import AsyncHTTPClient
 import ClientFeatures
 import ExperimentModel
 import ExperimentServer
 import Foundation
 import NIOCore
-import NIOHTTP1
 import Testing
 import WireFormat
 import Yams
 @testable import LiveServer
 
-/// `aviary serve` for devices written against other services, over real HTTP: VWO's mobile API
+/// `aviary serve`'s routes for devices written against other services: VWO's mobile API
 /// (`GET /mobile`, `/l.gif`, `/c.gif`) read by the real campaign parser, and MSActiveConfig's
 /// download (`GET /activeconfig/user/{user}`) read by the real ``ActiveConfig``.
 struct DeviceRoutesTests {
-    struct Answer {
-        var status: Int
-        var headers: HTTPHeaders
-        var body: Data
-        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
-        var contentType: String? { headers.first(name: "Content-Type") }
-        var ingested: String? { headers.first(name: "aviary-ingested") }
-    }
-
-    static func get(_ path: String, headers: [String: String] = [:], port: Int, client: HTTPClient) async throws -> Answer {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await client.execute(request, timeout: .seconds(30))
-        let collected = try await response.body.collect(upTo: 1 << 20)
-        return Answer(status: Int(response.status.code), headers: response.headers, body: Data(collected.readableBytesView))
-    }
-
     /// `path` with `pairs` as its query, each value percent-encoded as a VWO device encodes it.
     static func url(_ path: String, _ pairs: [(String, String)]) -> String {
         let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -52,37 +33,15 @@ struct DeviceRoutesTests {
         return pairs
     }
 
-    /// What `/v1/results` says of `experiment`'s `variant`.
-    static func results(_ experiment: String, _ variant: String, port: Int, client: HTTPClient) async throws -> [String: Any] {
-        let answer = try await get("/v1/results", port: port, client: client)
-        let experiments = try #require(answer.json["experiments"] as? [[String: Any]])
-        let variants = try #require(experiments.first { $0["id"] as? String == experiment }?["variants"] as? [[String: Any]])
-        return try #require(variants.first { $0["id"] as? String == variant })
-    }
-
-    /// A server of its own for `service`.
-    static func withServer(_ service: ExperimentService, client: HTTPClient = HTTPClient(eventLoopGroupProvider: .singleton), _ body: (Int, HTTPClient) async throws -> Void) async throws {
-        let server = try await ExperimentHTTPServer(service: service).start()
-        do {
-            try await body(server.port, client)
-        } catch {
-            try? await client.shutdown()
-            await server.stop()
-            throw error
-        }
-        try await client.shutdown()
-        await server.stop()
-    }
-
     // MARK: - VWO
 
     @Test func settingsAreTheServedExperimentsAsRunningCampaigns() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             // The README's sample URL's parameters.
-            let answer = try await Self.get(Self.url("/mobile", [
+            let answer = try await routes.get(Self.url("/mobile", [
                 ("a", "10"), ("dt", "x86_64"), ("i", "cccf243b3e2b18b4bdfbad0a8d2b1f2b"), ("k", #"{"34":"2","29":"1"}"#), ("os", "9.1"),
                 ("r", "0.1312175181839697"), ("u", "1F4140267B594340AFEA983544A8E985"), ("v", "1.4.4"),
-            ]), port: port, client: client)
+            ]))
             #expect(answer.status == 200)
             #expect(answer.contentType == "application/json")
             let campaigns = try Campaign.parseSettings(JSONValue(parsing: answer.body))
@@ -101,35 +60,35 @@ struct DeviceRoutesTests {
                 #expect(campaign.segment == nil)
             }
 
-            let anonymous = try await Self.get("/mobile?a=10&i=k", port: port, client: client)
+            let anonymous = try await routes.get("/mobile?a=10&i=k")
             #expect(anonymous.status == 400)
             #expect(anonymous.json["field"] as? String == "u")
         }
     }
 
     @Test func aParticipationSentAgainIsIngestedOnce() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             // The README's example extra data.
             let ed = #"{"i":"39c9fe3503ba2887a1584451a0158b3c","lt":1443187441.434723,"av":"1.0","os":"8.2","dt":"x86_64"}"#
             let path = Self.url("/l.gif", Self.participation(ed: ed))
-            let first = try await Self.get(path, port: port, client: client)
+            let first = try await routes.get(path)
             #expect(first.status == 200)
             #expect(first.contentType == "image/gif")
             #expect(first.ingested == "1")
             #expect(first.body.count == 43 && first.body.starts(with: Array("GIF89a".utf8)) && first.body.last == 0x3B)
             #expect(Array(first.body) == ExperimentHTTPServer.transparentGIF)
-            let again = try await Self.get(path, port: port, client: client)
+            let again = try await routes.get(path)
             #expect(again.status == 200)
             #expect(again.contentType == "image/gif")
             #expect(again.ingested == "0")
             // Once per campaign: the same device's participation is one whatever else changes.
-            let otherSession = try await Self.get(Self.url("/l.gif", Self.participation(ed: #"{"lt":1443187500}"#)), port: port, client: client)
+            let otherSession = try await routes.get(Self.url("/l.gif", Self.participation(ed: #"{"lt":1443187500}"#)))
             #expect(otherSession.ingested == "0")
 
-            let green = try await Self.results("checkout", "green", port: port, client: client)
+            let green = try await routes.results("checkout", "green")
             #expect(green["participations"] as? Int == 1)
             #expect(green["value"] as? Double == 0)
-            let control = try await Self.results("checkout", "control", port: port, client: client)
+            let control = try await routes.results("checkout", "control")
             #expect(control["participations"] as? Int == 0)
             #expect(service.stats().eventsAccepted == 1)
             #expect(service.stats().duplicatesIgnored == 2)
@@ -138,18 +97,18 @@ struct DeviceRoutesTests {
     }
 
     @Test func aGoalIsWorthItsRevenue() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
-            let first = try await Self.get(Self.url("/c.gif", Self.goal(r: "3.99")), port: port, client: client)
+        try await RouterHarness.withRoutes { service, routes in
+            let first = try await routes.get(Self.url("/c.gif", Self.goal(r: "3.99")))
             #expect(first.status == 200)
             #expect(first.contentType == "image/gif")
             #expect(first.ingested == "1")
-            var green = try await Self.results("checkout", "green", port: port, client: client)
+            var green = try await routes.results("checkout", "green")
             #expect(green["goals"] as? Int == 1)
             #expect(green["value"] as? Double == 3.99)
             // Once per goal: a repeat counts once, another goal of the campaign again.
-            #expect(try await Self.get(Self.url("/c.gif", Self.goal(r: "3.99")), port: port, client: client).ingested == "0")
-            #expect(try await Self.get(Self.url("/c.gif", Self.goal("2")), port: port, client: client).ingested == "1")
-            green = try await Self.results("checkout", "green", port: port, client: client)
+            #expect(try await routes.get(Self.url("/c.gif", Self.goal(r: "3.99"))).ingested == "0")
+            #expect(try await routes.get(Self.url("/c.gif", Self.goal("2"))).ingested == "1")
+            green = try await routes.results("checkout", "green")
             #expect(green["goals"] as? Int == 2)
             // A goal without revenue is worth 1.
             #expect(abs((green["value"] as? Double ?? 0) - 4.99) < 1e-9)
@@ -158,32 +117,32 @@ struct DeviceRoutesTests {
     }
 
     @Test func anExactEventIDInTheExtraDataDeduplicatesExactly() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
-            let first = try await Self.get(Self.url("/l.gif", Self.participation(ed: #"{"id":"42#7","lt":1760000000}"#)), port: port, client: client)
+        try await RouterHarness.withRoutes { service, routes in
+            let first = try await routes.get(Self.url("/l.gif", Self.participation(ed: #"{"id":"42#7","lt":1760000000}"#)))
             #expect(first.ingested == "1")
             // The id, not the pixel, is the event: another campaign's pixel under it is a repeat.
-            let same = try await Self.get(Self.url("/l.gif", Self.participation("2", "3", u: "device-2", ed: #"{"id":"42#7"}"#)), port: port, client: client)
+            let same = try await routes.get(Self.url("/l.gif", Self.participation("2", "3", u: "device-2", ed: #"{"id":"42#7"}"#)))
             #expect(same.status == 200)
             #expect(same.ingested == "0")
             // And each id is its own event, even for the pixel's own campaign.
-            let next = try await Self.get(Self.url("/l.gif", Self.participation(ed: #"{"id":"42#8"}"#)), port: port, client: client)
+            let next = try await routes.get(Self.url("/l.gif", Self.participation(ed: #"{"id":"42#8"}"#)))
             #expect(next.ingested == "1")
             #expect(service.ingestedCount([EventID(device: 42, sequence: 7), EventID(device: 42, sequence: 8)]) == 2)
             // An id not in the exact form (a leading zero) is not an id: the pixel's key is used.
-            let loose = try await Self.get(Self.url("/l.gif", Self.participation(u: "device-3", ed: #"{"id":"042#9"}"#)), port: port, client: client)
+            let loose = try await routes.get(Self.url("/l.gif", Self.participation(u: "device-3", ed: #"{"id":"042#9"}"#)))
             #expect(loose.ingested == "1")
             #expect(service.ingestedCount([EventID(device: 42, sequence: 9)]) == 0)
             #expect(service.ingestedCount([Wire.eventID(vendorKey: "vwo:device-3:1:l")]) == 1)
             // As an HTML form encodes it (Python's urlencode, URLSearchParams): `+` for a space.
             let form = "/l.gif?experiment_id=2&combination=1&u=device+4&ed=%7B%22lt%22%3A+1760000000%2C+%22id%22%3A+%2242%2310%22%7D"
-            #expect(try await Self.get(form, port: port, client: client).ingested == "1")
+            #expect(try await routes.get(form).ingested == "1")
             #expect(service.ingestedCount([EventID(device: 42, sequence: 10)]) == 1)
             #expect(service.stats().eventsAccepted == 4)
         }
     }
 
     @Test func badPixelsAreRefusedNamingTheField() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             let without = { (name: String, pairs: [(String, String)]) in pairs.filter { $0.0 != name } }
             let with = { (name: String, value: String, pairs: [(String, String)]) in without(name, pairs) + [(name, value)] }
             let cases: [(String, [(String, String)], String, Int)] = [
@@ -217,7 +176,7 @@ struct DeviceRoutesTests {
                 ("/c.gif", with("ed", "{", Self.goal(r: "abc")), "ed", 400),
             ]
             for (path, pairs, field, status) in cases {
-                let answer = try await Self.get(Self.url(path, pairs), port: port, client: client)
+                let answer = try await routes.get(Self.url(path, pairs))
                 #expect(answer.status == status, "\(path) \(pairs)")
                 #expect(answer.contentType == "application/json")
                 #expect(answer.json["field"] as? String == field, "\(path) \(pairs): \(String(decoding: answer.body, as: UTF8.self))")
@@ -231,11 +190,11 @@ struct DeviceRoutesTests {
     @Test func overCapacityAPixelIsRefusedWithRetryAfter() async throws {
         // One event's work (1 s at 1 event/s) never fits a 0.5 s backlog.
         let capacity = Capacity(eventsPerSecond: 1, maxConcurrent: 1, maxBacklog: 0.5)
-        try await HTTPTransportTests.withServer(capacity: capacity) { service, port, client in
-            let answer = try await Self.get(Self.url("/l.gif", Self.participation()), port: port, client: client)
+        try await RouterHarness.withRoutes(capacity: capacity) { service, routes in
+            let answer = try await routes.get(Self.url("/l.gif", Self.participation()))
             #expect(answer.status == 503)
             #expect(answer.contentType == "application/json")
-            #expect(answer.headers.first(name: "Retry-After") != nil)
+            #expect(answer.header("Retry-After") != nil)
             #expect(service.stats().rejectedOverCapacity == 1)
             #expect(service.stats().eventsAccepted == 0)
         }
@@ -243,29 +202,29 @@ struct DeviceRoutesTests {
 
     @Test func withClientKeysTheAppKeyIsTheClientKey() async throws {
         let keys = APIKeys(clientKeys: ["key-one", "key-two"])
-        try await HTTPTransportTests.withServer(keys: keys) { service, port, client in
+        try await RouterHarness.withRoutes(keys: keys) { service, routes in
             for (i, status) in [(nil, 401), ("", 401), ("key-on", 401), ("key-two", 200)] as [(String?, Int)] {
                 let pairs = [("a", "10"), ("u", "d1")] + (i.map { [("i", $0)] } ?? [])
-                let answer = try await Self.get(Self.url("/mobile", pairs), port: port, client: client)
+                let answer = try await routes.get(Self.url("/mobile", pairs))
                 #expect(answer.status == status, "i = \(i ?? "none")")
                 if status == 401 { #expect(answer.json["field"] as? String == "i") }
             }
             for (ed, status) in [(nil, 401), (#"{"lt":1}"#, 401), (#"{"i":7}"#, 401), (#"{"i":"key-one "}"#, 401), (#"{"i":"key-one"}"#, 200)] as [(String?, Int)] {
-                let answer = try await Self.get(Self.url("/l.gif", Self.participation(ed: ed)), port: port, client: client)
+                let answer = try await routes.get(Self.url("/l.gif", Self.participation(ed: ed)))
                 #expect(answer.status == status, "ed = \(ed ?? "none")")
                 if status == 401 { #expect(answer.json["field"] as? String == "ed.i") }
             }
             // The key is checked before anything else is looked at.
-            let probe = try await Self.get(Self.url("/l.gif", Self.participation("99")), port: port, client: client)
+            let probe = try await routes.get(Self.url("/l.gif", Self.participation("99")))
             #expect(probe.status == 401)
-            let goal = try await Self.get(Self.url("/c.gif", Self.goal(r: "2", ed: #"{"i":"key-two"}"#)), port: port, client: client)
+            let goal = try await routes.get(Self.url("/c.gif", Self.goal(r: "2", ed: #"{"i":"key-two"}"#)))
             #expect(goal.status == 200 && goal.ingested == "1")
 
-            let refused = try await Self.get("/activeconfig/user/alice", port: port, client: client)
+            let refused = try await routes.get("/activeconfig/user/alice")
             #expect(refused.status == 401)
-            #expect(refused.headers.first(name: "WWW-Authenticate")?.hasPrefix("Bearer") == true)
-            #expect(try await Self.get("/activeconfig/user/alice", headers: ["Authorization": "Bearer key-on"], port: port, client: client).status == 401)
-            #expect(try await Self.get("/activeconfig/user/alice", headers: ["Authorization": "Bearer key-one"], port: port, client: client).status == 200)
+            #expect(refused.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+            #expect(try await routes.get("/activeconfig/user/alice", headers: ["Authorization": "Bearer key-on"]).status == 401)
+            #expect(try await routes.get("/activeconfig/user/alice", headers: ["Authorization": "Bearer key-one"]).status == 200)
             #expect(service.stats().eventsAccepted == 2)
         }
     }
@@ -298,9 +257,9 @@ struct DeviceRoutesTests {
     // MARK: - MSActiveConfig
 
     @Test func aConfigurationParsesWithActiveConfig() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             let user = "alice smith"
-            let answer = try await Self.get("/activeconfig/user/alice%20smith", port: port, client: client)
+            let answer = try await routes.get("/activeconfig/user/alice%20smith")
             #expect(answer.status == 200)
             #expect(answer.contentType == "application/json")
             let payload = try JSONValue(parsing: answer.body)
@@ -330,17 +289,17 @@ struct DeviceRoutesTests {
             #expect(outcome.error == nil)
             #expect(config["Experiments"].string("checkout") == section.string("checkout"))
 
-            let long = try await Self.get("/activeconfig/user/" + String(repeating: "u", count: 257), port: port, client: client)
+            let long = try await routes.get("/activeconfig/user/" + String(repeating: "u", count: 257))
             #expect(long.status == 422)
             #expect(long.json["field"] as? String == "user")
         }
     }
 
     @Test func aUserKeepsTheirVariantWhileThePolicyStands() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             for user in ["user-1", "user-2", "9F4140267B594340AFEA983544A8E985"] {
-                let first = try ConfigurationState(parsing: JSONValue(parsing: try await Self.get("/activeconfig/user/\(user)", port: port, client: client).body))
-                let second = try ConfigurationState(parsing: JSONValue(parsing: try await Self.get("/activeconfig/user/\(user)", port: port, client: client).body))
+                let first = try ConfigurationState(parsing: JSONValue(parsing: try await routes.get("/activeconfig/user/\(user)").body))
+                let second = try ConfigurationState(parsing: JSONValue(parsing: try await routes.get("/activeconfig/user/\(user)").body))
                 #expect(first.meta.otherKeys["policy_version"] == second.meta.otherKeys["policy_version"])
                 #expect(first.sections == second.sections, "\(user)")
             }
@@ -361,15 +320,15 @@ struct DeviceRoutesTests {
         let weights = [0.6, 0.3, 0.1]
         let data = service.publishedData()
         for (published, weight) in zip(data.experiments[0].snapshot.weights, weights) { #expect(abs(published - weight) < 1e-12) }
-        try await Self.withServer(service) { port, client in
-            let settings = try Campaign.parseSettings(JSONValue(parsing: try await Self.get("/mobile?u=d1", port: port, client: client).body))
+        try await RouterHarness.withRoutes(service) { routes in
+            let settings = try Campaign.parseSettings(JSONValue(parsing: try await routes.get("/mobile?u=d1").body))
             let percent = try #require(settings.first).variations.map(\.weight)
             #expect(zip(percent, [60.0, 30, 10]).allSatisfy { abs($0 - $1) < 1e-9 }, "\(percent)")
 
             let users = 2000
             var counts = [0, 0, 0]
             for n in 0..<users {
-                let answer = try await Self.get("/activeconfig/user/user-\(n)", port: port, client: client)
+                let answer = try await routes.get("/activeconfig/user/user-\(n)")
                 let configuration = try ConfigurationState(parsing: JSONValue(parsing: answer.body))
                 #expect(configuration.meta.creationTimeText == "2025-10-09T08:53:20.000Z")
                 #expect(configuration.meta.otherKeys["policy_version"] == .number(Double(data.version)))

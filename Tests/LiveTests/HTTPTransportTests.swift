@@ -6,6 +6,7 @@ import Foundation
 import NIOPosix
 import Testing
 @testable import LiveDevices
+@testable import LiveRuns
 @testable import LiveServer
 
 /// The HTTP transport against a real server on loopback (started by each test), and through the

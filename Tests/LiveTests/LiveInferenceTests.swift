@@ -1,9 +1,9 @@
-@testable import AviaryCommands
 import Analysis
 import Foundation
 import Simulation
 import Testing
 @testable import LiveDevices
+@testable import LiveRuns
 
 /// `aviary run --live` with an analysis plan: at each look the embedded server's own analysis
 /// (`GET /v1/results`), beside the truth over the units the devices saw acknowledged; the same

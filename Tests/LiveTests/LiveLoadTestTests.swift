@@ -1,4 +1,3 @@
-@testable import AviaryCommands
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -8,6 +7,7 @@ import Glibc
 import Simulation
 import Testing
 @testable import LiveDevices
+@testable import LiveRuns
 
 /// Live mode end to end: real engines over real sockets in real time, against an embedded
 /// server, compared with the simulation of the same scenario.

@@ -1,8 +1,8 @@
-@testable import AviaryCommands
 import Foundation
 import Simulation
 import Testing
 @testable import LiveDevices
+@testable import LiveRuns
 @testable import LiveServer
 
 /// The live generator's shards and connections: devices split over event loops, over machines,

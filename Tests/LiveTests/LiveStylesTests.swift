@@ -1,8 +1,8 @@
-@testable import AviaryCommands
 import Foundation
 import Simulation
 import Testing
 @testable import LiveDevices
+@testable import LiveRuns
 
 // Nested in the live suite, which is serialized, so that no two live runs share the machine:
 // each measures wall-clock timings that another would disturb.

@@ -1,4 +1,3 @@
-@testable import AviaryCommands
 import ClientEngine
 import ExperimentModel
 import Foundation
@@ -7,6 +6,7 @@ import Simulation
 import Testing
 import WireFormat
 @testable import LiveDevices
+@testable import LiveRuns
 
 /// The devices' events in each wire format: the bodies as each vendor documents them, templates
 /// read and refused as a scenario is, and runs in every format against `aviary serve` that

@@ -21,9 +21,18 @@ struct MetricsTests {
 
     static func withServer(directory: String, _ body: (ExperimentService, Int, HTTPClient) async throws -> Void) async throws {
         let service = try ExperimentServiceTests.service(directory: directory, keys: APIKeys(clientKeys: [clientKey], adminKey: adminKey), clock: { Date().timeIntervalSince1970 })
-        try await DeviceRoutesTests.withServer(service, client: HTTPTransport.makeClient(connections: 2)) { port, client in
-            try await body(service, port, client)
+        // Over sockets: the scrape counts connections as well as requests.
+        let server = try await ExperimentHTTPServer(service: service).start()
+        let client = HTTPTransport.makeClient(connections: 2)
+        do {
+            try await body(service, server.port, client)
+        } catch {
+            try? await client.shutdown()
+            await server.stop()
+            throw error
         }
+        try await client.shutdown()
+        await server.stop()
     }
 
     static func scrape(port: Int, client: HTTPClient) async throws -> PrometheusText {

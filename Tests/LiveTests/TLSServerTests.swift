@@ -1,4 +1,3 @@
-@testable import AviaryCommands
 import Allocators
 import AsyncHTTPClient
 import ClientEngine
@@ -6,6 +5,7 @@ import ExperimentServer
 import Foundation
 import Testing
 @testable import LiveDevices
+@testable import LiveRuns
 @testable import LiveServer
 
 /// `aviary serve --tls-cert --tls-key`: HTTP/1.1 over TLS with a certificate the test makes with
@@ -151,17 +151,6 @@ struct TLSServerTests {
             let error = #expect(throws: ServeError.self) { try TLSCredentials(certificateFile: certificateFile, keyFile: keyFile) }
             #expect(error?.description.hasPrefix(message) == true, "\(error?.description ?? "no error"), expected \(message)")
         }
-    }
-
-    @Test(arguments: [
-        (["--tls-cert", "cert.pem"], "--tls-cert needs --tls-key"),
-        (["--tls-key", "key.pem"], "--tls-key needs --tls-cert"),
-    ])
-    func commandNeedsBothFiles(arguments: [String], message: String) throws {
-        let error = #expect(throws: (any Error).self) { try ServeCommand.parse(arguments) }
-        #expect(error.map { ServeCommand.message(for: $0) }?.contains(message) == true)
-        let command = try ServeCommand.parse(["--tls-cert", "cert.pem", "--tls-key", "key.pem"])
-        #expect(command.tlsCertificate == "cert.pem" && command.tlsKey == "key.pem")
     }
 }
 

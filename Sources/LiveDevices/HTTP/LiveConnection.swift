@@ -7,13 +7,19 @@ import NIOSSL
 /// TLS it is spoken to with.
 ///
 /// `Sendable`: plain values and a `Sendable` TLS context.
-struct Endpoint: Sendable {
+package struct Endpoint: Sendable {
     var address: SocketAddress
     /// The `Host` header, e.g. `127.0.0.1:8080`.
     var host: String
     /// TLS for `https://`, with the name the certificate must carry (`nil`: an IP address,
     /// checked against the certificate's addresses).
     var tls: (context: NIOSSLContext, serverName: String?)?
+
+    package init(address: SocketAddress, host: String, tls: (context: NIOSSLContext, serverName: String?)?) {
+        self.address = address
+        self.host = host
+        self.tls = tls
+    }
 }
 
 /// What a connection tells the shard that owns it, on the shard's event loop.

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDevices
 import Simulation
 
 /// What one machine of a live run shared by several (`aviary loadtest --live --shard K/N`)

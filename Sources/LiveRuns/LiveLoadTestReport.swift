@@ -1,4 +1,5 @@
 import Foundation
+import LiveDevices
 import Randomness
 import Simulation
 

@@ -1,4 +1,5 @@
 import Foundation
+import LiveDevices
 import Simulation
 
 /// `aviary loadtest --live --find-capacity`: the scenario's devices run live in steps of rising

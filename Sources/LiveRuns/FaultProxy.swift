@@ -1,4 +1,5 @@
 import Foundation
+import LiveDevices
 import NIOCore
 import NIOPosix
 import Synchronization

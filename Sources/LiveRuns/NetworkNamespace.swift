@@ -1,4 +1,5 @@
 import Foundation
+import LiveDevices
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,3 @@
-#if Live
 import Analysis
 import ExperimentModel
 import ExperimentServer
@@ -6,18 +5,18 @@ import LiveDevices
 import LiveServer
 import Simulation
 
-/// `aviary serve` in-process, as a live run's embedded server: the command wires the server
+/// `aviary serve` in-process, as a live run's embedded server: a live run wires the server
 /// and the load generator together, so neither depends on the other.
 ///
 /// `Sendable`: the service guards its state with a lock, and the running server is `Sendable`.
-struct EmbeddedAviaryServer: EmbeddedServer {
-    let service: ExperimentService
+package struct EmbeddedAviaryServer: EmbeddedServer {
+    package let service: ExperimentService
     let running: ExperimentHTTPServer.Running
 
-    var port: Int { running.port }
+    package var port: Int { running.port }
 
     /// Starts the server for `scenario` on `clock`, listening on a free loopback port.
-    static let starter: EmbeddedServerStarter = { scenario, clock in
+    package static let starter: EmbeddedServerStarter = { scenario, clock in
         var configuration = ServerConfiguration(scenario: scenario)
         configuration.speedup = clock.speedup
         let service = try ExperimentService(configuration) { clock.now }
@@ -25,27 +24,27 @@ struct EmbeddedAviaryServer: EmbeddedServer {
         return EmbeddedAviaryServer(service: service, running: running)
     }
 
-    func backlogEvents() -> Double { service.backlogEvents() }
-    func ingestedCount(_ ids: [EventID]) -> Int { service.ingestedCount(ids) }
+    package func backlogEvents() -> Double { service.backlogEvents() }
+    package func ingestedCount(_ ids: [EventID]) -> Int { service.ingestedCount(ids) }
 
-    func ingestionCounts() -> (accepted: Int, duplicates: Int) {
+    package func ingestionCounts() -> (accepted: Int, duplicates: Int) {
         let stats = service.stats()
         return (stats.eventsAccepted, stats.duplicatesIgnored)
     }
 
-    func ingestLatencyMilliseconds(percentile: Double) -> Double { service.ingestLatencyMilliseconds(percentile: percentile) }
+    package func ingestLatencyMilliseconds(percentile: Double) -> Double { service.ingestLatencyMilliseconds(percentile: percentile) }
 
-    func analyses() -> [ServerAnalysis] {
+    package func analyses() -> [ServerAnalysis] {
         service.analyses().map { ServerAnalysis(totals: $0.input.totals, analysis: $0.analysis) }
     }
 
-    func stop() async { await running.stop() }
+    package func stop() async { await running.stop() }
 }
 
 extension ServerConfiguration {
     /// The server a scenario describes: its experiments, first allocator, cadence, capacity,
     /// data TTL, campaigns and analysis plan.
-    init(scenario: Scenario) {
+    package init(scenario: Scenario) {
         let experiments = scenario.experiments.map { experiment in
             ExperimentDefinition(id: experiment.id, variants: experiment.variantIDs.map { VariantDefinition(id: $0) }, sticky: experiment.sticky)
         }
@@ -58,4 +57,3 @@ extension ServerConfiguration {
         }
     }
 }
-#endif
