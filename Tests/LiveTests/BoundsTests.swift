@@ -43,6 +43,12 @@ struct BoundsTests {
     }
 
     /// Sends `call` and returns the status and the body.
+    static func send(_ call: Call, routes: RouterHarness.Routes) async throws -> (status: Int, body: Data) {
+        let answer = try await routes.send(call)
+        return (answer.status, answer.body)
+    }
+
+    /// `call` over a socket, to a server started with one.
     static func send(_ call: Call, port: Int, client: HTTPClient) async throws -> (status: Int, body: Data) {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(call.path)")
         request.method = call.get ? .GET : .POST
@@ -85,8 +91,8 @@ struct BoundsTests {
 
     @Test(arguments: outOfRange)
     func aValueOutOfRangeGets422NamingItsField(field: String, call: Call) async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
-            let (status, body) = try await Self.send(call, port: port, client: client)
+        try await RouterHarness.withRoutes { service, routes in
+            let (status, body) = try await Self.send(call, routes: routes)
             #expect(status == 422)
             let error = try JSONDecoder().decode(Wire.ErrorBody.self, from: body)
             #expect(error.field == field)
@@ -100,8 +106,8 @@ struct BoundsTests {
     /// Not out of range but not a number as the document means one: 400.
     @Test(arguments: ["nan", "-inf", "infinity", "0x10", "1_0", "", "3.99%20"])
     func aRewardThatIsNotADecimalNumberGets400(reward: String) async throws {
-        try await HTTPTransportTests.withServer { _, port, client in
-            let (status, body) = try await Self.send(Call(path: "/acme/home/goal?session=s&reward=\(reward)"), port: port, client: client)
+        try await RouterHarness.withRoutes { _, routes in
+            let (status, body) = try await Self.send(Call(path: "/acme/home/goal?session=s&reward=\(reward)"), routes: routes)
             #expect(status == 400)
             #expect(try JSONDecoder().decode(Wire.ErrorBody.self, from: body).field == "reward")
         }
@@ -127,8 +133,8 @@ struct BoundsTests {
 
     @Test(arguments: atTheBoundary)
     func aValueAtTheBoundaryIsAccepted(call: Call) async throws {
-        try await HTTPTransportTests.withServer { _, port, client in
-            let (status, body) = try await Self.send(call, port: port, client: client)
+        try await RouterHarness.withRoutes { _, routes in
+            let (status, body) = try await Self.send(call, routes: routes)
             #expect(status == 200, "\(String(decoding: body, as: UTF8.self))")
         }
     }

@@ -41,6 +41,14 @@ enum RouterHarness {
             return Answer(status: Int(response.status.code), headers: response.headers, body: Data(buffer: response.body))
         }
 
+        /// A `POST` of `body` as it is (gzip included), with `headers`.
+        func post(_ path: String, _ body: [UInt8], headers: [String: String]) async throws -> Answer {
+            var fields = HTTPFields()
+            for (name, value) in headers { fields.append(HTTPField(name: try #require(HTTPField.Name(name)), value: value)) }
+            let response = try await client.execute(uri: path, method: .post, headers: fields, body: ByteBuffer(bytes: body))
+            return Answer(status: Int(response.status.code), headers: response.headers, body: Data(buffer: response.body))
+        }
+
         /// What `/v1/results` says of `experiment`'s `variant`.
         func results(_ experiment: String, _ variant: String) async throws -> [String: Any] {
             let answer = try await get("/v1/results")

@@ -6,7 +6,7 @@ import Testing
 import WireFormat
 @testable import LiveServer
 
-/// `aviary serve` at the analytics vendors' paths, over real HTTP: each format's experiment
+/// `aviary serve` at the analytics vendors' paths, through its router: each format's experiment
 /// events are ingested once by the vendor's key, its other events acknowledged and counted,
 /// a bad event refused in the vendor's shape with its path, gzip bodies inflated, keys asked
 /// for where each format carries one, and `/v1/results` right across a restart.
@@ -18,19 +18,13 @@ struct VendorIngestTests {
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
     }
 
-    static func post(_ path: String, _ body: some Collection<UInt8>, headers: [String: String] = [:], port: Int, client: HTTPClient) async throws -> Answer {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        request.body = .bytes(ByteBuffer(bytes: Array(body)))
-        let response = try await client.execute(request, timeout: .seconds(30))
-        let collected = try await response.body.collect(upTo: 1 << 20)
-        return Answer(status: Int(response.status.code), challenge: response.headers.first(name: "WWW-Authenticate"), body: Data(collected.readableBytesView))
+    static func post(_ path: String, _ body: some Collection<UInt8>, headers: [String: String] = [:], routes: RouterHarness.Routes) async throws -> Answer {
+        let answer = try await routes.post(path, Array(body), headers: ["Content-Type": "application/json"].merging(headers) { $1 })
+        return Answer(status: answer.status, challenge: answer.header("WWW-Authenticate"), body: answer.body)
     }
 
-    static func post(_ path: String, _ body: String, headers: [String: String] = [:], port: Int, client: HTTPClient) async throws -> Answer {
-        try await post(path, Array(body.utf8), headers: headers, port: port, client: client)
+    static func post(_ path: String, _ body: String, headers: [String: String] = [:], routes: RouterHarness.Routes) async throws -> Answer {
+        try await post(path, Array(body.utf8), headers: headers, routes: routes)
     }
 
     static let path: [VendorFormat: String] = [
@@ -83,12 +77,12 @@ struct VendorIngestTests {
 
     @Test(arguments: VendorFormat.allCases)
     func experimentEventsAreIngestedOnceAndOthersCounted(format: VendorFormat) async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             let events = [
                 Self.event(format, .view, key: "k-1"), Self.event(format, .conversion, key: "k-2", value: 3.5), Self.other(format),
                 Self.event(format, .goal, key: "k-3", variant: "control"), Self.event(format, .participation, key: Wire.vendorKey(EventID(device: 9, sequence: 4))),
             ]
-            let first = try await Self.post(Self.path[format]!, Self.body(format, events), port: port, client: client)
+            let first = try await Self.post(Self.path[format]!, Self.body(format, events), routes: routes)
             #expect(first.status == 200, "\(String(decoding: first.body, as: UTF8.self))")
             switch format {
             case .segment: #expect(first.json["success"] as? Bool == true)
@@ -100,7 +94,7 @@ struct VendorIngestTests {
             case .posthog: #expect(first.json["status"] as? Int == 1)
             }
             // A retry: the same keys count once.
-            let again = try await Self.post(Self.path[format]!, Self.body(format, events), port: port, client: client)
+            let again = try await Self.post(Self.path[format]!, Self.body(format, events), routes: routes)
             #expect(again.status == 200)
             let stats = service.stats()
             #expect(stats.eventsAccepted == 4)
@@ -135,7 +129,7 @@ struct VendorIngestTests {
 
     @Test(arguments: VendorFormat.allCases)
     func aBadExperimentEventIsRefusedNamingItsField(format: VendorFormat) async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             let cases: [(String, String)] = [
                 (Self.event(format, .view, key: "b", variant: "purple"), "variant"),
                 (Self.event(format, .view, key: "b", experiment: "nowhere"), "experiment"),
@@ -143,7 +137,7 @@ struct VendorIngestTests {
                 (Self.event(format, .conversion, key: "b", value: 1e12), "value"),
             ]
             for (event, member) in cases {
-                let answer = try await Self.post(Self.path[format]!, Self.body(format, [Self.event(format, .view, key: "ok"), event]), port: port, client: client)
+                let answer = try await Self.post(Self.path[format]!, Self.body(format, [Self.event(format, .view, key: "ok"), event]), routes: routes)
                 #expect(answer.status == 400)
                 let properties = switch format {
                 case .segment, .posthog: "batch[1].properties"
@@ -181,7 +175,7 @@ struct VendorIngestTests {
     /// `events_with_invalid_fields` otherwise), the others ingested, so that its clients drop
     /// the listed events and send the rest again, counted once.
     @Test func amplitudeRefusesInvalidEventsByIndexAndKeepsTheOthers() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             let events = [
                 Self.event(.amplitude, .view, key: "a-0"),
                 Self.event(.amplitude, .view, key: "a-1", variant: "purple"),
@@ -191,7 +185,7 @@ struct VendorIngestTests {
                 Self.event(.amplitude, .conversion, key: "a-5", value: 2),
                 Self.event(.amplitude, .goal, key: "a-6", experiment: "nowhere"),
             ]
-            let answer = try await Self.post("/2/httpapi", Self.body(.amplitude, events), port: port, client: client)
+            let answer = try await Self.post("/2/httpapi", Self.body(.amplitude, events), routes: routes)
             #expect(answer.status == 400)
             #expect(answer.json["code"] as? Int == 400)
             #expect((answer.json["error"] as? String)?.contains("events[1].event_properties.variant") == true, "\(answer.json)")
@@ -201,13 +195,13 @@ struct VendorIngestTests {
             #expect(service.stats().vendorEventsIgnored == 1)
             // The client sends the rest again: acknowledged, and nothing counted twice.
             let rest = [events[0], events[3], events[5]]
-            let again = try await Self.post("/2/httpapi", Self.body(.amplitude, rest), port: port, client: client)
+            let again = try await Self.post("/2/httpapi", Self.body(.amplitude, rest), routes: routes)
             #expect(again.status == 200)
             #expect(again.json["events_ingested"] as? Int == 3)
             #expect(service.stats().eventsAccepted == 2)
             #expect(service.stats().duplicatesIgnored == 2)
             // A batch whose every event is invalid keeps nothing.
-            let none = try await Self.post("/2/httpapi", Self.body(.amplitude, [events[1]]), port: port, client: client)
+            let none = try await Self.post("/2/httpapi", Self.body(.amplitude, [events[1]]), routes: routes)
             #expect(none.status == 400)
             #expect(service.stats().eventsAccepted == 2)
         }
@@ -242,54 +236,54 @@ struct VendorIngestTests {
         #expect(try ExperimentHTTPServer.inflated(gzip: members, limit: 1002).count == 1002)
         #expect(status(members, limit: 1001) == 413)
         #expect(status(members + [0x1F]) == 400)
-        try await HTTPTransportTests.withServer { service, port, client in
+        try await RouterHarness.withRoutes { service, routes in
             for data in Self.gzipped {
-                let answer = try await Self.post("/batch", data, headers: ["Content-Encoding": "gzip"], port: port, client: client)
+                let answer = try await Self.post("/batch", data, headers: ["Content-Encoding": "gzip"], routes: routes)
                 #expect(answer.status == 200)
             }
             #expect(service.stats().eventsAccepted == 3)
             #expect(service.stats().duplicatesIgnored == 6)
             #expect(service.stats().vendorEventsIgnored == 3)
-            let plain = try await Self.post("/batch", Self.body(.posthog, []), headers: ["Content-Encoding": "gzip"], port: port, client: client)
+            let plain = try await Self.post("/batch", Self.body(.posthog, []), headers: ["Content-Encoding": "gzip"], routes: routes)
             #expect(plain.status == 400)
             #expect(plain.json["attr"] as? String == "Content-Encoding")
-            let brotli = try await Self.post("/v1/batch", Self.body(.segment, []), headers: ["Content-Encoding": "br"], port: port, client: client)
+            let brotli = try await Self.post("/v1/batch", Self.body(.segment, []), headers: ["Content-Encoding": "br"], routes: routes)
             #expect(brotli.status == 415)
         }
     }
 
     @Test func keysAreAskedForWhereEachFormatCarriesThem() async throws {
         let keys = APIKeys(clientKeys: ["key-one", "key-two"])
-        try await HTTPTransportTests.withServer(keys: keys) { service, port, client in
+        try await RouterHarness.withRoutes(keys: keys) { service, routes in
             func basic(_ user: String) -> [String: String] { ["Authorization": "Basic " + Data("\(user):".utf8).base64EncodedString()] }
             let segment = Self.body(.segment, [Self.event(.segment, .view, key: "s")])
             for headers in [[:], basic("key-on"), ["Authorization": "Bearer nope"]] {
-                let answer = try await Self.post("/v1/batch", segment, headers: headers, port: port, client: client)
+                let answer = try await Self.post("/v1/batch", segment, headers: headers, routes: routes)
                 #expect(answer.status == 401)
                 #expect(answer.challenge?.hasPrefix("Basic") == true)
                 #expect(answer.json["code"] as? String == "unauthorized")
                 #expect(answer.json["message"] is String)
             }
-            #expect(try await Self.post("/v1/batch", segment, headers: basic("key-two"), port: port, client: client).status == 200)
-            #expect(try await Self.post("/v1/track", Self.event(.segment, .view, key: "s2"), headers: ["Authorization": "Bearer key-one"], port: port, client: client).status == 200)
+            #expect(try await Self.post("/v1/batch", segment, headers: basic("key-two"), routes: routes).status == 200)
+            #expect(try await Self.post("/v1/track", Self.event(.segment, .view, key: "s2"), headers: ["Authorization": "Bearer key-one"], routes: routes).status == 200)
 
             let snowplow = Self.body(.snowplow, [Self.event(.snowplow, .view, key: "p")])
-            let refused = try await Self.post(Self.path[.snowplow]!, snowplow, port: port, client: client)
+            let refused = try await Self.post(Self.path[.snowplow]!, snowplow, routes: routes)
             #expect(refused.status == 401)
             #expect(refused.json["error"] as? String == "missing API key")
-            #expect(try await Self.post(Self.path[.snowplow]!, snowplow, headers: ["Authorization": "Bearer key-one"], port: port, client: client).status == 200)
+            #expect(try await Self.post(Self.path[.snowplow]!, snowplow, headers: ["Authorization": "Bearer key-one"], routes: routes).status == 200)
 
-            let wrongAmplitude = try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a", variant: "purple")], key: "key-on"), port: port, client: client)
+            let wrongAmplitude = try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a", variant: "purple")], key: "key-on"), routes: routes)
             #expect(wrongAmplitude.status == 400)
             #expect((wrongAmplitude.json["error"] as? String)?.hasPrefix("Invalid API key:") == true)
-            let missingAmplitude = try await Self.post("/2/httpapi", #"{"events":[]}"#, port: port, client: client)
+            let missingAmplitude = try await Self.post("/2/httpapi", #"{"events":[]}"#, routes: routes)
             #expect(missingAmplitude.json["missing_field"] as? String == "api_key")
-            #expect(try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a")], key: "key-one"), port: port, client: client).status == 200)
+            #expect(try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a")], key: "key-one"), routes: routes).status == 200)
 
-            let wrongPostHog = try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: "key-one "), port: port, client: client)
+            let wrongPostHog = try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: "key-one "), routes: routes)
             #expect(wrongPostHog.status == 401)
             #expect(wrongPostHog.json["code"] as? String == "invalid_api_key")
-            #expect(try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: "key-two"), port: port, client: client).status == 200)
+            #expect(try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: "key-two"), routes: routes).status == 200)
             #expect(service.stats().eventsAccepted == 5)
         }
     }
@@ -297,12 +291,12 @@ struct VendorIngestTests {
     /// Without client keys the server is open on every route, as on its own: Amplitude's and
     /// PostHog's body key may be empty or absent (a generator run without `AVIARY_WIRE_KEY`).
     @Test func withoutClientKeysABodyKeyIsNotAskedFor() async throws {
-        try await HTTPTransportTests.withServer { service, port, client in
-            let amplitude = try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a")], key: ""), port: port, client: client)
+        try await RouterHarness.withRoutes { service, routes in
+            let amplitude = try await Self.post("/2/httpapi", Self.body(.amplitude, [Self.event(.amplitude, .view, key: "a")], key: ""), routes: routes)
             #expect(amplitude.status == 200)
-            let posthog = try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: ""), port: port, client: client)
+            let posthog = try await Self.post("/batch/", Self.body(.posthog, [Self.event(.posthog, .view, key: "h")], key: ""), routes: routes)
             #expect(posthog.status == 200)
-            let absent = try await Self.post("/2/httpapi", #"{"events":[]}"#, port: port, client: client)
+            let absent = try await Self.post("/2/httpapi", #"{"events":[]}"#, routes: routes)
             #expect(absent.status == 200)
             #expect(service.stats().eventsAccepted == 2)
         }
