@@ -66,7 +66,9 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
 
     /// A parameter value: a number, a split such as `80/20`, or text.
     public enum Value: Hashable, Sendable {
+        /// A number, such as `0.1`.
         case number(Double)
+        /// Numbers joined by `/`, such as the split `80/20`.
         case numbers([Double])
         /// Text, written in double quotes in the textual form.
         case text(String)

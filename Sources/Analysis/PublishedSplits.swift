@@ -11,9 +11,12 @@
 public struct PublishedSplits: Hashable, Sendable, Codable {
     /// One publication: its data version and the variants' weights in it.
     public struct Publication: Hashable, Sendable, Codable {
+        /// The data version the weights were published in.
         public var version: Int
+        /// Each variant's weight, summing to 1.
         public var weights: [Double]
 
+        /// A publication of `weights` as `version`.
         public init(version: Int, weights: [Double]) {
             self.version = version
             self.weights = weights

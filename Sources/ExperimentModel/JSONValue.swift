@@ -7,11 +7,17 @@ import Foundation
 ///
 /// `JSONValue` is `Sendable`: it is an immutable value.
 public enum JSONValue: Hashable, Sendable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number, integers included.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object; its keys in no order.
     case object([String: JSONValue])
 
     /// Parses UTF-8 JSON text.

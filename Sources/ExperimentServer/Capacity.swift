@@ -6,10 +6,15 @@
 ///
 /// `Capacity` is `Sendable`: a plain value.
 public struct Capacity: Sendable, Hashable {
+    /// Events processed per second, in arrival order.
     public var eventsPerSecond: Double
+    /// Requests in progress at once; one more is refused.
     public var maxConcurrent: Int
+    /// Seconds of work the queue may hold; a request that would take it past this is refused.
     public var maxBacklog: Double
+    /// The status a refused request is answered with: 429 or 503.
     public var rejectStatus: Int
+    /// Whether a refusal carries a `Retry-After` of the backlog's length.
     public var retryAfter: Bool
 
     /// Creates a capacity.

@@ -78,5 +78,6 @@ extension ExperimentalGroupTrackable where Self: RemoteValue {
     /// The value's remote string, e.g. `b_baseline`.
     public var experimentalGroup: String { remoteString }
 
+    /// The group to track: always the value's own.
     public var trackedExperimentalGroup: String? { experimentalGroup }
 }

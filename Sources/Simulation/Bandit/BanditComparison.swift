@@ -68,14 +68,23 @@ public struct BanditComparison: Sendable {
 
     /// One replicate of one allocator.
     public struct Outcome: Sendable, Hashable {
+        /// The allocator's label.
         public var allocator: String
+        /// The replicate's number, from 0.
         public var replicate: Int
+        /// The replicate's derived seed.
         public var seed: UInt64
+        /// Views served.
         public var views: Int
+        /// Conversions the views led to.
         public var conversions: Int
+        /// Conversions lost in expectation against always serving the best variant: the sum over views of the best rate minus the served variant's rate.
         public var expectedRegret: Double
+        /// Conversions the best variant's potential outcomes gave minus the conversions counted.
         public var realizedRegret: Double
+        /// The share of views that went to the best variant.
         public var bestVariantShare: Double
+        /// Wall-clock seconds the replicate took (the only non-deterministic figure).
         public var wallSeconds: Double
         /// The analyst's view at each look; empty without looks.
         public var inference: [InferenceLook] = []

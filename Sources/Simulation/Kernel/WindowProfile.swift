@@ -24,6 +24,7 @@ public struct WindowProfile: Sendable {
         public var thread: Int
         /// Seconds from the replicate's start.
         public var start: Double
+        /// Wall-clock seconds the span took.
         public var seconds: Double
     }
 

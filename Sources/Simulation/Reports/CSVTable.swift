@@ -66,7 +66,9 @@ public struct CSVTable: Sendable {
 
 /// One CSV cell.
 public enum CSVCell: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    /// Text, quoted as RFC 4180 asks when it holds a comma, a quote or a line break.
     case text(String)
+    /// An integer.
     case integer(Int)
     /// A decimal with at most `places` digits after the point, trailing zeros removed.
     case decimal(Double, places: Int)

@@ -9,6 +9,7 @@ public enum DeliveryReport {
     /// One policy's run: its scenario, label, replicate and fleet metrics.
     public typealias Run = (scenario: Scenario, policy: String, replicate: Int, metrics: FleetMetrics)
 
+    /// The columns of `delivery.csv`, in order.
     public static let columns = [
         "scenario", "policy", "profile", "replicate", "devices", "events_created", "events_delivered", "events_pending",
         "lost_overflow", "lost_refused", "lost_given_up", "lost_in_crashes", "lost_other", "duplicates_ignored",
@@ -20,6 +21,7 @@ public enum DeliveryReport {
         runs.contains { $0.scenario.client.profile != nil }
     }
 
+    /// `delivery.csv`: a row per policy and replicate.
     public static func summary(_ runs: [Run]) -> CSVTable {
         var table = CSVTable(columns: columns)
         for run in runs {
@@ -39,6 +41,7 @@ public enum DeliveryReport {
         return table
     }
 
+    /// `delivery-timeseries.csv`: each run's requests per second and events queued on the devices, at each step.
     public static func timeseries(_ runs: [Run]) -> CSVTable {
         var table = CSVTable(columns: ["scenario", "policy", "replicate", "time_hours", "requests_per_second", "device_queue_total"])
         for run in runs {

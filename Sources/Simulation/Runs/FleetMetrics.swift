@@ -34,15 +34,21 @@ public struct FleetMetrics: Sendable, Codable {
     public package(set) var bestConversions = 0
     /// Views of the variant that was best at the time.
     public package(set) var bestViews = 0
+    /// App sessions started.
     public package(set) var sessions = 0
     /// Views that showed the in-app default (offline mode, or a Conductrics fallback).
     public package(set) var defaultViews = 0
     /// Conversions the client recorded (not duplicates, not no-ops).
     public package(set) var conversionsRecorded = 0
+    /// Sessions that ended in a crash.
     public package(set) var crashes = 0
+    /// Requests the devices sent, retries included.
     public package(set) var requests = 0
+    /// Requests for experiment data.
     public package(set) var fetches = 0
+    /// Requests carrying events.
     public package(set) var batches = 0
+    /// Requests the devices gave up waiting for.
     public package(set) var timeouts = 0
     /// Events waiting in device queues right now.
     public package(set) var queueDepth = 0
@@ -62,15 +68,22 @@ public struct FleetMetrics: Sendable, Codable {
     public package(set) var retries = 0
     /// Per-device peak queue depth: median, 95th percentile and maximum over devices.
     public var deviceDepthP50: Int { peakDepth { $0 / 2 } }
+    /// The 95th percentile over devices of a device's peak queue depth.
     public var deviceDepthP95: Int { peakDepth { min($0 - 1, $0 * 95 / 100) } }
+    /// The largest peak queue depth of any device.
     public var deviceDepthMax: Int { peakDepth { $0 - 1 } }
 
+    /// Events the devices created.
     public package(set) var eventsCreated = 0
+    /// Events the server acknowledged.
     public package(set) var eventsAcked = 0
+    /// Events still queued on the devices at the end.
     public package(set) var eventsPending = 0
+    /// Events the devices dropped; ``losses`` says why, where the client says.
     public package(set) var eventsDropped = 0
     /// Why the events dropped were lost, where the client says (Myna-style devices).
     public package(set) var losses = Losses()
+    /// Events the server had already ingested, sent again and recognised.
     public package(set) var duplicatesIgnored = 0
     /// The device style's own counters, by column name (see ``Scenario/ClientStyle/counters``).
     public package(set) var styleCounters: [String: Int] = [:]
@@ -79,15 +92,23 @@ public struct FleetMetrics: Sendable, Codable {
 
     /// The fleet at one sample time.
     public struct Sample: Sendable, Codable {
+        /// Seconds from the start of the run.
         public var time: Double
+        /// Views so far, per experiment and variant.
         public var views: [[Int]]
+        /// Conversions so far, per experiment and variant.
         public var conversions: [[Int]]
+        /// Expected regret so far, per experiment and allocator window.
         public var regret: [[Double]]
+        /// Events waiting in device queues.
         public var queueDepth: Int
+        /// The share of devices online.
         public var onlineFraction: Double
         /// Cumulative events offered to and accepted by the server, and rejected requests.
         public var offeredEvents: Int
+        /// Events the server has ingested for the first time, so far.
         public var acceptedEvents: Int
+        /// Requests the server has refused, so far.
         public var rejectedRequests: Int
         /// Events the server holds unprocessed.
         public var serverBacklog: Double

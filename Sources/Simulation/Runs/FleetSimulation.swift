@@ -35,7 +35,9 @@ public struct FleetSimulation: Sendable {
 
     /// A scenario and its runs.
     public struct Result: Sendable {
+        /// The scenario the runs ran.
         public var scenario: Scenario
+        /// Every allocator's replicates, allocator by allocator.
         public var runs: [Run]
 
         /// Pairs a scenario with its runs.
@@ -49,9 +51,11 @@ public struct FleetSimulation: Sendable {
     public struct Run: Sendable {
         /// The allocator's label.
         public var allocator: String
+        /// The replicate's number, from 0.
         public var replicate: Int
         /// The replicate's derived seed.
         public var seed: UInt64
+        /// What the replicate measured.
         public var metrics: FleetMetrics
         /// Wall-clock seconds the replicate took (the only non-deterministic figure).
         public var wallSeconds: Double
@@ -90,7 +94,9 @@ public struct FleetSimulation: Sendable {
         public var totalSeconds: Double
         /// Sessions simulated so far.
         public var sessions: Int
+        /// Tasks finished.
         public var tasksDone: Int
+        /// Tasks in all.
         public var tasks: Int
     }
 

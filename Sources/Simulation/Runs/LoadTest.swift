@@ -14,7 +14,9 @@ public struct LoadTest: Sendable {
 
     /// One policy's results.
     public struct Result: Sendable {
+        /// The policy's label.
         public var policy: String
+        /// The fleet simulated with the policy's client settings.
         public var simulation: FleetSimulation.Result
     }
 

@@ -54,7 +54,9 @@ extension Scenario {
     public struct WireTemplate: Sendable, Hashable {
         /// One piece of a template: text as written, or a placeholder.
         public enum Part: Sendable, Hashable {
+            /// Text as the template writes it.
             case text(String)
+            /// A `{{placeholder}}`, filled for each batch or event.
             case placeholder(Placeholder)
         }
 
@@ -77,9 +79,12 @@ extension Scenario {
 
         /// A status, or a class of them (`2xx`).
         public enum Status: Sendable, Hashable {
+            /// One status, such as `200`.
             case code(Int)
+            /// A class of statuses by its first digit, such as `2xx`.
             case family(Int)
 
+            /// Whether `status` is this status or in this class.
             public func matches(_ status: Int) -> Bool {
                 switch self {
                 case .code(let code): status == code
@@ -90,16 +95,23 @@ extension Scenario {
 
         /// A header of the request; its value may hold `{{key}}`.
         public struct Header: Sendable, Hashable {
+            /// The header's name.
             public var name: String
+            /// The header's value, placeholders included.
             public var value: [Part]
         }
 
+        /// The request's method.
         public var method: String = "POST"
+        /// The request's path.
         public var path: String
         /// Header names and values, in order.
         public var headers: [Header] = []
+        /// The body of a batch.
         public var batch: [Part]
+        /// Each event in the batch's `{{events}}`.
         public var event: [Part]
+        /// What joins the events.
         public var separator = ","
         /// Answers that acknowledge the batch (default 2xx).
         public var acknowledged: [Status] = [.family(2)]

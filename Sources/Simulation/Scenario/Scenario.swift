@@ -13,22 +13,31 @@ import Randomness
 ///
 /// `Sendable`: an immutable description shared by every replicate.
 public struct Scenario: Sendable {
+    /// The scenario's name, the first column of every report.
     public var name: String
     /// For a scenario made by a sweep, the name of the file's scenario it varies.
     public var sweepParent: String?
+    /// What the scenario is for, in a sentence.
     public var description: String
+    /// The root of every random stream of the run: the same seed, the same run.
     public var seed: UInt64
+    /// Independent runs of each allocator (or policy), each with a seed derived from ``seed``.
     public var replicates: Int
     /// How long each replicate runs, in seconds.
     public var horizon: Double
     /// The step of `timeseries.csv`, in seconds.
     public var timestep: Double
+    /// The devices and their users.
     public var population: Population
+    /// The experiments the devices take part in.
     public var experiments: [Experiment]
     /// The allocators compared; the first is the baseline.
     public var allocators: [NamedAllocator]
+    /// The client engine's settings.
     public var client: Client
+    /// What the devices' network does.
     public var network: Network
+    /// The experiment server.
     public var server: Server
     /// Client policies a load test compares (empty for a fleet simulation).
     public var policies: [Policy]
@@ -51,6 +60,7 @@ public struct Scenario: Sendable {
         /// connections, 429 and 5xx answers.
         public var errorRate: Double
 
+        /// An objective of a request p99 in seconds and an error rate.
         public init(requestP99: Double = 1, errorRate: Double = 0.01) {
             self.requestP99 = requestP99
             self.errorRate = errorRate
@@ -59,6 +69,7 @@ public struct Scenario: Sendable {
 
     /// The virtual devices and how their users behave.
     public struct Population: Sendable {
+        /// How many devices.
         public var devices: Int
         /// Mean app sessions per device per day.
         public var sessionsPerDay: Double
@@ -87,17 +98,23 @@ public struct Scenario: Sendable {
 
     /// An app release.
     public struct AppUpgrade: Sendable {
+        /// When the release reaches the devices, in seconds.
         public var at: Double
+        /// The release's version.
         public var version: String
     }
 
     /// An experiment and its variants' true conversion rates.
     public struct Experiment: Sendable {
+        /// The experiment's id.
         public var id: String
+        /// Its variants' ids; the first is the control.
         public var variantIDs: [String]
+        /// Each variant's true conversion rate per view.
         public var rates: [Double]
         /// Later true rates: from `at` on, the variants convert at `rates` (non-stationary truth).
         public var rateChanges: [(at: Double, rates: [Double])]
+        /// Whether a device keeps the variant it was first served.
         public var sticky: Bool
         /// What each variant's own code does to the client, by variant; empty when no variant
         /// sets any of it.
@@ -134,7 +151,9 @@ public struct Scenario: Sendable {
 
     /// An allocator with the label reports use for it.
     public struct NamedAllocator: Sendable {
+        /// The allocator's name in reports.
         public var label: String
+        /// The allocator and its parameters.
         public var spec: AllocatorSpec
 
         /// Creates a labelled allocator.
@@ -170,15 +189,25 @@ public struct Scenario: Sendable {
 
     /// The client engine's settings.
     public struct Client: Sendable {
+        /// Which seed's client the devices run.
         public var style: ClientStyle
+        /// Events a batch carries at most.
         public var batchSize: Int
+        /// Seconds between flushes of the event queue.
         public var flushInterval: Double
+        /// How long a failed request waits before its retry.
         public var backoff: Backoff
+        /// Whether a `Retry-After` answer sets the wait.
         public var honourRetryAfter: Bool
+        /// Events the device's queue holds at most.
         public var queueCapacity: Int
+        /// Whether an event beyond the capacity drops the oldest (`true`) or itself.
         public var overflowDropsOldest: Bool
+        /// Seconds experiment data stays fresh before it is fetched again.
         public var dataTTL: Double
+        /// Seconds a request waits for its answer.
         public var requestTimeout: Double
+        /// Seconds a decision request waits before the app shows its fallback.
         public var decisionTimeout: Double
         /// How long a first launch waits for experiment data before showing the defaults.
         public var firstViewWait: Double
@@ -227,13 +256,39 @@ public struct Scenario: Sendable {
 
     /// A retry policy.
     public struct Backoff: Sendable, Hashable {
-        public enum Policy: String, Sendable { case none, fixed, exponential, schedule, linear }
-        public enum Jitter: String, Sendable { case none, full, equal }
+        /// The shape of the waits (the engine's `BackoffPolicy`).
+        public enum Policy: String, Sendable {
+            /// No wait: retry at the next chance.
+            case none
+            /// The same wait, ``Backoff/base``, after every failure.
+            case fixed
+            /// After the *n*th failure in a row, `min(cap, base · multiplierⁿ⁻¹)`, then the jitter.
+            case exponential
+            /// The waits of ``Backoff/delays``, each spread by ``Backoff/spread``.
+            case schedule
+            /// After the *n*th failure in a row, `min(cap, n · base)`.
+            case linear
+        }
+
+        /// How a wait *d* is randomised.
+        public enum Jitter: String, Sendable {
+            /// Exactly *d*.
+            case none
+            /// Uniform in [0, *d*].
+            case full
+            /// *d*/2 plus uniform in [0, *d*/2].
+            case equal
+        }
+
+        /// The shape of the waits.
         public var policy: Policy
         /// `fixed`: the wait; `exponential`: the first wait; `linear`: the step.
         public var base: Double
+        /// `exponential`: the factor from one wait to the next.
         public var multiplier: Double
+        /// The longest wait, in seconds.
         public var cap: Double
+        /// How each wait is randomised.
         public var jitter: Jitter
         /// `schedule`: the waits after the first, second… failure (the last repeats, unless
         /// `cycles`).
@@ -250,10 +305,13 @@ public struct Scenario: Sendable {
         public var meanOnline: Double?
         /// Mean offline spell in seconds.
         public var meanOffline: Double
+        /// A request's round trip, in seconds.
         public var latency: Distribution
         /// Probability that a request or its response is lost (the device then times out).
         public var loss: Double
+        /// The server's outages.
         public var outages: [Outage]
+        /// The regional partitions.
         public var partitions: [Partition]
 
         /// The long-run fraction of time a device is online.
@@ -267,8 +325,11 @@ public struct Scenario: Sendable {
     /// client's timeout (`timeout`), or is answered with an error status (`status`) by a
     /// collector that is up but refuses (a maintenance page, an overloaded load balancer).
     public struct Outage: Sendable {
+        /// When the outage starts, in seconds.
         public var start: Double
+        /// When it ends (exclusive).
         public var end: Double
+        /// Whether requests hang until the client's timeout (`timeout`) rather than fail at once.
         public var timesOut: Bool
         /// The status every request in the window is answered with (`mode: status`), or `nil`
         /// when requests do not reach the collector at all.
@@ -280,8 +341,11 @@ public struct Scenario: Sendable {
     /// A regional partition: a fraction of devices (chosen by hashing their id) cannot reach the
     /// server in [start, end).
     public struct Partition: Sendable {
+        /// When the partition starts, in seconds.
         public var start: Double
+        /// When it ends (exclusive).
         public var end: Double
+        /// The share of devices cut off.
         public var fraction: Double
     }
 
@@ -296,17 +360,22 @@ public struct Scenario: Sendable {
 
     /// A client policy compared in a load test: the scenario's client settings with some replaced.
     public struct Policy: Sendable {
+        /// The policy's name in reports.
         public var label: String
+        /// The client settings it runs with.
         public var client: Client
     }
 }
 
 /// A non-negative random quantity such as a delay.
 public enum Distribution: Sendable, Hashable {
+    /// Always the same value.
     case constant(Double)
+    /// Exponential with the given mean.
     case exponential(mean: Double)
     /// exp(N(ln median, sigma²)).
     case logNormal(median: Double, sigma: Double)
+    /// Uniform in [min, max].
     case uniform(min: Double, max: Double)
 
     /// The distribution's mean.

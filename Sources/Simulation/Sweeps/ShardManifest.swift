@@ -36,6 +36,7 @@ public struct ShardManifest: Codable, Sendable, Equatable {
     /// Wall-clock seconds the shard's cells took, and the process's peak resident memory in
     /// bytes when they were done: for sizing a scheduler's requests, never compared.
     public var wallSeconds: Double?
+    /// The process's peak resident memory when the shard's cells were done, in bytes.
     public var peakMemoryBytes: Int?
 
     /// One cell a shard ran, and where its rows are.
@@ -46,12 +47,15 @@ public struct ShardManifest: Codable, Sendable, Equatable {
         public var sweepValue: Int
         /// The names in its rows' `scenario`, `allocator` and `replicate` columns.
         public var scenario: String
+        /// Its `allocator` column.
         public var allocator: String
+        /// Its `replicate` column.
         public var replicate: Int
         /// The expected cost the plan dealt it by.
         public var expectedCost: Double
         /// Its rows in the shard's `timeseries.csv` and `latency.csv` (one in `summary.csv`).
         public var timeseriesRows: Int
+        /// Its rows in the shard's `latency.csv`.
         public var latencyRows: Int
         /// The unrounded values of ``FleetReport/comparisonMetrics``, as Swift writes a `Double`
         /// (exact when read back; `nan` where a metric has no value), from which the merge

@@ -118,6 +118,7 @@ public struct ShardPlan: Sendable {
         public var scenario: Int
         /// Index of the allocator in the scenario's list.
         public var allocator: Int
+        /// The replicate's number, from 0.
         public var replicate: Int
         /// The expected cost, in expected device sessions (see ``ShardPlan/expectedCost(of:)``).
         public var cost: Double
