@@ -393,8 +393,14 @@ def main():
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
 
+    names = [name for name, _ in CLIENTS]
+    wanted = [name.strip() for name in options.only.split(",") if name.strip()] if options.only else names
+    unknown = [name for name in wanted if name not in names]
+    if unknown or not wanted:
+        named = f"{', '.join(unknown)}: not a client" if unknown else "names no client"
+        parser.error(f"--only {options.only!r}: {named}; expected some of {', '.join(names)}")
+    chosen = [item for item in CLIENTS if item[0] in wanted]
     check = Check(options)
-    chosen = [item for item in CLIENTS if not options.only or item[0] in options.only.split(",")]
     try:
         check.start()
         for name, make in chosen:
