@@ -368,12 +368,12 @@ struct SDKProfileTests {
         #expect(engine.queueDepth == 100)
     }
 
-    /// PostHog iOS 3.69.3 `PostHogQueue.handleResult`: the 4th retried failure in a row
-    /// (`retryCount > maxRetries`, 3) drops the whole queue, whether the collector answered 408,
-    /// 429 or 5xx or could not be reached at all.
-    @Test(arguments: [Response.failed(.unreachable), .failed(.timeout), .rejected(status: 503, retryAfter: nil), .rejected(status: 429, retryAfter: 5), .rejected(status: 408, retryAfter: nil)])
-    func posthogDropsTheWholeQueueOnTheFourthRetriedFailure(failure: Response) throws {
-        var engine = try Self.engine("posthog-ios@3.69", extra: ", data_ttl: 100d")
+    /// PostHog iOS 3.62.3 and 3.69.3 `PostHogQueue.handleResult`: the 4th retried failure in a
+    /// row (`retryCount > maxRetries`, 3) drops the whole queue, whether the collector answered
+    /// 408, 429 or 5xx or could not be reached at all.
+    @Test(arguments: ["posthog-ios@3.69", "posthog-ios@3.62"], [Response.failed(.unreachable), .failed(.timeout), .rejected(status: 503, retryAfter: nil), .rejected(status: 429, retryAfter: 5), .rejected(status: 408, retryAfter: nil)])
+    func posthogDropsTheWholeQueueOnTheFourthRetriedFailure(profile: String, failure: Response) throws {
+        var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
         Self.queue(&engine, 120, at: 1)
         var now = 1.0
         for _ in 1...3 {
@@ -428,6 +428,37 @@ struct SDKProfileTests {
         #expect(engine.queueDepth > 0)
     }
 
+    /// From 3.57.5 to 3.62.3 the queue is dropped as in 3.69, but the pauses are those of 3.57:
+    /// `handleResult` waits `min(retryCount * retryDelay, maxRetryDelay)` with PostHogSDK.swift
+    /// `retryDelay` 5.0, and no Retry-After is read (it arrives in 3.62.4, b9bf252). A refused
+    /// connection, a timeout, a 429 and a 503 count alike toward the 4th.
+    @Test(arguments: ["posthog-ios@3.62", "posthog-ios@3.59", "posthog-ios@3.57.5", "posthog-ios@3.62.3"])
+    func posthogBefore3624PausesFiveSecondStepsWithoutRetryAfterAndDropsOnTheFourth(profile: String) throws {
+        var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 120, at: 1)
+        var now = 1.0
+        for (failure, expected) in [(Response.rejected(status: 503, retryAfter: 60), 5.0), (.rejected(status: 429, retryAfter: 60), 10), (.failed(.unreachable), 15)] {
+            #expect(try Self.fail(&engine, with: failure, at: now) == 50)
+            #expect(Self.wake(&engine, at: now) == now + expected)
+            now += expected
+        }
+        #expect(engine.queueDepth == 120)
+        try Self.fail(&engine, with: .failed(.timeout), at: now)
+        #expect(engine.queueDepth == 0)
+        #expect(engine.eventsGivenUp == 120)
+    }
+
+    /// 408 joins the retried statuses in 3.59.2 (0cc8d80, QueueEndpoint+Factories.swift
+    /// `isEventsRetriableStatusCode`); from 3.57.5 to 3.59.1 it pops the batch as a 400 does.
+    @Test(arguments: [("posthog-ios@3.59", true), ("posthog-ios@3.59.1", true), ("posthog-ios@3.59.2", false), ("posthog-ios@3.62", false)])
+    func posthogDeletesABatchAnswered408Before3592(profile: String, deletes: Bool) throws {
+        var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 60, at: 1)
+        #expect(try Self.fail(&engine, with: .rejected(status: 408, retryAfter: nil), at: 1) == 50)
+        #expect(engine.eventsRejectedPermanently == (deletes ? 50 : 0))
+        #expect(engine.queueDepth == (deletes ? 10 : 60))
+    }
+
     /// 3.57.4 `PostHogQueue.handleResult` retries only what got no HTTP answer (and 3xx): 429,
     /// 413 and 5xx pop the batch, waits are min(n × 5 s, 30 s) without Retry-After, and the
     /// queue is never dropped.
@@ -453,9 +484,10 @@ struct SDKProfileTests {
         #expect(engine.queueDepth == 10, "a 413 deletes the batch instead of halving it")
     }
 
-    /// 501 and 505–599 are outside every release's retried set (3.57.4 `handleResult`, 3.69.3
-    /// `isEventsRetriableStatusCode`): the batch is deleted and the queue kept.
-    @Test(arguments: ["posthog-ios@3.69", "posthog-ios@3.57"])
+    /// 501 and 505–599 are outside every release's retried set (3.57.4 `handleResult`, 3.57.5
+    /// `retriableStatusCodes`, 3.59.1, 3.62.3 and 3.69.3 `isEventsRetriableStatusCode`): the
+    /// batch is deleted and the queue kept.
+    @Test(arguments: ["posthog-ios@3.69", "posthog-ios@3.62", "posthog-ios@3.59", "posthog-ios@3.57"])
     func posthogDeletesTheBatchOn501And505To599(profile: String) throws {
         var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
         Self.queue(&engine, 250, at: 1)
@@ -487,7 +519,8 @@ struct SDKProfileTests {
                                                              dataTTL: 3600, requestTimeout: 30))
         for (profile, extra, message) in [
             ("mixpanel-ios", "", "expected one of aviary, segment-swift"),
-            ("posthog-ios@3.60.0", "", "posthog-ios@3.69 (tags 3.62.4 to 3.69.3), posthog-ios@3.57 (tags 3.0.0 to 3.57.4)"),
+            ("posthog-ios@2.5.0", "", "posthog-ios@3.69 (tags 3.62.4 to 3.69.3), posthog-ios@3.62 (tags 3.59.2 to 3.62.3), posthog-ios@3.59 (tags 3.57.5 to 3.59.1), posthog-ios@3.57 (tags 3.0.0 to 3.57.4)"),
+            ("posthog-ios@3.70.0", "", "posthog-ios@3.69 (tags 3.62.4 to 3.69.3)"),
             ("amplitude-kotlin@1.18", "", "amplitude-kotlin@1.30 (tags v1.20.5 to v1.30.1)"),
             ("aviary@2", "", "aviary takes no version"),
             ("aviary", ", delivery: {retry: soon}", "expected one of backoff, next_event, next_flush"),
@@ -505,6 +538,12 @@ struct SDKProfileTests {
         // A version names the release it falls in; the bare name is the newest.
         #expect(try Self.settings("posthog-ios@3.65.1") == Self.settings("posthog-ios"))
         #expect(try Self.settings("posthog-ios@3.0.0") == Self.settings("posthog-ios@3.57"))
+        // The runs meet where the code changed: 3.57.4 | 3.57.5, 3.59.1 | 3.59.2, 3.62.3 | 3.62.4.
+        for (tag, release) in [("3.57.4", "3.57"), ("3.57.5", "3.59"), ("3.59.1", "3.59"), ("3.59.2", "3.62"), ("3.62.3", "3.62"), ("3.62.4", "3.69")] {
+            #expect(try Self.settings("posthog-ios@\(tag)") == Self.settings("posthog-ios@\(release)"), "\(tag)")
+        }
+        #expect(try Self.settings("posthog-ios@3.59") != Self.settings("posthog-ios@3.62"))
+        #expect(try Self.settings("posthog-ios@3.62") != Self.settings("posthog-ios@3.69"))
         #expect(try Self.settings("posthog-ios@3.57") != Self.settings("posthog-ios@3.69"))
     }
 
@@ -555,9 +594,11 @@ struct SDKProfileTests {
             #expect(m.eventsDropped == m.losses.overflow + m.losses.refused + m.losses.givenUp + m.losses.crashed, "\(result.policy): every loss has a reason")
             lost[result.policy] = m.losses
         }
-        // 503s empty PostHog 3.69's queue and delete 3.57's batches; the others keep theirs
+        // 503s empty PostHog's queue from 3.57.5 and delete 3.57's batches; the others keep theirs
         // (Snowplow's store and PostHog's cap at 1,000 events drop the oldest beyond it).
-        #expect(lost["posthog-ios@3.69"]!.givenUp > 0)
+        for release in ["posthog-ios@3.69", "posthog-ios@3.62", "posthog-ios@3.59"] {
+            #expect(lost[release]!.givenUp > 0, "\(release) drops its queue")
+        }
         #expect(lost["posthog-ios@3.57"]!.givenUp == 0)
         #expect(lost["posthog-ios@3.57"]!.refused > 0)
         for profile in releases where !profile.hasPrefix("posthog-ios") {

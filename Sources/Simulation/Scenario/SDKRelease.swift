@@ -2,8 +2,9 @@
 ///
 /// A version stands for the run of tagged releases whose delivery code was read and found the
 /// same (``firstTag`` to ``lastTag``); the bare name means the profile's newest release. A
-/// profile also accepts any tag inside one of its runs (`posthog-ios@3.60.0` is refused, since
-/// no modelled run covers it, while `posthog-ios@3.65.1` is `posthog-ios@3.69`).
+/// profile also accepts any tag inside one of its runs (`posthog-ios@3.65.1` is
+/// `posthog-ios@3.69`, `posthog-ios@3.57.5` is `posthog-ios@3.59`), and refuses one outside
+/// every run (`posthog-ios@2.5.0`).
 ///
 /// `Sendable`: a plain value.
 public struct SDKRelease: Sendable, Hashable {
@@ -57,9 +58,12 @@ extension SDKProfile {
         case .amplitudeKotlin: [SDKRelease(self, "1.30", tags: "v1.20.5", "v1.30.1")]
         case .snowplowIOS: [SDKRelease(self, "6.2", tags: "6.2.5", "6.2.5")]
         case .snowplowAndroid: [SDKRelease(self, "6.3", tags: "6.3.2", "6.3.2")]
-        // 3.57.5 to 3.62.3 drop the queue as 3.69 does but wait 5 s steps and ignore Retry-After
-        // (and delete on 408 until 3.59.2): not modelled yet, so refused rather than guessed.
-        case .posthogIOS: [SDKRelease(self, "3.69", tags: "3.62.4", "3.69.3"), SDKRelease(self, "3.57", tags: "3.0.0", "3.57.4")]
+        // The queue drop on the 4th retried failure arrives in 3.57.5 (9f4c1f6b5, #585); 408 is
+        // retried from 3.59.2 (0cc8d80); the 1 s step and Retry-After from 3.62.4 (b9bf252).
+        case .posthogIOS: [
+            SDKRelease(self, "3.69", tags: "3.62.4", "3.69.3"), SDKRelease(self, "3.62", tags: "3.59.2", "3.62.3"),
+            SDKRelease(self, "3.59", tags: "3.57.5", "3.59.1"), SDKRelease(self, "3.57", tags: "3.0.0", "3.57.4"),
+        ]
         }
     }
 

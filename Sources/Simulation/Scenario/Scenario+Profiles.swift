@@ -164,7 +164,7 @@ extension SDKRelease {
                 delivery.retry = .nextEvent
             }
         case .posthogIOS:
-            // PostHog/posthog-ios PostHog/PostHogConfig.swift `Defaults` (3.57.4 and 3.69.3):
+            // PostHog/posthog-ios PostHog/PostHogConfig.swift `Defaults` (3.57.4, 3.62.3, 3.69.3):
             // `flushAt` 20, `flushIntervalSeconds` 30, `maxBatchSize` 50, `maxQueueSize` 1,000;
             // PostHogQueue.swift `add` deletes the oldest when full.
             client.batchSize = 20
@@ -178,27 +178,36 @@ extension SDKRelease {
                 // and the queue is never dropped.
                 delivery.refusedStatuses = Set(400...599)
                 delivery.tooLarge = .refuse
-                // `min(retryCount * retryDelay, maxRetryDelay)` with PostHog/PostHogSDK.swift
-                // `retryDelay` 5.0 and `maxRetryDelay` 30.0; no Retry-After before 3.62.4.
-                client.backoff = Scenario.Backoff(policy: .linear, base: 5, multiplier: 1, cap: 30, jitter: .none)
-                client.honourRetryAfter = false
             } else {
-                // 3.69.3 PostHog/QueueEndpoint+Factories.swift `isEventsRetriableStatusCode`:
-                // 408, 429, 500, 502, 503, 504 (and 3xx) are retried; every other status pops
-                // the batch, 501 and 505–599 included (413 is halved below).
-                delivery.refusedStatuses = Set(400...599).subtracting([408, 429, 500, 502, 503, 504])
-                // PostHogQueue.swift `handleResult`: `max(min(newCount * retryDelay,
+                // The statuses retried besides 3xx: 3.57.5 PostHogQueue.swift
+                // `retriableStatusCodes` and 3.58.0–3.59.1 QueueEndpoint+Factories.swift
+                // `isEventsRetriableStatusCode` (429, 500, 502, 503, 504); from 3.59.2 (0cc8d80)
+                // 408 too. Every other status pops the batch, 501 and 505–599 included (413 is
+                // halved below).
+                let retried: Set<Int> = version == "3.59" ? [429, 500, 502, 503, 504] : [408, 429, 500, 502, 503, 504]
+                delivery.refusedStatuses = Set(400...599).subtracting(retried)
+                // `handleResult`: a 413 halves the batch (`BatchLimits.halve`) and counts as a
+                // retry; at one record the batch is dropped. (Until 3.62.3 a lone record with a
+                // cap above 1 is halved once more before it is dropped; not modelled.)
+                delivery.tooLarge = .halve
+                // `handleResult`: `dropAllQueuedRecords` (3.57.5–3.57.6 `dropAllQueuedEvents`)
+                // once `retryCount > config.maxRetries` (PostHogConfig.swift `maxRetries` 3),
+                // network errors included; `retryCount` lives in memory, so a relaunch (a crash,
+                // an upgrade) starts it again.
+                delivery.giveUp = .dropQueue(afterFailures: 4)
+            }
+            if version == "3.69" {
+                // 3.69.3 PostHogQueue.swift `handleResult`: `max(min(newCount * retryDelay,
                 // maxRetryDelay), result.retryAfter ?? 0)`, PostHogSDK.swift `retryDelay` 1.0,
                 // `maxRetryDelay` 30.0; Retry-After uncapped.
                 client.backoff = Scenario.Backoff(policy: .linear, base: 1, multiplier: 1, cap: 30, jitter: .none)
                 client.honourRetryAfter = true
-                // `handleResult`: a 413 halves the batch (`BatchLimits.halve`) and counts as a
-                // retry; at one record the batch is dropped.
-                delivery.tooLarge = .halve
-                // `handleResult`: `dropAllQueuedRecords` once `retryCount > config.maxRetries`
-                // (PostHogConfig.swift `maxRetries` 3), network errors included; `retryCount`
-                // lives in memory, so a relaunch (a crash, an upgrade) starts it again.
-                delivery.giveUp = .dropQueue(afterFailures: 4)
+            } else {
+                // Up to 3.62.3 `handleResult`: `min(retryCount * retryDelay, maxRetryDelay)` with
+                // PostHog/PostHogSDK.swift `retryDelay` 5.0 and `maxRetryDelay` 30.0; no
+                // Retry-After is read before 3.62.4 (b9bf252).
+                client.backoff = Scenario.Backoff(policy: .linear, base: 5, multiplier: 1, cap: 30, jitter: .none)
+                client.honourRetryAfter = false
             }
         }
         client.delivery = delivery
