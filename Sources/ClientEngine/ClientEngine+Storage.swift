@@ -195,8 +195,10 @@ struct EngineTrouble: Sendable {
     @usableFromInline var eventsGivenUp: UInt32 = 0
     /// After a 413 split, the most events a request carries until the queue empties; 0: no limit.
     @usableFromInline var splitLimit: UInt16 = 0
-    /// Sends wait for the next queued event (``DeliveryPolicy/RetryTiming/nextEvent``), one
-    /// queued from `lockoutEnds` on (``DeliveryPolicy/RetryTiming/nextTrigger(lockout:tick:)``).
+    /// Sends wait for the next queued event that fills a batch
+    /// (``DeliveryPolicy/RetryTiming/nextEvent``), one queued from `lockoutEnds` on
+    /// (``DeliveryPolicy/RetryTiming/nextTrigger(lockout:tick:)``,
+    /// ``DeliveryPolicy/RetryTiming/nextTriggerAfterBackoff(tick:)``).
     @usableFromInline var waitsForEvent = false
     /// Sends wait for connectivity to return (``DeliveryPolicy/GiveUp/goOffline(afterFailures:onFirstUnreachable:)``);
     /// in memory, so a relaunch forgets it.

@@ -185,8 +185,14 @@ extension ClientEngine {
             if splits, eventsInFlight > 1 {
                 // PostHog counts a halving as a retry, so a run of 413s can drop the queue.
                 if delivery.tooLarge == .halve, let resume = countSendFailure(status: status, at: now) { return resume }
-                // Half the batch goes at once; the rest follows in batches no larger.
+                // Half the batch goes at once (at PostHog's next trigger); the rest follows in
+                // batches no larger.
                 trouble.splitLimit = UInt16(clamping: eventsInFlight / 2)
+                if case .nextTriggerAfterBackoff(let tick) = delivery.retry {
+                    // No pause: the tick that sent the batch, if it was one, has passed.
+                    let next = awaitTrigger(after: now, every: tick)
+                    return next > now ? next : next + tick
+                }
                 return -.infinity
             }
             // A single event too large to split is refused, whatever else is retried.
@@ -272,17 +278,29 @@ extension ClientEngine {
             trouble.waitsForEvent = true
             return .infinity
         case .nextTrigger(let lockout, let tick):
-            trouble.waitsForEvent = true
-            trouble.lockoutEnds = now + lockout
-            return nextTick(atOrAfter: now + lockout, every: tick)
+            return awaitTrigger(after: now + lockout, every: tick)
+        case .nextTriggerAfterBackoff(let tick):
+            return awaitTrigger(after: now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter), every: tick)
         }
+    }
+
+    /// Holds sends until the first trigger from `time` on: the next tick of a timer firing every
+    /// `tick` seconds (the time returned), or an event queued that fills a batch (see
+    /// ``queue(_:experiment:variant:value:at:policyVersion:)``).
+    mutating func awaitTrigger(after time: Double, every tick: Double) -> Double {
+        trouble.waitsForEvent = true
+        trouble.lockoutEnds = time
+        return nextTick(atOrAfter: time, every: tick)
     }
 
     /// The first tick at or after `time` of a timer firing every `tick` seconds, its phase the
     /// device's own (drawn from the engine's seed), so that a fleet's timers do not fire together.
     func nextTick(atOrAfter time: Double, every tick: Double) -> Double {
         let phase = Double(jitterSeed % 1_000_003) / 1_000_003 * tick
-        return phase + ((time - phase) / tick).rounded(.up) * tick
+        let ticks = ((time - phase) / tick).rounded(.up)
+        // A time on a tick (a pause of whole periods from a tick) may land a few ulps off it.
+        let before = phase + (ticks - 1) * tick
+        return time - before <= 4 * time.ulp ? before : phase + ticks * tick
     }
 
     /// Counts a failure in a row (a refusal with `status`, or no answer when `nil`) and applies

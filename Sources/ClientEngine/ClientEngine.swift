@@ -325,7 +325,9 @@ extension ClientEngine {
             }
         }
         _store.append(event, at: now)
-        if !troubles.isEmpty, troubles[0].waitsForEvent, now >= troubles[0].lockoutEnds {
+        // The event wakes a waiting pipeline when it fills a batch (Snowplow's buffer is one
+        // event; PostHog's `flushIfOverThreshold` wants `flushAt`).
+        if !troubles.isEmpty, troubles[0].waitsForEvent, now >= troubles[0].lockoutEnds, _store.count >= profile.settings.batchSize {
             troubles[0].waitsForEvent = false
             send.waiveBackoff()
         }

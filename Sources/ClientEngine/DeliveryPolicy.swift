@@ -15,16 +15,24 @@ public struct DeliveryPolicy: Sendable, Hashable {
         /// Kept and sent again at the next flush: a flush interval later, whatever the number
         /// of failures (Segment's default). `Retry-After`, when honoured, lengthens the wait.
         case nextFlush
-        /// Not before a new event is queued (Snowplow Android: the emitter stops until the
-        /// next event wakes it).
+        /// Not before a new event is queued that brings the queue to
+        /// ``EngineSettings/batchSize`` (Snowplow Android: the emitter stops until the next
+        /// event wakes it, `add` starting a loop once the store holds its buffer, one event).
         case nextEvent
         /// Nothing for `lockout` seconds, then at the next trigger: an event queued after the
-        /// lockout, or the next tick of a timer that fires every `tick` seconds. Snowplow iOS
-        /// locks its emitter for 5 s after a round in which no request succeeded
-        /// (`Emitter.scheduleStopSending`), and schedules nothing after it: the next
-        /// `addPayload` or tick of its 60 s timer starts a round. The timer runs from the app's
-        /// launch, so its phase is the device's: drawn from the engine's seed.
+        /// lockout that brings the queue to ``EngineSettings/batchSize``, or the next tick of a
+        /// timer that fires every `tick` seconds. Snowplow iOS locks its emitter for 5 s after a
+        /// round in which no request succeeded (`Emitter.scheduleStopSending`), and schedules
+        /// nothing after it: the next `addPayload` (its buffer is one event, so any) or tick of
+        /// its 60 s timer starts a round. The timer runs from the app's launch, so its phase is
+        /// the device's: drawn from the engine's seed.
         case nextTrigger(lockout: Double, tick: Double)
+        /// As ``nextTrigger(lockout:tick:)``, the lockout being the backoff (lengthened to
+        /// `Retry-After` when honoured). PostHog iOS's `pauseFor` only sets `pausedUntil`, and
+        /// nothing is scheduled: the batch goes again at the first flush after it, the next tick
+        /// of the `flushIntervalSeconds` timer or an event that brings the queue to `flushAt`.
+        /// A 413 halving (``TooLarge/halve``) pauses for nothing but waits for a trigger too.
+        case nextTriggerAfterBackoff(tick: Double)
     }
 
     /// What a 413 (payload too large) does.

@@ -358,14 +358,59 @@ struct SDKProfileTests {
         Self.queue(&engine, 19, at: 1)
         #expect(Self.nextRequest(&engine, at: 1) == nil)
         Self.queue(&engine, 81, at: 2)
-        // n × 1 s, or Retry-After when longer, uncapped.
+        // A pause of n × 1 s, or Retry-After when longer, uncapped, then the next tick of the
+        // 30 s timer: from a tick, 45 s of Retry-After are two periods, 3 s one.
         var now = 2.0
-        for (status, retryAfter, expected) in [(503, nil, 1.0), (429, 45, 45), (500, 2, 3)] as [(Int, Double?, Double)] {
-            #expect(try Self.fail(&engine, with: .rejected(status: status, retryAfter: retryAfter), at: now) == 50)
-            #expect(Self.wake(&engine, at: now) == now + expected)
-            now += expected
-        }
+        #expect(try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now) == 50)
+        let tick = try #require(Self.wake(&engine, at: now))
+        #expect(tick >= 3 && tick < 33)
+        now = tick
+        #expect(try Self.fail(&engine, with: .rejected(status: 429, retryAfter: 45), at: now) == 50)
+        #expect(Self.wake(&engine, at: now) == now + 60)
+        now += 60
+        #expect(try Self.fail(&engine, with: .rejected(status: 500, retryAfter: 2), at: now) == 50)
+        #expect(Self.wake(&engine, at: now) == now + 30)
         #expect(engine.queueDepth == 100)
+        // With 100 queued, past `flushAt`, an event queued after the 3 s pause sends at once.
+        Self.queue(&engine, 1, at: now + 2.5)
+        #expect(Self.nextRequest(&engine, at: now + 2.5) == nil)
+        Self.queue(&engine, 1, at: now + 3)
+        #expect(Self.batch(Self.nextRequest(&engine, at: now + 3)).count == 50)
+    }
+
+    /// PostHogQueue.swift, every tag: `pauseFor` only sets `pausedUntil`, which `canFlush`
+    /// reads, and nothing is scheduled. The batch goes again at the first flush after the
+    /// pause, not at its end: a tick of the repeating 30 s `flushIntervalSeconds` timer (its
+    /// phase the device's), or an `add` that brings the depth to `flushAt`, 20
+    /// (`flushIfOverThreshold`).
+    @Test(arguments: ["posthog-ios@3.69", "posthog-ios@3.62", "posthog-ios@3.59", "posthog-ios@3.57"])
+    func posthogRetriesAtTheFirstFlushTriggerAfterItsPause(profile: String) throws {
+        let step: Double = profile == "posthog-ios@3.69" ? 1 : 5
+        var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 30, at: 100)
+        try Self.fail(&engine, with: .failed(.unreachable), at: 100)
+        let tick = try #require(Self.wake(&engine, at: 100))
+        #expect(tick >= 100 + step && tick < 130 + step, "the first tick after the pause")
+        // Failing on a tick, the pause (two steps) ends before the next tick, a period later.
+        try Self.fail(&engine, with: .failed(.unreachable), at: tick)
+        #expect(Self.wake(&engine, at: tick) == tick + 30)
+        // Nothing at the pause's end, nor for an event queued in the pause; one queued after
+        // it sends at once, the queue being past `flushAt`.
+        #expect(Self.nextRequest(&engine, at: tick + 2 * step) == nil)
+        Self.queue(&engine, 1, at: tick + 2 * step - 0.5)
+        #expect(Self.wake(&engine, at: tick + 2 * step - 0.5) == tick + 30)
+        Self.queue(&engine, 1, at: tick + 2 * step + 1)
+        #expect(Self.batch(Self.nextRequest(&engine, at: tick + 2 * step + 1)).count == 32)
+
+        // Below `flushAt`, an event after the pause waits for the tick with the rest.
+        var few = try Self.engine(profile, extra: ", data_ttl: 100d")
+        Self.queue(&few, 5, at: 100)
+        try Self.fail(&few, with: .failed(.unreachable), at: 130)
+        let first = try #require(Self.wake(&few, at: 130))
+        try Self.fail(&few, with: .failed(.unreachable), at: first)
+        Self.queue(&few, 1, at: first + 2 * step + 1)
+        #expect(Self.wake(&few, at: first + 2 * step + 1) == first + 30)
+        #expect(Self.batch(Self.nextRequest(&few, at: first + 30)).count == 6)
     }
 
     /// PostHog iOS 3.62.3 and 3.69.3 `PostHogQueue.handleResult`: the 4th retried failure in a
@@ -398,16 +443,24 @@ struct SDKProfileTests {
     @Test func posthogCountsHalvingsAndForgetsTheCountOnSuccessAndRelaunch() throws {
         var engine = try Self.engine("posthog-ios", extra: ", data_ttl: 100d")
         Self.queue(&engine, 100, at: 1)
-        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: 1)
-        #expect(try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: 2) == 50)
-        #expect(try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: 2) == 25)
-        #expect(engine.queueDepth == 100)
-        #expect(try Self.fail(&engine, with: .failed(.unreachable), at: 2) == 12)
-        #expect(engine.eventsGivenUp == 100, "two failures and two halvings: the 4th retry drops it")
+        var now = 1.0
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+        now = try #require(Self.wake(&engine, at: now))
+        // A halving sets no pause but schedules nothing either: the next tick, or an event
+        // (the queue is past `flushAt`), sends the half.
+        #expect(try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: now) == 50)
+        #expect(Self.wake(&engine, at: now) == now + 30)
+        now += 1
+        Self.queue(&engine, 1, at: now)
+        #expect(try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: now) == 25)
+        now = try #require(Self.wake(&engine, at: now))
+        #expect(engine.queueDepth == 101)
+        #expect(try Self.fail(&engine, with: .failed(.unreachable), at: now) == 12)
+        #expect(engine.eventsGivenUp == 101, "two failures and two halvings: the 4th retry drops it")
 
         // Three failures, a relaunch, three more: nothing is dropped.
-        Self.queue(&engine, 40, at: 10)
-        var now = 10.0
+        now += 10
+        Self.queue(&engine, 40, at: now)
         for _ in 1...3 {
             try Self.fail(&engine, with: .failed(.unreachable), at: now)
             now = try #require(Self.wake(&engine, at: now))
@@ -424,7 +477,7 @@ struct SDKProfileTests {
             try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
             now = try #require(Self.wake(&engine, at: now))
         }
-        #expect(engine.eventsGivenUp == 100)
+        #expect(engine.eventsGivenUp == 101)
         #expect(engine.queueDepth > 0)
     }
 
@@ -437,15 +490,19 @@ struct SDKProfileTests {
         var engine = try Self.engine(profile, extra: ", data_ttl: 100d")
         Self.queue(&engine, 120, at: 1)
         var now = 1.0
-        for (failure, expected) in [(Response.rejected(status: 503, retryAfter: 60), 5.0), (.rejected(status: 429, retryAfter: 60), 10), (.failed(.unreachable), 15)] {
+        // The pause is seen through the events that end it: with the queue past `flushAt`, one
+        // queued half a second before the pause's end starts nothing, one at its end a send.
+        for (failure, pause) in [(Response.rejected(status: 503, retryAfter: 60), 5.0), (.rejected(status: 429, retryAfter: 60), 10), (.failed(.unreachable), 15)] {
             #expect(try Self.fail(&engine, with: failure, at: now) == 50)
-            #expect(Self.wake(&engine, at: now) == now + expected)
-            now += expected
+            Self.queue(&engine, 1, at: now + pause - 0.5)
+            #expect(Self.nextRequest(&engine, at: now + pause - 0.5) == nil)
+            now += pause
+            Self.queue(&engine, 1, at: now)
         }
-        #expect(engine.queueDepth == 120)
+        #expect(engine.queueDepth == 126)
         try Self.fail(&engine, with: .failed(.timeout), at: now)
         #expect(engine.queueDepth == 0)
-        #expect(engine.eventsGivenUp == 120)
+        #expect(engine.eventsGivenUp == 126)
     }
 
     /// 408 joins the retried statuses in 3.59.2 (0cc8d80, QueueEndpoint+Factories.swift
@@ -466,11 +523,14 @@ struct SDKProfileTests {
         var engine = try Self.engine("posthog-ios@3.57", extra: ", data_ttl: 100d")
         Self.queue(&engine, 100, at: 1)
         var now = 1.0
+        // After the first, each failure falls on a tick of the 30 s timer, and its pause,
+        // min(n × 5 s, 30 s), ends by the next one.
         for failures in 1...100 {
             #expect(try Self.fail(&engine, with: .failed(failures.isMultiple(of: 2) ? .timeout : .unreachable), at: now) == 50)
-            let wait = try #require(Self.wake(&engine, at: now)) - now
-            #expect(wait == min(Double(failures) * 5, 30))
-            now += wait
+            let wake = try #require(Self.wake(&engine, at: now))
+            // (A tick is phase + k × 30 s, so to a rounding error.)
+            #expect(failures == 1 ? wake >= now + 5 && wake < now + 35 : abs(wake - (now + 30)) < 1e-6, "failure \(failures): \(now) → \(wake)")
+            now = wake
         }
         #expect(engine.queueDepth == 100)
         #expect(engine.eventsGivenUp == 0)
@@ -514,6 +574,8 @@ struct SDKProfileTests {
         #expect(snowplowLike.delivery.listedRefusal == .dropListed(resetsFailures: true))
         #expect(snowplowLike.delivery.limitsAtSend)
         #expect(snowplowLike.delivery.maxEventAge == 2_592_000.0)
+        #expect(settings.delivery.retry == .nextTriggerAfterBackoff(tick: 30))
+        #expect(try Self.settings("aviary", extra: ", delivery: {retry: {lockout: backoff, tick: 30s}}").delivery.retry == .nextTriggerAfterBackoff(tick: 30))
         #expect(settings.queueCapacity == 1000)
         #expect(try Self.settings("aviary") == EngineSettings(batchSize: 20, flushInterval: 30, backoff: .exponential(base: 1, multiplier: 2, cap: 600, jitter: .full),
                                                              dataTTL: 3600, requestTimeout: 30))
@@ -526,6 +588,7 @@ struct SDKProfileTests {
             ("aviary", ", delivery: {retry: soon}", "expected one of backoff, next_event, next_flush"),
             ("aviary", ", delivery: {give_up: {drop_queue_after: 0}}", "failures in a row"),
             ("aviary", ", delivery: {retry: {lockout: 5s}}", "client.delivery.retry.tick"),
+            ("aviary", ", delivery: {retry: {lockout: soon, tick: 30s}}", "expected a duration such as 5s, or backoff"),
             ("aviary", ", delivery: {listed_refusals: some}", "expected one of drop, drop_and_reset, whole_batch"),
             ("aviary", ", backoff: {policy: schedule}", "without delays"),
         ] {

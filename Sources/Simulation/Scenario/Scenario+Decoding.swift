@@ -440,8 +440,13 @@ extension Scenario {
         if let x = r.optional("retry") {
             if x.isMapping {
                 try x.requireKeys(allowed: ["lockout", "tick"])
-                let lockout = try x.required("lockout", "a duration such as 5s").duration()
-                delivery.retry = .nextTrigger(lockout: lockout, tick: try x.required("tick", "a duration such as 60s").duration(atLeast: 1))
+                let lockout = try x.required("lockout", "a duration such as 5s, or backoff")
+                let tick = try x.required("tick", "a duration such as 60s").duration(atLeast: 1)
+                if !lockout.isMapping, (try? lockout.text) == "backoff" {
+                    delivery.retry = .nextTriggerAfterBackoff(tick: tick)
+                } else {
+                    delivery.retry = .nextTrigger(lockout: try lockout.duration(atLeast: 0, "a duration such as 5s, or backoff"), tick: tick)
+                }
             } else {
                 delivery.retry = try x.choice(["backoff": .backoff, "next_flush": .nextFlush, "next_event": .nextEvent])
             }

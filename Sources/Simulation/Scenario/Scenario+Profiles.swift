@@ -172,6 +172,12 @@ extension SDKRelease {
             delivery.maxBatchEvents = 50
             client.queueCapacity = 1000
             client.overflowDropsOldest = true
+            // PostHogQueue.swift (every tag): `pauseFor` only sets `pausedUntil`, which `canFlush`
+            // reads; nothing is scheduled, so a failed batch goes again at the first flush after
+            // the pause: a tick of the repeating `flushIntervalSeconds` timer (`Timer.scheduledTimer`
+            // … `repeats: true`) or an `add` that brings the depth to `flushAt`
+            // (`flushIfOverThreshold`). A 413 halving sets no pause and waits for a flush too.
+            delivery.retry = .nextTriggerAfterBackoff(tick: 30)
             if version == "3.57" {
                 // 3.57.4 PostHog/PostHogQueue.swift `handleResult`: `300 ... 399 ~= statusCode ||
                 // statusCode == -1` retries; every other answer (413, 429, 5xx) pops the batch,
