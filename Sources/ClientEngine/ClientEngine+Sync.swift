@@ -69,6 +69,7 @@ extension ClientEngine {
         eventsInFlight = batch.count
         eventsOffered = max(eventsOffered, eventsInFlight)
         flushRequested = false
+        pollsDrainedQueue = false
         return Request(id: id, kind: .sendEvents(batch))
     }
 
@@ -97,6 +98,22 @@ extension ClientEngine {
         if deleted > 0 { trouble.eventsDroppedByOverflow.addSaturating(deleted) }
     }
 
+    /// An event was queued while the emptied queue is polled (``DeliveryPolicy/drainPolls``): it
+    /// waits for the next poll, or, past the last, goes at once (the loop has stopped, and the
+    /// event starts a new one). Later events go with it, so only the first decides.
+    @usableFromInline
+    mutating func eventQueuedWhilePolling(at now: Double) {
+        pollsDrainedQueue = false
+        guard let firstPoll = send.retryAt else { return }
+        let delivery = profile.settings.delivery
+        let interval = delivery.drainPollInterval
+        if now > firstPoll + interval * Double(delivery.drainPolls - 1) {
+            send.waiveBackoff()
+        } else if now > firstPoll {
+            send.finish(notBefore: firstPoll + ((now - firstPoll) / interval).rounded(.up) * interval)
+        }
+    }
+
     /// Deletes `count` queued events, the oldest never offered to a server.
     mutating func deleteQueued(_ count: Int) {
         if eventsOffered == 0 {
@@ -117,8 +134,15 @@ extension ClientEngine {
             fetch.finish(notBefore: retryAt)
         } else if send.isAwaiting(requestID) {
             let retryAt = sendAnswered(by: response, at: now)
-            send.finish(notBefore: retryAt)
             eventsInFlight = 0
+            let delivery = profile.settings.delivery
+            if retryAt == -.infinity, _store.count == 0, delivery.drainPolls > 0 {
+                // The emptied queue is looked at again a poll interval from now.
+                pollsDrainedQueue = true
+                send.finish(notBefore: now + delivery.drainPollInterval)
+            } else {
+                send.finish(notBefore: retryAt)
+            }
         } else {
             trouble.ignoredResponses.addSaturating(1)
         }

@@ -68,6 +68,9 @@ public struct ClientEngine<Store: EventStore> {
     @usableFromInline var flushRequested = false
     /// Whether the OS reports connectivity; requests are held back while it does not.
     public private(set) var isOnline = true
+    /// Whether the queue emptied by the last send is being polled (``DeliveryPolicy/drainPolls``),
+    /// the first poll at the send channel's retry time; in the flags' padding.
+    @usableFromInline var pollsDrainedQueue = false
     @usableFromInline var appVersionNumber: UInt32
     @usableFromInline var troubles: [Trouble] = []
     /// The device's identity, stamped on its events.
@@ -325,6 +328,7 @@ extension ClientEngine {
             }
         }
         _store.append(event, at: now)
+        if pollsDrainedQueue { eventQueuedWhilePolling(at: now) }
         // The event wakes a waiting pipeline when it fills a batch (Snowplow's buffer is one
         // event; PostHog's `flushIfOverThreshold` wants `flushAt`).
         if !troubles.isEmpty, troubles[0].waitsForEvent, now >= troubles[0].lockoutEnds, _store.count >= profile.settings.batchSize {
@@ -397,6 +401,12 @@ extension ClientEngine {
     public mutating func connectivityChanged(isOnline online: Bool, at now: Double) {
         let wasOnline = isOnline
         isOnline = online
+        // Snowplow Android's loop stops at a poll that finds the device offline; the next
+        // event starts a new one at once.
+        if !online, pollsDrainedQueue {
+            pollsDrainedQueue = false
+            send.waiveBackoff()
+        }
         guard online && !wasOnline else { return }
         if _store.count > 0 { flushRequested = true }
         if data == nil { fetchWantedAt = min(fetchWantedAt, now) }
@@ -429,6 +439,7 @@ extension ClientEngine {
         clearSendFailures()
         if !troubles.isEmpty, troubles[0].wentOffline { troubles[0].wentOffline = false }
         flushRequested = false
+        pollsDrainedQueue = false
         if data == nil { fetchWantedAt = min(fetchWantedAt, now) }
     }
 }

@@ -109,6 +109,15 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public var maxEventAge: Double?
     /// A wait after a 429 that replaces the backoff's (Amplitude-Kotlin waits 30 s).
     public var throttleWait: Double?
+    /// Polls of an emptied queue: after a send that leaves the queue empty, the pipeline looks
+    /// for new events every ``drainPollInterval`` seconds, ``drainPolls`` times, and an event
+    /// queued meanwhile waits for the next look; one queued after the last starts a send at
+    /// once. Snowplow Android's emitter loop sleeps `emitterTick` (5 s) while the store is
+    /// empty, `emptyLimit` (5) times, before it stops (`Emitter.attemptEmit`), and `add`
+    /// starts no loop while one runs. 0 polls: none (every other pipeline). Not a scenario key.
+    public var drainPolls = 0
+    /// The seconds between ``drainPolls``.
+    public var drainPollInterval = 0.0
 
     /// Aviary's own client.
     public init() {}

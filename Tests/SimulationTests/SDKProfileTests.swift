@@ -333,6 +333,47 @@ struct SDKProfileTests {
         #expect(old.eventsDroppedByOverflow == 10)
     }
 
+    /// Snowplow Android 6.3.2 `Emitter.attemptEmit`: once a round leaves the store empty, the
+    /// loop sleeps `emitterTick` (5 s) and looks again, `emptyLimit` (5) times, before it stops
+    /// ("Emitter loop stopping: empty limit reached"), and `add` starts no loop while one runs
+    /// (`isRunning`). An event in those 25 s waits for the next look; one after them starts a
+    /// loop at once. iOS has no such polling.
+    @Test func snowplowAndroidPollsItsEmptiedStoreFiveTimesFiveSecondsApart() throws {
+        var engine = try Self.engine("snowplow-android", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 1, at: 100)
+        let first = try #require(Self.nextRequest(&engine, at: 100))
+        engine.handle(.acknowledged(Self.batch(first).map(\.id)), to: first.id, at: 101)
+        // Looks at 106, 111, 116, 121, 126: an event at 108 goes at 111, with those queued by then.
+        Self.queue(&engine, 1, at: 108)
+        #expect(Self.wake(&engine, at: 108) == 111)
+        Self.queue(&engine, 1, at: 110)
+        let polled = try #require(Self.nextRequest(&engine, at: 111))
+        #expect(Self.batch(polled).count == 2)
+        // Emptied again at 111: the last look is at 136, an event after it goes at once.
+        engine.handle(.acknowledged(Self.batch(polled).map(\.id)), to: polled.id, at: 111)
+        Self.queue(&engine, 1, at: 137)
+        let fresh = try #require(Self.nextRequest(&engine, at: 137))
+        // An event before the first look waits for it; a refused round empties the store too.
+        engine.handle(.rejected(status: 400, retryAfter: nil), to: fresh.id, at: 137)
+        #expect(engine.eventsRejectedPermanently == 1)
+        Self.queue(&engine, 1, at: 139)
+        #expect(Self.wake(&engine, at: 139) == 142)
+        // A look that finds the device offline stops the loop: back online, an event goes at once.
+        let looked = try #require(Self.nextRequest(&engine, at: 142))
+        engine.handle(.acknowledged(Self.batch(looked).map(\.id)), to: looked.id, at: 142)
+        engine.connectivityChanged(isOnline: false, at: 143)
+        engine.connectivityChanged(isOnline: true, at: 144)
+        Self.queue(&engine, 1, at: 145)
+        #expect(Self.batch(Self.nextRequest(&engine, at: 145)).count == 1)
+
+        var ios = try Self.engine("snowplow-ios", extra: ", data_ttl: 100d")
+        Self.queue(&ios, 1, at: 100)
+        let sent = try #require(Self.nextRequest(&ios, at: 100))
+        ios.handle(.acknowledged(Self.batch(sent).map(\.id)), to: sent.id, at: 101)
+        Self.queue(&ios, 1, at: 108)
+        #expect(Self.batch(Self.nextRequest(&ios, at: 108)).count == 1)
+    }
+
     @Test func snowplowAndroidStopsAfterAFailureUntilTheNextEvent() throws {
         var engine = try Self.engine("snowplow-android", extra: ", data_ttl: 100d")
         Self.queue(&engine, 3, at: 1)

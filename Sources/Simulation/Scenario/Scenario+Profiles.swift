@@ -162,6 +162,12 @@ extension SDKRelease {
                 // ("Emitter loop stopping: failures") until one of them.
                 client.flushInterval = .infinity
                 delivery.retry = .nextEvent
+                // Emitter.kt `attemptEmit`: with the store empty the loop sleeps `emitterTick`
+                // (EmitterDefaults.kt, 5 s) and looks again, `emptyLimit` (5) times, before
+                // "Emitter loop stopping: empty limit reached"; `add` starts no loop while it
+                // runs (`isRunning`), so an event in those 25 s waits for the next look.
+                delivery.drainPolls = 5
+                delivery.drainPollInterval = 5
             }
         case .posthogIOS:
             // PostHog/posthog-ios PostHog/PostHogConfig.swift `Defaults` (3.57.4, 3.62.3, 3.69.3):
