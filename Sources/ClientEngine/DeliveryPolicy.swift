@@ -50,6 +50,7 @@ public struct DeliveryPolicy: Sendable, Hashable {
 
     /// When the pipeline stops retrying.
     public enum GiveUp: Sendable, Hashable {
+        /// Retries for as long as the device lives.
         case never
         /// After this many failed sends in a row, every queued event is deleted. Sends that
         /// reach no server count; the count lives in memory, so a relaunch
@@ -91,10 +92,13 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public var maxBatchBytes: Int?
     /// An event's size on the wire, for ``maxBatchBytes``.
     public var eventBytes = 400
+    /// When a failed batch goes again.
     public var retry = RetryTiming.backoff
     /// The statuses that refuse a batch for good; `nil`: every 4xx but 408 and 429.
     public var refusedStatuses: Set<Int>?
+    /// What a 413 does.
     public var tooLarge = TooLarge.refuse
+    /// When the pipeline stops retrying.
     public var giveUp = GiveUp.never
     /// What a refusal naming the events at fault does.
     public var listedRefusal = ListedRefusal.wholeBatch

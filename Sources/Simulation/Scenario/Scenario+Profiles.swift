@@ -9,12 +9,19 @@ import ClientEngine
 public enum SDKProfile: String, Sendable, CaseIterable {
     /// Aviary's own client: the scenario's settings as they are.
     case aviary
+    /// Segment's Analytics-Swift (segmentio/analytics-swift).
     case segmentSwift = "segment-swift"
+    /// Segment's Analytics-Kotlin (segmentio/analytics-kotlin).
     case segmentKotlin = "segment-kotlin"
+    /// Amplitude's Swift SDK (amplitude/Amplitude-Swift).
     case amplitudeSwift = "amplitude-swift"
+    /// Amplitude's Kotlin SDK (amplitude/Amplitude-Kotlin).
     case amplitudeKotlin = "amplitude-kotlin"
+    /// Snowplow's iOS tracker (snowplow/snowplow-ios-tracker).
     case snowplowIOS = "snowplow-ios"
+    /// Snowplow's Android tracker (snowplow/snowplow-android-tracker).
     case snowplowAndroid = "snowplow-android"
+    /// PostHog's iOS SDK (PostHog/posthog-ios).
     case posthogIOS = "posthog-ios"
 
     /// The wire format of the profile's vendor, for live mode.
