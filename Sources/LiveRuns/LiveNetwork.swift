@@ -27,18 +27,22 @@ struct LiveNetwork {
     static func build(for scenario: Scenario, replicate: Int, options: LiveLoadTest.Options, clock: ScenarioClock, threads: Int) async throws(LiveLoadTest.Failure) -> LiveNetwork {
         let (upstream, tls) = try target(options)
         var server: (any EmbeddedServer)?
-        let host: String, ports: [Int], proxy: FaultProxy, namespace: NetworkNamespace?
         do throws(LiveLoadTest.Failure) {
-            if upstream == nil {
+            let address: (host: String, port: Int)
+            if let upstream {
+                address = upstream
+            } else {
                 guard let embed = options.embed else { throw LiveLoadTest.Failure(description: "no --url and no embedded server to start") }
                 do {
-                    server = try await embed(scenario, clock)
+                    let started = try await embed(scenario, clock)
+                    server = started
+                    address = ("127.0.0.1", started.port)
                 } catch {
                     throw LiveLoadTest.Failure(description: "the embedded server did not start: \(error)")
                 }
             }
-            let address = upstream ?? ("127.0.0.1", server!.port)
-            namespace = options.networkNamespace ? try NetworkNamespace() : nil
+            let namespace = options.networkNamespace ? try NetworkNamespace() : nil
+            let proxy: FaultProxy
             do {
                 proxy = try await faultProxy(scenario.network, upstream: address, speedup: options.speedup, seed: scenario.seed, namespace: namespace, clock: clock)
             } catch {
@@ -49,8 +53,8 @@ struct LiveNetwork {
             // only cost CPU.
             let network = scenario.network
             let needsProxy = namespace != nil || network.latency.mean > 0 || network.loss > 0 || !network.outages.isEmpty || !network.partitions.isEmpty
-            ports = needsProxy ? proxy.ports : [address.port]
-            host = namespace?.address ?? (needsProxy ? "127.0.0.1" : address.host)
+            let ports = needsProxy ? proxy.ports : [address.port]
+            let host = namespace?.address ?? (needsProxy ? "127.0.0.1" : address.host)
             let endpoints: [Endpoint]
             do {
                 endpoints = try ports.map { port in
