@@ -1,3 +1,4 @@
+import ExperimentModel
 import Randomness
 
 // How an engine is stored, in one place, so that the domain code reads plainly. A fleet holds
@@ -162,6 +163,13 @@ extension ClientEngine {
     public var eventsGivenUp: Int { Int(troubles.first?.eventsGivenUp ?? 0) }
     /// Events removed because a server permanently refused their batch.
     public var eventsRejectedPermanently: Int { Int(troubles.first?.eventsRejectedPermanently ?? 0) }
+    /// The events of ``eventsGivenUp`` that a server had been offered before: a request that
+    /// carried them may have been taken with its answer lost (a timeout), so whoever keeps the
+    /// server's records can tell which were delivered after all.
+    public var givenUpAfterOffer: [EventID] { troubles.first?.givenUpAfterOffer ?? [] }
+    /// The events of ``eventsRejectedPermanently``: the refusal was of one request, and an
+    /// earlier one may have carried them and been taken, as for ``givenUpAfterOffer``.
+    public var refusedAfterOffer: [EventID] { troubles.first?.refusedAfterOffer ?? [] }
     /// Data responses that were not valid experiment data.
     public var malformedPayloads: Int { Int(troubles.first?.malformedPayloads ?? 0) }
     /// Requests that failed transiently (timeouts, unreachable, retryable statuses).
@@ -204,10 +212,18 @@ struct EngineTrouble: Sendable {
     /// in memory, so a relaunch forgets it.
     @usableFromInline var wentOffline = false
     /// When the server began answering this device's sends with retried statuses, for
-    /// ``DeliveryPolicy/GiveUp/dropQueueAfterStreak(seconds:)``; NaN outside such a streak.
+    /// ``DeliveryPolicy/GiveUp/dropQueueAfterStreak(seconds:)``, or first refused the oldest
+    /// batch, for ``DeliveryPolicy/GiveUp/dropBatch(afterFailures:afterSeconds:)``; NaN outside
+    /// such a streak.
     @usableFromInline var streakStart = Double.nan
     /// When a lockout after a failure ends, before which a queued event starts no send.
     @usableFromInline var lockoutEnds = -Double.infinity
+    /// Throttling pauses since the last success (``DeliveryPolicy/ThrottlePause``); saturates.
+    @usableFromInline var throttlePauses: UInt16 = 0
+    /// The events given up after a server had been offered them, and those refused for good
+    /// (see ``ClientEngine/givenUpAfterOffer``).
+    @usableFromInline var givenUpAfterOffer: [EventID] = []
+    @usableFromInline var refusedAfterOffer: [EventID] = []
 
     @inlinable init(seed: UInt64) {
         generator = Xoshiro256(seed: seed)

@@ -28,7 +28,10 @@ extension ClientEngine {
         case .idle: break
         }
         switch send.next(wantedAt: isOnline && _store.count > 0 ? sendWantedAt : nil, at: now) {
-        case .start: return .send(startSend(at: now))
+        case .start:
+            // A batch given up is deleted where it would have gone; the queue then goes on.
+            if case .dropBatch = profile.settings.delivery.giveUp, dropBatchIfDue(at: now) { return nextAction(at: now) }
+            return .send(startSend(at: now))
         case .wake(let time): wake = min(wake, time)
         case .idle: break
         }
@@ -200,6 +203,7 @@ extension ClientEngine {
             clearSendFailures()
             if !troubles.isEmpty {
                 troubles[0].streakStart = .nan
+                if troubles[0].throttlePauses != 0 { troubles[0].throttlePauses = 0 }
                 if _store.count == 0, troubles[0].splitLimit != 0 { troubles[0].splitLimit = 0 }
             }
             return -.infinity
@@ -225,6 +229,8 @@ extension ClientEngine {
             }
             let setAside = _store.removeOldest(eventsInFlight)
             trouble.eventsRejectedPermanently.addSaturating(setAside.count)
+            // Refused now, but an earlier request may have carried them and been taken.
+            trouble.refusedAfterOffer += setAside.map(\.id)
             eventsOffered = max(0, eventsOffered - setAside.count)
             lastError = "\(setAside.count) events refused permanently with status \(status)"
             clearSendFailures()
@@ -290,8 +296,12 @@ extension ClientEngine {
     @usableFromInline
     mutating func sendFailed(retryAfter: Double?, status: Int? = nil, at now: Double) -> Double {
         trouble.transientFailures.addSaturating(1)
-        if let resume = countSendFailure(status: status, at: now) { return resume }
         let delivery = profile.settings.delivery
+        if status == nil, delivery.unanswered == .nextFlush { return now + profile.settings.flushInterval }
+        if let status, let pause = delivery.throttlePause, status == 429 || (pause.anyStatus && retryAfter != nil) {
+            return throttled(for: min(retryAfter.map { max(0, $0) } ?? pause.longest, pause.longest), at: now)
+        }
+        if let resume = countSendFailure(status: status, at: now) { return resume }
         if status == 429, let wait = delivery.throttleWait { return now + wait }
         switch delivery.retry {
         case .backoff:
@@ -306,6 +316,54 @@ extension ClientEngine {
         case .nextTriggerAfterBackoff(let tick):
             return awaitTrigger(after: now + retryDelay(failures: trouble.sendFailures, retryAfter: retryAfter), every: tick)
         }
+    }
+
+    /// Pauses every send for `wait` seconds after a throttling answer
+    /// (``DeliveryPolicy/ThrottlePause``), then until the pipeline's next trigger; returns when
+    /// sends may start.
+    mutating func throttled(for wait: Double, at now: Double) -> Double {
+        if trouble.throttlePauses < .max { trouble.throttlePauses += 1 }
+        switch profile.settings.delivery.retry {
+        case .nextTrigger(_, let tick), .nextTriggerAfterBackoff(let tick):
+            // Without a pause, the tick that sent the batch, if it was one, has passed.
+            let next = awaitTrigger(after: now + wait, every: tick)
+            return next > now ? next : next + tick
+        case .backoff, .nextFlush, .nextEvent:
+            return now + wait
+        }
+    }
+
+    /// Deletes the oldest batch instead of sending it when the pipeline gives it up
+    /// (``DeliveryPolicy/GiveUp/dropBatch(afterFailures:afterSeconds:)``); returns whether it did.
+    ///
+    /// - Complexity: O(1) unless a batch is deleted; then O(*b*) in the batch's size.
+    @usableFromInline
+    mutating func dropBatchIfDue(at now: Double) -> Bool {
+        guard !troubles.isEmpty, case .dropBatch(let failures, let seconds) = profile.settings.delivery.giveUp else { return false }
+        let state = troubles[0]
+        let pausedOut = profile.settings.delivery.throttlePause.map { Int(state.throttlePauses) >= $0.maxPauses } ?? false
+        let refusedOut = Int(state.sendFailures) >= failures || now - state.streakStart > seconds
+        guard pausedOut || refusedOut else { return false }
+        // The file the SDK would have sent: closed by the flush a flush interval after its
+        // oldest event, or once it holds a flush's worth of events.
+        let settings = profile.settings
+        let oldest = _store.oldest(min(settings.batchSize, _store.count))
+        let closes = (oldest.first?.createdAt ?? now) + settings.flushInterval
+        let count = max(1, oldest.prefix { $0.createdAt < closes }.count)
+        let removed = _store.removeOldest(count)
+        let deleted = removed.count
+        trouble.givenUpAfterOffer += removed.prefix(eventsOffered).map(\.id)
+        trouble.eventsGivenUp.addSaturating(deleted)
+        eventsOffered = max(0, eventsOffered - deleted)
+        if pausedOut {
+            trouble.throttlePauses = 0
+            lastError = "\(deleted) events deleted after \(state.throttlePauses) throttling pauses in a row"
+        } else {
+            trouble.sendFailures = 0
+            trouble.streakStart = .nan
+            lastError = "\(deleted) events deleted after \(state.sendFailures) refusals of their batch"
+        }
+        return true
     }
 
     /// Holds sends until the first trigger from `time` on: the next tick of a timer firing every
@@ -348,6 +406,9 @@ extension ClientEngine {
         case .goOffline(let failures, _) where trouble.sendFailures >= failures:
             trouble.wentOffline = true
             return .infinity
+        case .dropBatch:
+            // Given up where the batch would go again (`dropBatchIfDue(at:)`).
+            if trouble.streakStart.isNaN { trouble.streakStart = now }
         case .dropQueue, .goOffline:
             break
         }
@@ -357,7 +418,9 @@ extension ClientEngine {
     /// Deletes every queued event, as a pipeline that gives up does; sends may start at once
     /// (with nothing to send until the next event).
     mutating func giveUp(at now: Double, because reason: String) -> Double {
-        let deleted = _store.removeOldest(_store.count).count
+        let removed = _store.removeOldest(_store.count)
+        let deleted = removed.count
+        trouble.givenUpAfterOffer += removed.prefix(eventsOffered).map(\.id)
         trouble.eventsGivenUp.addSaturating(deleted)
         trouble.streakStart = .nan
         eventsOffered = 0

@@ -70,6 +70,54 @@ public struct DeliveryPolicy: Sendable, Hashable {
         /// counts toward `afterFailures` (Amplitude-Swift: `HttpClient.upload` sets `offline` on
         /// the first connectivity error, `EventPipeline` after `FLUSH_MAX_RETRIES` failures).
         case goOffline(afterFailures: Int, onFirstUnreachable: Bool = false)
+        /// The oldest batch is deleted, instead of sent, once the server has refused it with a
+        /// retried status `afterFailures` times, or when it would go again more than
+        /// `afterSeconds` after its first such refusal; so is the batch after
+        /// ``ThrottlePause/maxPauses`` pauses in a row. The queue then goes on with the next
+        /// batch. Sends that get no answer and pauses count toward neither rule. The batch
+        /// deleted is a file of the SDK, as each flush closes the open file: the oldest events,
+        /// up to ``EngineSettings/batchSize``, created within a flush interval of the oldest. The counts are kept
+        /// on disk, so a relaunch keeps them (Segment Swift with `httpConfig`:
+        /// `RetryStateMachine.shouldUploadBatch`, 100 refusals or 12 h, state saved by
+        /// `Storage.saveRetryState`).
+        case dropBatch(afterFailures: Int, afterSeconds: Double)
+    }
+
+    /// A pause of every send after a throttling answer: a 429, or with ``anyStatus`` any retried
+    /// status that carries `Retry-After` (Segment's `httpConfig` rate limiting,
+    /// `RetryStateMachine.handleRateLimitResponse`). The pause lasts `Retry-After`, or
+    /// ``longest`` without one, and never more than ``longest``; sends then wait for the
+    /// pipeline's next trigger (``RetryTiming``). A pause is no failure of the batch: it does not
+    /// lengthen the backoff.
+    ///
+    /// `Sendable`: a plain value.
+    public struct ThrottlePause: Sendable, Hashable {
+        /// The pause without `Retry-After`, and the longest one.
+        public var longest: Double
+        /// The pauses in a row, with no success between them, after which the next batch is
+        /// deleted instead of sent (with ``GiveUp/dropBatch(afterFailures:afterSeconds:)``).
+        public var maxPauses: Int
+        /// Whether a retried status other than 429 pauses too when it carries `Retry-After`
+        /// (Segment Swift 1.10.0); without, it is a refusal of the batch (Segment Kotlin 1.25.0).
+        public var anyStatus: Bool
+
+        /// A pause of at most `longest` seconds; the batch goes after `maxPauses` in a row.
+        public init(longest: Double, maxPauses: Int, anyStatus: Bool = true) {
+            self.longest = longest
+            self.maxPauses = maxPauses
+            self.anyStatus = anyStatus
+        }
+    }
+
+    /// What a send that gets no answer (refused, unreachable, timed out) does.
+    public enum Unanswered: Sendable, Hashable {
+        /// It is a failure in a row like a retried status: it lengthens the backoff and counts
+        /// toward ``GiveUp``.
+        case failure
+        /// It is sent again at the next flush, a flush interval later, and counts for nothing:
+        /// Segment Swift's `HTTPClient.handleResponse` hands a transport error to no retry
+        /// state, and `SegmentDestination.flushFiles` keeps the file.
+        case nextFlush
     }
 
     /// What a refusal that names the events at fault (``Response/refusedEvents(_:status:)``)
@@ -113,6 +161,10 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public var maxEventAge: Double?
     /// A wait after a 429 that replaces the backoff's (Amplitude-Kotlin waits 30 s).
     public var throttleWait: Double?
+    /// The pause that throttling answers start; `nil`: they are failures as any retried status.
+    public var throttlePause: ThrottlePause?
+    /// What a send that gets no answer does.
+    public var unanswered = Unanswered.failure
     /// Polls of an emptied queue: after a send that leaves the queue empty, the pipeline looks
     /// for new events every ``drainPollInterval`` seconds, ``drainPolls`` times, and an event
     /// queued meanwhile waits for the next look; one queued after the last starts a send at

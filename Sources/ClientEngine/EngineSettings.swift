@@ -104,6 +104,7 @@ public enum BackoffPolicy: Sendable, Hashable {
             case .none: return bounded
             case .full: return generator.nextUniform() * bounded
             case .equal: return bounded / 2 + generator.nextUniform() * bounded / 2
+            case .added(let fraction): return min(max(0, cap), bounded * (1 + fraction * generator.nextUniform()))
             }
         case .schedule(let delays, let spread, let cycles):
             guard let last = delays.last else { return 0 }
@@ -131,6 +132,10 @@ public enum Jitter: Sendable, Hashable {
     case full
     /// *d*/2 plus uniform in [0, *d*/2].
     case equal
+    /// *d* plus uniform in [0, `fraction` · *d*), then no more than the cap: Segment's `httpConfig`
+    /// adds up to 10 % (`RetryStateMachine.calculateBackoffInterval`), so its waits spread only
+    /// upward and a capped wait stays at the cap.
+    case added(fraction: Double)
 }
 
 /// Which event a full queue gives up. Either way the drop is counted in

@@ -163,6 +163,27 @@ struct BackoffTests {
         #expect(Set(delays.suffix(30)).count > 20)  // jitter actually varies
     }
 
+    /// Segment's `httpConfig` adds up to 10 % to the capped wait and caps the sum again: below
+    /// the cap the waits spread upward over [d, 1.1 d), their mean 1.05 d; at the cap they stay.
+    @Test func addedJitterOnlyLengthensAWaitAndNeverPastTheCap() throws {
+        let policy = BackoffPolicy.exponential(base: 0.5, multiplier: 2, cap: 300, jitter: .added(fraction: 0.1))
+        var generator = Xoshiro256(seed: 11)
+        var sum = 0.0
+        for _ in 0..<4_000 {
+            let delay = policy.delay(afterFailures: 5, using: &generator)
+            #expect(delay >= 8 && delay < 8.8)
+            sum += delay
+        }
+        // The mean of 4,000 draws of 8 + U[0, 0.8) is 8.4 with a standard error of 0.0037.
+        #expect(abs(sum / 4_000 - 8.4) < 0.02)
+        for failures in [11, 12, 40, 2_000] {
+            #expect(policy.delay(afterFailures: failures, using: &generator) == 300)
+        }
+        // 0.5 · 2⁹ = 256 may grow to 281.6; 0.5 · 2¹⁰ = 512 is capped first.
+        let ninth = (0..<200).map { _ in policy.delay(afterFailures: 10, using: &generator) }
+        #expect(ninth.allSatisfy { $0 >= 256 && $0 < 281.6 } && Set(ninth).count > 150)
+    }
+
     @Test func retryAfterIsHonouredWhenLongerThanTheBackoff() throws {
         var engine = Fixtures.onlineEngine(settings: EngineSettings(batchSize: 1, backoff: .fixed(5), dataTTL: .infinity))
         queueViews(&engine, count: 1, at: 0)

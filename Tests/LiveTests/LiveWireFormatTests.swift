@@ -258,11 +258,12 @@ struct LiveWireFormatTests {
     }
 
     /// An SDK profile runs live in its vendor's format, with its pipeline's rules in the engines.
-    @Test func aProfileRunsLiveInItsVendorsFormat() async throws {
-        let yaml = LiveLoadTestTests.yaml().replacingOccurrences(of: "client: {batch_size: 10, flush_interval: 30s, request_timeout: 60s}", with: "client: {profile: posthog-ios, request_timeout: 60s}")
+    @Test(arguments: [("posthog-ios", "posthog"), ("segment-swift@1.10+httpconfig", "segment")])
+    func aProfileRunsLiveInItsVendorsFormat(profile: String, vendor: String) async throws {
+        let yaml = LiveLoadTestTests.yaml().replacingOccurrences(of: "client: {batch_size: 10, flush_interval: 30s, request_timeout: 60s}", with: "client: {profile: \(profile), request_timeout: 60s}")
         let scenario = try Scenario(yaml: yaml, file: "profile-live")
-        #expect(scenario.client.wire == .vendor("posthog"))
-        #expect(scenario.client.delivery.maxBatchEvents == 50)
+        #expect(scenario.client.wire == .vendor(vendor))
+        #expect(scenario.client.delivery.maxBatchEvents == (vendor == "posthog" ? 50 : nil))
         let server = try await LiveLoadTestTests.separateServer(scenario)
         let live = try await LiveLoadTest(scenario: scenario, options: .init(url: "http://127.0.0.1:\(server.port)", speedup: 60, connections: 16)).run(stop: StopFlag())
         await server.stop()

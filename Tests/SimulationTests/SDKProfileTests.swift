@@ -106,6 +106,220 @@ struct SDKProfileTests {
         #expect(engine.eventsRejectedPermanently == 40)
     }
 
+    // MARK: - Segment with httpConfig
+
+    static let segmentHTTPConfig = "segment-swift@1.10+httpconfig"
+
+    /// RetryStateMachine.swift `calculateBackoffInterval` (analytics-swift 1.10.0): after a
+    /// batch's nth refusal, min(min(0.5 s · 2ⁿ⁻¹, 300 s) + U[0, 10 %), 300 s); `shouldUploadBatch`
+    /// looks at it only when a flush considers the batch, so the batch goes at the first flush
+    /// tick after the wait.
+    @Test func segmentHTTPConfigBacksOffEachBatchFromHalfASecondToFiveMinutesCheckedAtFlushes() throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 1)
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: 1)
+        var tick = try #require(Self.wake(&engine, at: 1))
+        #expect(tick >= 1.5 && tick < 31.55, "the first tick after 0.5 s to 0.55 s")
+        for failures in 2...14 {
+            try Self.fail(&engine, with: .rejected(status: 500, retryAfter: nil), at: tick)
+            let next = try #require(Self.wake(&engine, at: tick))
+            let wait = min(0.5 * pow(2, Double(failures - 1)), 300)
+            // Tick times are the device's phase plus whole periods, so a few ulps off.
+            let ticks = (next - tick) / 30
+            #expect(abs(ticks - ticks.rounded()) < 1e-9, "on the flush timer")
+            #expect(next - tick >= wait - 1e-9 && next - tick < min(wait * 1.1, 300) + 30, "failure \(failures): \(next - tick) s")
+            if failures >= 11 { #expect(abs(next - tick - 300) < 1e-9, "the wait capped at 300 s, jitter included") }
+            tick = next
+        }
+        #expect(engine.queueDepth == 20)
+        #expect(engine.eventsGivenUp == 0)
+    }
+
+    /// `handleRateLimitResponse`: a 429, or a retried status with Retry-After, pauses every batch
+    /// for min(Retry-After ?? 300, 300) s and adds nothing to the batch's refusals, so the
+    /// backoff after it is the one before.
+    @Test func segmentHTTPConfigPausesThePipelineOnThrottlingWithoutLengtheningTheBackoff() throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 1)
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: 1)
+        var tick = try #require(Self.wake(&engine, at: 1))
+        for _ in 2...6 {
+            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: tick)
+            tick = try #require(Self.wake(&engine, at: tick))
+        }
+        // Six refusals: the 7th waits 32 s to 35.2 s, two ticks.
+        for (response, pause) in [(Response.rejected(status: 429, retryAfter: nil), 300.0), (.rejected(status: 429, retryAfter: 45), 60),
+                                  (.rejected(status: 503, retryAfter: 3_600), 300), (.rejected(status: 502, retryAfter: 0), 30)] {
+            try Self.fail(&engine, with: response, at: tick)
+            #expect(Self.wake(&engine, at: tick) == tick + pause, "\(response)")
+            tick += pause
+        }
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: tick)
+        #expect(Self.wake(&engine, at: tick) == tick + 60, "the 7th refusal's wait: the pauses did not count")
+        #expect(engine.queueDepth == 20)
+    }
+
+    /// `shouldUploadBatch`: a batch refused `maxRetryCount` (100) times is dropped when a flush
+    /// next considers it, and the queue goes on; the events queued after its file stay.
+    @Test func segmentHTTPConfigDropsABatchAtItsHundredthRefusalAndTheQueueGoesOn() throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 5, at: 1)
+        Self.queue(&engine, 3, at: 10)
+        var now = 31.0
+        for failure in 1...100 {
+            if failure == 50 { Self.queue(&engine, 4, at: now) }
+            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+            now = try #require(Self.wake(&engine, at: now))
+        }
+        #expect(now < 43_200, "refused out before twelve hours")
+        #expect(engine.queueDepth == 12)
+        // The file of the first flush (the 8 events of its first 30 s) goes; the 4 later events
+        // are sent at once, their count starting from nothing.
+        let request = try #require(Self.nextRequest(&engine, at: now))
+        #expect(Self.batch(request).count == 4)
+        #expect(engine.eventsGivenUp == 8)
+        engine.handle(.rejected(status: 503, retryAfter: nil), to: request.id, at: now)
+        let next = try #require(Self.wake(&engine, at: now))
+        #expect(next - now <= 30, "a first refusal's wait")
+    }
+
+    /// `exceedsMaxDuration`: a batch first refused more than 43,200 s before a flush considers it
+    /// is dropped there. Refused connections and timeouts touch no retry state
+    /// (HTTPClient.swift `handleResponse`): they neither count nor end the batch's time.
+    @Test func segmentHTTPConfigDropsABatchTwelveHoursAfterItsFirstRefusal() throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 100)
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: 100)
+        var now = try #require(Self.wake(&engine, at: 100))
+        var sends = 0
+        while let request = Self.nextRequest(&engine, at: now) {
+            engine.handle(.failed(sends.isMultiple(of: 2) ? .unreachable : .timeout), to: request.id, at: now)
+            sends += 1
+            let next = try #require(Self.wake(&engine, at: now))
+            #expect(next == now + 30, "the next flush, no backoff")
+            now = next
+        }
+        #expect(now > 100 + 43_200 && now <= 100 + 43_200 + 30)
+        #expect(sends > 1_400)
+        #expect(engine.eventsGivenUp == 20)
+        #expect(engine.queueDepth == 0)
+    }
+
+    /// `globalRetryCount`: 100 pauses in a row drop the batch a flush considers next; a success
+    /// between them starts the count again.
+    @Test func segmentHTTPConfigDropsTheNextBatchAfterAHundredPausesInARow() throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 1)
+        var now = 1.0
+        for _ in 1...99 {
+            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: 30), at: now)
+            now = try #require(Self.wake(&engine, at: now))
+        }
+        let success = try #require(Self.nextRequest(&engine, at: now))
+        engine.handle(.acknowledged(Self.batch(success).map(\.id)), to: success.id, at: now)
+        Self.queue(&engine, 20, at: now)
+        for _ in 1...100 {
+            try Self.fail(&engine, with: .rejected(status: 429, retryAfter: 30), at: now)
+            now = try #require(Self.wake(&engine, at: now))
+        }
+        #expect(engine.eventsGivenUp == 0)
+        #expect(Self.nextRequest(&engine, at: now) == nil, "the batch is dropped, not sent")
+        #expect(engine.eventsGivenUp == 20)
+    }
+
+    /// `resolveStatusCodeBehavior` with HttpConfig.swift's defaults: every 4xx is dropped but
+    /// 408, 410, 429 and 460; every 5xx retried but 501 and 505.
+    @Test(arguments: [(400, true), (401, true), (404, true), (413, true), (408, false), (410, false), (429, false), (460, false),
+                      (500, false), (501, true), (502, false), (503, false), (504, false), (505, true), (599, false)])
+    func segmentHTTPConfigDropsMost4xxAnd501And505(status: Int, drops: Bool) throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 1)
+        try Self.fail(&engine, with: .rejected(status: status, retryAfter: nil), at: 1)
+        #expect(engine.eventsRejectedPermanently == (drops ? 20 : 0))
+        #expect(engine.queueDepth == (drops ? 0 : 20))
+    }
+
+    /// Without answers the two modes are one pipeline: a refused collector costs the same
+    /// requests, at the same times, and loses nothing.
+    @Test func segmentHTTPConfigRetriesUnansweredSendsAsTheDefaultModeDoes() throws {
+        var modes = [try Self.engine("segment-swift", extra: ", data_ttl: 100d"), try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")]
+        var times: [[Double]] = [[], []]
+        for m in 0..<2 {
+            Self.queue(&modes[m], 20, at: 1)
+            var now = 1.0
+            for _ in 1...300 {
+                try Self.fail(&modes[m], with: .failed(.unreachable), at: now)
+                now = try #require(Self.wake(&modes[m], at: now))
+                times[m].append(now)
+            }
+            #expect(modes[m].queueDepth == 20)
+        }
+        #expect(times[0] == times[1])
+    }
+
+    /// `Storage.saveRetryState` keeps the refusals across a relaunch; PostHog's count, in memory,
+    /// does not survive one.
+    @Test func segmentHTTPConfigKeepsItsRetryStateAcrossARelaunch() throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 1)
+        var now = 1.0
+        for _ in 1...99 {
+            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+            now = try #require(Self.wake(&engine, at: now))
+        }
+        engine.restart(at: now - 10)
+        #expect(Self.wake(&engine, at: now - 10) == now, "the wait outlives the process")
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+        now = try #require(Self.wake(&engine, at: now))
+        #expect(Self.nextRequest(&engine, at: now) == nil)
+        #expect(engine.eventsGivenUp == 20)
+    }
+
+    @Test func segmentHTTPConfigIsNamedWithItsModeAndATagWithoutItIsTheDefaultMode() throws {
+        let config = try Self.settings("segment-swift@1.10.0+httpconfig")
+        #expect(config.delivery.giveUp == .dropBatch(afterFailures: 100, afterSeconds: 43_200))
+        #expect(config.delivery.throttlePause == DeliveryPolicy.ThrottlePause(longest: 300, maxPauses: 100))
+        #expect(config.backoff == .exponential(base: 0.5, multiplier: 2, cap: 300, jitter: .added(fraction: 0.1)))
+        for plain in ["segment-swift", "segment-swift@1.10", "segment-swift@1.10.0"] {
+            let settings = try Self.settings(plain)
+            #expect(settings.delivery.giveUp == .never, "\(plain)")
+            #expect(settings.delivery.throttlePause == nil, "\(plain)")
+        }
+        for unknown in ["segment-swift@1.9.4+httpconfig", "segment-swift@1.10+cdn", "segment-kotlin@1.24.1+httpconfig"] {
+            #expect { _ = try Self.settings(unknown) } throws: { error in
+                "\(error)".contains("no modelled release") && "\(error)".contains("@1.10+httpconfig (tags 1.10.0)") != unknown.hasPrefix("segment-kotlin")
+            }
+        }
+    }
+
+    /// Kotlin 1.25.0's `RetryStateMachine.handleResponse` pauses only on a 429: a 503 with
+    /// Retry-After backs its batch off like any refusal, the header unread. Its
+    /// platform/EventPipeline.kt `upload` hands a transport error to the state machine as a
+    /// 500, so refused connections back off and count toward the hundred too.
+    @Test func segmentKotlinHTTPConfigPausesOnlyOn429AndCountsUnansweredSends() throws {
+        var engine = try Self.engine("segment-kotlin@1.25+httpconfig", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 1)
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: 3_600), at: 1)
+        var tick = try #require(Self.wake(&engine, at: 1))
+        #expect(tick < 31.55, "a first refusal's wait, Retry-After unread")
+        try Self.fail(&engine, with: .rejected(status: 429, retryAfter: 45), at: tick)
+        #expect(Self.wake(&engine, at: tick) == tick + 60, "a 429 pauses 45 s, then the next tick")
+        tick += 60
+        var waits: [Double] = []
+        for _ in 2...99 {
+            try Self.fail(&engine, with: .failed(.unreachable), at: tick)
+            let next = try #require(Self.wake(&engine, at: tick))
+            waits.append(next - tick)
+            tick = next
+        }
+        #expect(abs(waits.last! - 300) < 1e-9, "refused connections lengthen the backoff")
+        #expect(engine.queueDepth == 20)
+        try Self.fail(&engine, with: .failed(.timeout), at: tick)
+        tick = try #require(Self.wake(&engine, at: tick))
+        #expect(Self.nextRequest(&engine, at: tick) == nil, "the hundredth failure drops the batch")
+        #expect(engine.eventsGivenUp == 20)
+    }
+
     // MARK: - Amplitude
 
     @Test func amplitudeSwiftBacksOffToAMinuteThenGoesOfflineUntilTheNetworkReturns() throws {
@@ -618,6 +832,17 @@ struct SDKProfileTests {
         #expect(settings.delivery.retry == .nextTriggerAfterBackoff(tick: 30))
         #expect(try Self.settings("aviary", extra: ", delivery: {retry: {lockout: backoff, tick: 30s}}").delivery.retry == .nextTriggerAfterBackoff(tick: 30))
         #expect(settings.queueCapacity == 1000)
+        // Segment's `httpConfig` rules, spelled out for Aviary's own client.
+        let segmentLike = try Self.settings("aviary", extra: """
+            , backoff: {policy: exponential, base: 0.5s, multiplier: 2, cap: 5m, jitter: added, spread: 0.1},
+            delivery: {throttle_pause: {longest: 5m, max_pauses: 100}, unanswered: next_flush, give_up: {drop_batch_after: 100, drop_batch_after_age: 12h}}
+            """)
+        #expect(segmentLike.backoff == .exponential(base: 0.5, multiplier: 2, cap: 300, jitter: .added(fraction: 0.1)))
+        #expect(segmentLike.delivery.throttlePause == DeliveryPolicy.ThrottlePause(longest: 300, maxPauses: 100))
+        #expect(segmentLike.delivery.unanswered == .nextFlush)
+        #expect(segmentLike.delivery.giveUp == .dropBatch(afterFailures: 100, afterSeconds: 43_200))
+        #expect(try Self.settings("segment-swift@1.10+httpconfig", extra: ", delivery: {throttle_pause: none}").delivery.throttlePause == nil)
+        #expect(try Self.settings("aviary", extra: ", delivery: {give_up: {drop_batch_after_age: 1h}}").delivery.giveUp == .dropBatch(afterFailures: 65_535, afterSeconds: 3_600))
         #expect(try Self.settings("aviary") == EngineSettings(batchSize: 20, flushInterval: 30, backoff: .exponential(base: 1, multiplier: 2, cap: 600, jitter: .full),
                                                              dataTTL: 3600, requestTimeout: 30))
         for (profile, extra, message) in [
@@ -632,6 +857,13 @@ struct SDKProfileTests {
             ("aviary", ", delivery: {retry: {lockout: soon, tick: 30s}}", "expected a duration such as 5s, or backoff"),
             ("aviary", ", delivery: {listed_refusals: some}", "expected one of drop, drop_and_reset, whole_batch"),
             ("aviary", ", backoff: {policy: schedule}", "without delays"),
+            ("aviary", ", backoff: {jitter: some}", "expected one of added, equal, full, none"),
+            ("aviary", ", delivery: {throttle_pause: {max_pauses: 3}}", "client.delivery.throttle_pause.longest"),
+            ("aviary", ", delivery: {throttle_pause: always}", "expected none, or a mapping with longest and max_pauses"),
+            ("aviary", ", delivery: {throttle_pause: {longest: 1m, max_pauses: 0}}", "pauses in a row, 1 to 65535"),
+            ("aviary", ", delivery: {unanswered: ignored}", "expected one of failure, next_flush"),
+            ("aviary", ", delivery: {give_up: {drop_batch_after: 0}}", "refusals of a batch, 1 to 65535"),
+            ("segment-swift@1.9+httpconfig", "", "segment-swift@1.10+httpconfig (tags 1.10.0)"),
         ] {
             #expect {
                 _ = try Self.settings(profile, extra: extra)
@@ -649,6 +881,49 @@ struct SDKProfileTests {
         #expect(try Self.settings("posthog-ios@3.59") != Self.settings("posthog-ios@3.62"))
         #expect(try Self.settings("posthog-ios@3.62") != Self.settings("posthog-ios@3.69"))
         #expect(try Self.settings("posthog-ios@3.57") != Self.settings("posthog-ios@3.69"))
+    }
+
+    /// An engine names the events it deleted after offering them, so that a caller who keeps
+    /// the server's records counts those the server took (its answer lost) as delivered.
+    @Test func theEventsDeletedAfterAnOfferAreNamed() throws {
+        var posthog = try Self.engine("posthog-ios", extra: ", data_ttl: 100d")
+        Self.queue(&posthog, 60, at: 1)
+        var now = 1.0
+        var offered: Set<EventID> = []
+        for _ in 1...4 {
+            let request = try #require(Self.nextRequest(&posthog, at: now))
+            offered.formUnion(Self.batch(request).map(\.id))
+            posthog.handle(.failed(.timeout), to: request.id, at: now)
+            now = try #require(Self.wake(&posthog, at: now))
+        }
+        #expect(posthog.eventsGivenUp == 60)
+        #expect(offered.count == 50)
+        #expect(Set(posthog.givenUpAfterOffer) == offered, "the 10 never sent are not named")
+
+        var segment = try Self.engine("segment-swift", extra: ", data_ttl: 100d")
+        Self.queue(&segment, 20, at: 1)
+        let first = try #require(Self.nextRequest(&segment, at: 1))
+        segment.handle(.failed(.timeout), to: first.id, at: 1)
+        try Self.fail(&segment, with: .rejected(status: 400, retryAfter: nil), at: 31)
+        #expect(Set(segment.refusedAfterOffer) == Set(Self.batch(first).map(\.id)))
+    }
+
+    /// A collector that takes batches but answers after the phone's 30 s timeout, then refuses:
+    /// Segment with `httpConfig` gives up batches of which the server already has copies.
+    /// Those are delivered, not lost, and every run balances.
+    @Test func eventsTheCollectorTookBeforeAGiveUpAreDelivered() throws {
+        let server = """
+            server:
+              update: {every: 1h}
+              capacity: {events_per_second: 0.02, reject_status: 503, retry_after: false, max_backlog: 2m}
+            """
+        let results = LoadTest(scenario: try Self.fleet("taken-then-given-up", seed: 4, releases: [Self.segmentHTTPConfig, "posthog-ios@3.69"], server: server)).run()
+        for result in results {
+            let m = try #require(result.simulation.runs.first).metrics
+            #expect(m.eventsCreated == m.eventsAcked + m.eventsPending + m.eventsDropped, "\(result.policy) balances")
+            #expect(m.duplicatesIgnored > 0, "\(result.policy): answers came after the timeout")
+            #expect(m.losses.givenUp > 0, "\(result.policy)")
+        }
     }
 
     // MARK: - Profiles in a fleet
@@ -705,7 +980,11 @@ struct SDKProfileTests {
         }
         #expect(lost["posthog-ios@3.57"]!.givenUp == 0)
         #expect(lost["posthog-ios@3.57"]!.refused > 0)
-        for profile in releases where !profile.hasPrefix("posthog-ios") {
+        // Segment with `httpConfig` drops a batch refused a hundred times; without it, never.
+        for release in [Self.segmentHTTPConfig, "segment-kotlin@1.25+httpconfig"] {
+            #expect(lost[release]!.givenUp > 0, "\(release) drops refused batches")
+        }
+        for profile in releases where !profile.hasPrefix("posthog-ios") && !profile.hasSuffix("+httpconfig") {
             #expect(lost[profile]!.givenUp == 0, "\(profile) never gives up")
         }
         let runs = results.flatMap { result in result.simulation.runs.map { (scenario: result.simulation.scenario, policy: result.policy, replicate: $0.replicate, metrics: $0.metrics) } }

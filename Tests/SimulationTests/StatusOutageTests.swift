@@ -72,6 +72,25 @@ struct StatusOutageTests {
         #expect(refused["segment-swift"]!.eventsDropped == 0)
     }
 
+    /// analytics-swift 1.10.0 with `httpConfig`: a refused connection touches no retry state, so
+    /// through a refusing outage the phones send exactly what the default mode sends; a 503
+    /// with Retry-After pauses them, and the hundredth pause with no success drops a file.
+    @Test func segmentWithHTTPConfigLosesFilesToPausesAndNothingToRefusals() throws {
+        let releases = ["segment-swift", "segment-swift@1.10+httpconfig"]
+        let answered = try Self.run(mode: "mode: status, status: 503, retry_after: 30s", releases: releases)
+        let refused = try Self.run(mode: "mode: fail", releases: releases)
+        let (plain, config) = (refused["segment-swift"]!, refused["segment-swift@1.10+httpconfig"]!)
+        // The data fetches back off by each profile's own backoff; the event sends are the same.
+        #expect(config.batches == plain.batches)
+        #expect(config.eventsAcked == plain.eventsAcked && config.eventsDropped == 0)
+        for percentile in [50.0, 99, 100] {
+            #expect(config.queueLatencySeconds(percentile: percentile) == plain.queueLatencySeconds(percentile: percentile))
+        }
+        #expect(answered["segment-swift"]!.eventsDropped == 0)
+        #expect(answered["segment-swift@1.10+httpconfig"]!.losses.givenUp > 0)
+        #expect(answered["segment-swift@1.10+httpconfig"]!.requests < answered["segment-swift"]!.requests, "a pause of 30 s, then the next flush")
+    }
+
     @Test func theOutagesRetryAfterReachesTheClient() throws {
         // PostHog from 3.62.4 pauses for max(n × 1 s, Retry-After), so a long Retry-After means
         // fewer requests; 3.57 reads no Retry-After and sends exactly the same requests.

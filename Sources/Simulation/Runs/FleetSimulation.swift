@@ -108,6 +108,7 @@ public struct FleetSimulation: Sendable {
         case .none: .none
         case .full: .full
         case .equal: .equal
+        case .added: .added(fraction: client.backoff.spread)
         }
         let backoff: BackoffPolicy = switch client.backoff.policy {
         case .none: .none

@@ -4,7 +4,9 @@
 /// same (``firstTag`` to ``lastTag``); the bare name means the profile's newest release. A
 /// profile also accepts any tag inside one of its runs (`posthog-ios@3.65.1` is
 /// `posthog-ios@3.69`, `posthog-ios@3.57.5` is `posthog-ios@3.59`), and refuses one outside
-/// every run (`posthog-ios@2.5.0`).
+/// every run (`posthog-ios@2.5.0`). A release that runs in a mode the SDK's server settings
+/// switch on is named with it after `+` (`segment-swift@1.10+httpconfig`, or
+/// `segment-swift@1.10.0+httpconfig`); without it, a tag names the default mode.
 ///
 /// `Sendable`: a plain value.
 public struct SDKRelease: Sendable, Hashable {
@@ -16,12 +18,16 @@ public struct SDKRelease: Sendable, Hashable {
     public let firstTag: String
     /// The newest tag the version stands for, the one its settings cite.
     public let lastTag: String
+    /// The mode the version's name carries after `+`, such as `httpconfig`; empty for the
+    /// SDK's default.
+    public let mode: String
 
-    init(_ profile: SDKProfile, _ version: String, tags firstTag: String, _ lastTag: String) {
+    init(_ profile: SDKProfile, _ version: String, tags firstTag: String, _ lastTag: String, mode: String = "") {
         self.profile = profile
-        self.version = version
+        self.version = mode.isEmpty ? version : "\(version)+\(mode)"
         self.firstTag = firstTag
         self.lastTag = lastTag
+        self.mode = mode
     }
 
     /// `NAME@VERSION`, or the bare name for Aviary's own client.
@@ -32,7 +38,9 @@ public struct SDKRelease: Sendable, Hashable {
     /// Whether `version` names this release: its own version, or a tag in its run.
     func matches(_ version: String) -> Bool {
         if version == self.version { return true }
-        guard let tag = Self.numbers(version), let first = Self.numbers(firstTag), let last = Self.numbers(lastTag),
+        let parts = version.split(separator: "+", maxSplits: 1)
+        guard parts.count == (mode.isEmpty ? 1 : 2), parts.count == 1 || parts[1] == mode else { return false }
+        guard let tag = Self.numbers(String(parts[0])), let first = Self.numbers(firstTag), let last = Self.numbers(lastTag),
               tag.count == first.count else { return false }
         return !tag.lexicographicallyPrecedes(first) && !last.lexicographicallyPrecedes(tag)
     }
@@ -50,8 +58,16 @@ extension SDKProfile {
     public var releases: [SDKRelease] {
         switch self {
         case .aviary: [SDKRelease(self, "", tags: "", "")]
-        case .segmentSwift: [SDKRelease(self, "1.10", tags: "1.10.0", "1.10.0")]
-        case .segmentKotlin: [SDKRelease(self, "1.25", tags: "1.25.0", "1.25.0")]
+        // `httpConfig` in the workspace's settings switches on the retry system of
+        // Sources/Segment/Utilities/Retry/; 1.9.4 has it without the pipeline pause on a 5xx
+        // carrying Retry-After, so only 1.10.0 is modelled in that mode.
+        case .segmentSwift: [
+            SDKRelease(self, "1.10", tags: "1.10.0", "1.10.0"), SDKRelease(self, "1.10", tags: "1.10.0", "1.10.0", mode: "httpconfig"),
+        ]
+        // core/.../retry/ first appears in 1.25.0.
+        case .segmentKotlin: [
+            SDKRelease(self, "1.25", tags: "1.25.0", "1.25.0"), SDKRelease(self, "1.25", tags: "1.25.0", "1.25.0", mode: "httpconfig"),
+        ]
         case .amplitudeSwift: [SDKRelease(self, "1.18", tags: "v1.18.6", "v1.18.6")]
         // The retry handler's constants are the same in every tag from v1.20.5, where it first
         // appears; the schedule on main after v1.30.1 (c59259bc) is in no release.

@@ -402,7 +402,7 @@ extension Scenario {
             if let x = b.optional("base") { client.backoff.base = try x.duration() }
             if let x = b.optional("multiplier") { client.backoff.multiplier = try x.number(in: 1...1000, "a multiplier in [1, 1000]") }
             if let x = b.optional("cap") { client.backoff.cap = try x.duration() }
-            if let x = b.optional("jitter") { client.backoff.jitter = try x.choice(["none": .none, "full": .full, "equal": .equal]) }
+            if let x = b.optional("jitter") { client.backoff.jitter = try x.choice(["none": .none, "full": .full, "equal": .equal, "added": .added]) }
             guard client.backoff.cap >= client.backoff.base else {
                 throw b.error("cap \(format(client.backoff.cap)) s is below base \(format(client.backoff.base)) s; expected cap ≥ base", at: "cap")
             }
@@ -432,7 +432,7 @@ extension Scenario {
     private static func readDelivery(_ r: ScenarioReader, into delivery: inout DeliveryPolicy) throws(ScenarioError) {
         try r.requireKeys(allowed: [
             "max_batch_events", "max_batch_bytes", "event_bytes", "retry", "refused_statuses", "listed_refusals", "too_large", "give_up", "throttle_wait",
-            "limits_at_send", "max_event_age",
+            "throttle_pause", "unanswered", "limits_at_send", "max_event_age",
         ])
         if let x = r.optional("max_batch_events") { delivery.maxBatchEvents = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("max_batch_bytes") { delivery.maxBatchBytes = try x.integer(in: 1...1_000_000_000, "bytes, 1 to 1000000000") }
@@ -462,22 +462,41 @@ extension Scenario {
         if let x = r.optional("too_large") { delivery.tooLarge = try x.choice(["refuse": .refuse, "split": .split, "halve": .halve]) }
         if let x = r.optional("give_up") {
             if x.isMapping {
-                try x.requireKeys(allowed: ["drop_queue_after", "drop_queue_after_refusals_for", "offline_after"])
-                if let n = x.optional("drop_queue_after") {
+                try x.requireKeys(allowed: ["drop_queue_after", "drop_queue_after_refusals_for", "offline_after", "drop_batch_after", "drop_batch_after_age"])
+                if x.has("drop_batch_after") || x.has("drop_batch_after_age") {
+                    let failures = try x.optional("drop_batch_after")?.integer(in: 1...65_535, "refusals of a batch, 1 to 65535") ?? 65_535
+                    let age = try x.optional("drop_batch_after_age")?.duration(atLeast: 1) ?? .infinity
+                    delivery.giveUp = .dropBatch(afterFailures: failures, afterSeconds: age)
+                } else if let n = x.optional("drop_queue_after") {
                     delivery.giveUp = .dropQueue(afterFailures: try n.integer(in: 1...65_535, "failures in a row, 1 to 65535"))
                 } else if let n = x.optional("drop_queue_after_refusals_for") {
                     delivery.giveUp = .dropQueueAfterStreak(seconds: try n.duration(atLeast: 1))
                 } else if let n = x.optional("offline_after") {
                     delivery.giveUp = .goOffline(afterFailures: try n.integer(in: 1...65_535, "failures in a row, 1 to 65535"))
                 } else {
-                    throw x.error("is empty; expected drop_queue_after, drop_queue_after_refusals_for or offline_after")
+                    throw x.error("is empty; expected drop_queue_after, drop_queue_after_refusals_for, offline_after, drop_batch_after or drop_batch_after_age")
                 }
             } else {
-                guard try x.text == "never" else { throw x.error("expected never, or a mapping with drop_queue_after, drop_queue_after_refusals_for or offline_after") }
+                guard try x.text == "never" else {
+                    throw x.error("expected never, or a mapping with drop_queue_after, drop_queue_after_refusals_for, offline_after, drop_batch_after or drop_batch_after_age")
+                }
                 delivery.giveUp = .never
             }
         }
         if let x = r.optional("throttle_wait") { delivery.throttleWait = try x.duration() }
+        if let x = r.optional("throttle_pause") {
+            if x.isMapping {
+                try x.requireKeys(allowed: ["longest", "max_pauses", "any_status"])
+                let longest = try x.required("longest", "a duration such as 300s").duration(atLeast: 0)
+                let pauses = try x.optional("max_pauses")?.integer(in: 1...65_535, "pauses in a row, 1 to 65535") ?? 65_535
+                let anyStatus = try x.optional("any_status")?.boolean() ?? true
+                delivery.throttlePause = DeliveryPolicy.ThrottlePause(longest: longest, maxPauses: pauses, anyStatus: anyStatus)
+            } else {
+                guard try x.text == "none" else { throw x.error("expected none, or a mapping with longest and max_pauses, e.g. {longest: 300s, max_pauses: 100}") }
+                delivery.throttlePause = nil
+            }
+        }
+        if let x = r.optional("unanswered") { delivery.unanswered = try x.choice(["failure": .failure, "next_flush": .nextFlush]) }
     }
 
     private static func network(_ r: ScenarioReader?) throws(ScenarioError) -> Network {

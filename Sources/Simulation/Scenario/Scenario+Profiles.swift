@@ -69,6 +69,7 @@ extension SDKRelease {
             // `shouldDropBatch(forStatusCode:)`: only a 400; Kotlin
             // core/.../retry/RetryStateMachine.kt `shouldDeleteBatch`: every 4xx but 429.
             delivery.refusedStatuses = profile == .segmentSwift ? [400] : Set((400...499).filter { $0 != 429 })
+            if mode == "httpconfig" { Self.applyHTTPConfig(to: &client, &delivery, kotlin: profile == .segmentKotlin) }
         case .amplitudeSwift:
             // amplitude/Amplitude-Swift v1.18.6 Sources/Amplitude/Constants.swift
             // `FLUSH_QUEUE_SIZE` 30, `FLUSH_INTERVAL_MILLIS` 30 s.
@@ -230,5 +231,46 @@ extension SDKRelease {
             }
         }
         client.delivery = delivery
+    }
+}
+
+extension SDKRelease {
+    /// Segment with `httpConfig` in the workspace's settings: present there, its rate limiting and
+    /// backoff are on unless it says `enabled: false` (Swift 1.10.0
+    /// Sources/Segment/Plugins/SegmentDestination.swift `update(settings:)`; Kotlin 1.25.0
+    /// core/.../platform/plugins/SegmentDestination.kt), so a team changes no app code to get
+    /// it. Defaults from Swift Sources/Segment/Utilities/Retry/HttpConfig.swift and Kotlin
+    /// core/.../retry/RetryConfig.kt (the same), rules from each `RetryStateMachine`.
+    static func applyHTTPConfig(to client: inout Scenario.Client, _ delivery: inout DeliveryPolicy, kotlin: Bool) {
+        // `calculateBackoffInterval` (Kotlin `calculateBackoffMs`):
+        // min(min(0.5 s · 2ⁿ⁻¹, 300 s) + U[0, 10 %), 300 s) (`baseBackoffInterval` 0.5,
+        // `maxBackoffInterval` 300, `jitterPercent` 10) after the batch's nth refusal;
+        // `shouldUploadBatch` looks at it only when a flush considers the batch, so it goes at
+        // the first flush after the wait.
+        client.backoff = Scenario.Backoff(policy: .exponential, base: 0.5, multiplier: 2, cap: 300, jitter: .added, spread: 0.1)
+        delivery.retry = .nextTriggerAfterBackoff(tick: client.flushInterval)
+        // `handleRateLimitResponse`: a 429 pauses the whole pipeline (`skipAllBatches`; Kotlin's
+        // upload gate in platform/EventPipeline.kt `upload`) for min(Retry-After ?? 300, 300) s
+        // (`RateLimitConfig.maxRetryInterval`), adds one to `globalRetryCount` and no failure to
+        // the batch; after `maxRetryCount` (100) pauses with no success, the batch a flush
+        // considers next is dropped. Swift's `handleResponse` pauses on any retried status with
+        // Retry-After too; Kotlin's backs such a batch off without reading the header. The
+        // backoff never reads it.
+        delivery.throttlePause = DeliveryPolicy.ThrottlePause(longest: 300, maxPauses: 100, anyStatus: !kotlin)
+        client.honourRetryAfter = false
+        // `resolveStatusCodeBehavior`: `default4xxBehavior` drop, `default5xxBehavior` retry,
+        // `statusCodeOverrides` 408, 410, 429 and 460 retried, 501 and 505 dropped; a dropped
+        // status deletes the file (Swift `SegmentDestination.flushFiles` and `shouldDropBatch`,
+        // Kotlin `shouldDeleteBatch`).
+        delivery.refusedStatuses = Set((400...499).filter { ![408, 410, 429, 460].contains($0) } + [501, 505])
+        // `shouldUploadBatch`: a batch refused `maxRetryCount` (100) times, or first refused more
+        // than `maxTotalBackoffDuration` (43,200 s) before a flush considers it, is dropped
+        // there. The state is saved (`saveRetryState`), so it outlives a relaunch.
+        delivery.giveUp = .dropBatch(afterFailures: 100, afterSeconds: 43_200)
+        // Swift Sources/Segment/Utilities/Networking/HTTPClient.swift `handleResponse`: a
+        // transport error or timeout completes with `.unknown` before any retry state is
+        // touched; the file stays for the next flush, counting nothing. Kotlin's `upload` hands
+        // it to `handleResponse` as a 500: a refusal of the batch like any.
+        delivery.unanswered = kotlin ? .failure : .nextFlush
     }
 }

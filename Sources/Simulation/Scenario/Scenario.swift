@@ -278,6 +278,8 @@ public struct Scenario: Sendable {
             case full
             /// *d*/2 plus uniform in [0, *d*/2].
             case equal
+            /// *d* plus uniform in [0, ``Backoff/spread`` · *d*), no more than the cap.
+            case added
         }
 
         /// The shape of the waits.
@@ -293,7 +295,8 @@ public struct Scenario: Sendable {
         /// `schedule`: the waits after the first, second… failure (the last repeats, unless
         /// `cycles`).
         public var delays: [Double] = []
-        /// `schedule`: each wait is scaled by a uniform factor in [1 − spread, 1 + spread].
+        /// `schedule`: each wait is scaled by a uniform factor in [1 − spread, 1 + spread];
+        /// jitter `added`: the most a wait grows, as a fraction of it.
         public var spread = 0.0
         /// `schedule`: after the last wait, start again from the first instead of repeating it.
         public var cycles = false

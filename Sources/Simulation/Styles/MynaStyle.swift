@@ -139,10 +139,16 @@ package enum MynaStyle: DeviceStyle {
     package static func tally(_ client: borrowing Client, server: borrowing some IngestionRecord, into metrics: inout FleetMetrics) {
         metrics.retries += client.transientFailures
         metrics.eventsCreated += client.eventsCreated
-        metrics.eventsDropped += client.eventsDroppedByOverflow + client.eventsLostInCrashes + client.eventsRejectedPermanently + client.eventsGivenUp
+        // An event the collector took is delivered, whatever the SDK did with it after a lost
+        // answer: a later refusal or give-up deleted a copy the server already has.
+        var refused = client.eventsRejectedPermanently
+        for id in client.refusedAfterOffer where server.hasIngested(id) { refused -= 1 }
+        var givenUp = client.eventsGivenUp
+        for id in client.givenUpAfterOffer where server.hasIngested(id) { givenUp -= 1 }
+        metrics.eventsDropped += client.eventsDroppedByOverflow + client.eventsLostInCrashes + refused + givenUp
         metrics.losses.overflow += client.eventsDroppedByOverflow
-        metrics.losses.refused += client.eventsRejectedPermanently
-        metrics.losses.givenUp += client.eventsGivenUp
+        metrics.losses.refused += refused
+        metrics.losses.givenUp += givenUp
         metrics.losses.crashed += client.eventsLostInCrashes
         let depth = client.queueDepth
         if depth > 0 {
