@@ -842,6 +842,9 @@ struct SDKProfileTests {
         #expect(segmentLike.delivery.unanswered == .nextFlush)
         #expect(segmentLike.delivery.giveUp == .dropBatch(afterFailures: 100, afterSeconds: 43_200))
         #expect(try Self.settings("segment-swift@1.10+httpconfig", extra: ", delivery: {throttle_pause: none}").delivery.throttlePause == nil)
+        #expect(try Self.settings("aviary", extra: ", delivery: {throttle_pause: {longest: 1m, any_status: false}}").delivery.throttlePause
+            == DeliveryPolicy.ThrottlePause(longest: 60, maxPauses: 65_535, anyStatus: false))
+        #expect(try Self.settings("segment-kotlin@1.25+httpconfig").delivery.throttlePause?.anyStatus == false)
         #expect(try Self.settings("aviary", extra: ", delivery: {give_up: {drop_batch_after_age: 1h}}").delivery.giveUp == .dropBatch(afterFailures: 65_535, afterSeconds: 3_600))
         #expect(try Self.settings("aviary") == EngineSettings(batchSize: 20, flushInterval: 30, backoff: .exponential(base: 1, multiplier: 2, cap: 600, jitter: .full),
                                                              dataTTL: 3600, requestTimeout: 30))
