@@ -216,11 +216,7 @@ extension ClientEngine {
                 // Half the batch goes at once (at PostHog's next trigger); the rest follows in
                 // batches no larger.
                 trouble.splitLimit = UInt16(clamping: eventsInFlight / 2)
-                if case .nextTriggerAfterBackoff(let tick) = delivery.retry {
-                    // No pause: the tick that sent the batch, if it was one, has passed.
-                    let next = awaitTrigger(after: now, every: tick)
-                    return next > now ? next : next + tick
-                }
+                if case .nextTriggerAfterBackoff(let tick) = delivery.retry { return awaitLaterTrigger(after: now, every: tick, now: now) }
                 return -.infinity
             }
             // A single event too large to split is refused, whatever else is retried.
@@ -325,9 +321,7 @@ extension ClientEngine {
         if trouble.throttlePauses < .max { trouble.throttlePauses += 1 }
         switch profile.settings.delivery.retry {
         case .nextTrigger(_, let tick), .nextTriggerAfterBackoff(let tick):
-            // Without a pause, the tick that sent the batch, if it was one, has passed.
-            let next = awaitTrigger(after: now + wait, every: tick)
-            return next > now ? next : next + tick
+            return awaitLaterTrigger(after: now + wait, every: tick, now: now)
         case .backoff, .nextFlush, .nextEvent:
             return now + wait
         }
@@ -350,11 +344,7 @@ extension ClientEngine {
         let oldest = _store.oldest(min(settings.batchSize, _store.count))
         let closes = (oldest.first?.createdAt ?? now) + settings.flushInterval
         let count = max(1, oldest.prefix { $0.createdAt < closes }.count)
-        let removed = _store.removeOldest(count)
-        let deleted = removed.count
-        trouble.givenUpAfterOffer += removed.prefix(eventsOffered).map(\.id)
-        trouble.eventsGivenUp.addSaturating(deleted)
-        eventsOffered = max(0, eventsOffered - deleted)
+        let deleted = deleteGivenUp(count)
         if pausedOut {
             trouble.throttlePauses = 0
             lastError = "\(deleted) events deleted after \(state.throttlePauses) throttling pauses in a row"
@@ -364,6 +354,23 @@ extension ClientEngine {
             lastError = "\(deleted) events deleted after \(state.sendFailures) refusals of their batch"
         }
         return true
+    }
+
+    /// Deletes the `count` oldest queued events as given up and counts them; names those a
+    /// server was offered, which it may have taken (``ClientEngine/givenUpAfterOffer``).
+    mutating func deleteGivenUp(_ count: Int) -> Int {
+        let removed = _store.removeOldest(count)
+        trouble.givenUpAfterOffer += removed.prefix(eventsOffered).map(\.id)
+        trouble.eventsGivenUp.addSaturating(removed.count)
+        eventsOffered = max(0, eventsOffered - removed.count)
+        return removed.count
+    }
+
+    /// As ``awaitTrigger(after:every:)``, but a tick at `now` has passed: it sent the batch,
+    /// if it was one.
+    mutating func awaitLaterTrigger(after time: Double, every tick: Double, now: Double) -> Double {
+        let next = awaitTrigger(after: time, every: tick)
+        return next > now ? next : next + tick
     }
 
     /// Holds sends until the first trigger from `time` on: the next tick of a timer firing every
@@ -418,10 +425,7 @@ extension ClientEngine {
     /// Deletes every queued event, as a pipeline that gives up does; sends may start at once
     /// (with nothing to send until the next event).
     mutating func giveUp(at now: Double, because reason: String) -> Double {
-        let removed = _store.removeOldest(_store.count)
-        let deleted = removed.count
-        trouble.givenUpAfterOffer += removed.prefix(eventsOffered).map(\.id)
-        trouble.eventsGivenUp.addSaturating(deleted)
+        let deleted = deleteGivenUp(_store.count)
         trouble.streakStart = .nan
         eventsOffered = 0
         lastError = "\(deleted) events deleted after \(reason)"
