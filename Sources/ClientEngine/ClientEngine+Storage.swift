@@ -63,7 +63,7 @@ extension ClientEngine {
     /// when it wraps.
     ///
     /// Numbers are 32-bit and wrap from `UInt32.max` to 1. A response is matched only against
-    /// the (at most two) requests in flight, each given up after
+    /// the requests in flight (the fetch, the batch or the files), each given up after
     /// ``EngineSettings/requestTimeout``; a number is mistaken for its earlier holder only by a
     /// response that arrives after four billion later requests.
     @usableFromInline mutating func nextRequestID() -> RequestID {
@@ -224,9 +224,59 @@ struct EngineTrouble: Sendable {
     /// (see ``ClientEngine/givenUpAfterOffer``).
     @usableFromInline var givenUpAfterOffer: [EventID] = []
     @usableFromInline var refusedAfterOffer: [EventID] = []
+    /// The closed files, oldest first, of a pipeline that sends every file
+    /// (``DeliveryPolicy/Uploads/everyFile(concurrently:)``); the events after the last make
+    /// the open file.
+    @usableFromInline var files: [PendingFile] = []
+    /// The requests the current flush has still to send, in order.
+    @usableFromInline var outgoing: [PendingFile.Upload] = []
+    /// When the oldest event of the open file was queued, while closed files wait (else the
+    /// queue's oldest event is the open file's); infinity when the open file is empty.
+    @usableFromInline var openSince = Double.infinity
+    /// The time from which the next timer tick flushes: the last flush, or for concurrent
+    /// uploads the end of its last request (ticks meanwhile were skipped).
+    @usableFromInline var flushBase = -Double.infinity
+    /// The end of a throttling pause (``DeliveryPolicy/ThrottlePause``) of a pipeline that sends
+    /// every file: flushes before it close the open file and send nothing.
+    @usableFromInline var pausedUntil = -Double.infinity
 
     @inlinable init(seed: UInt64) {
         generator = Xoshiro256(seed: seed)
+    }
+}
+
+/// A file of events a flush closed, until it is delivered or deleted
+/// (``DeliveryPolicy/Uploads/everyFile(concurrently:)``), with the retry state Segment keeps per
+/// batch.
+@usableFromInline
+struct PendingFile: Sendable {
+    /// The sequence number of the file's newest event: the file holds the queued events after
+    /// the previous file's newest, up to this one. Events leave a file only when deleted.
+    @usableFromInline var last: UInt32
+    /// The events the file still holds.
+    @usableFromInline var count: Int
+    /// The request carrying the file, 0 for none.
+    @usableFromInline var request: UInt32 = 0
+    /// The refusals of the file so far; saturates.
+    @usableFromInline var failures: UInt16 = 0
+    /// Whether a server was ever offered the file (so it may have taken its events).
+    @usableFromInline var offered = false
+    /// The file's first refusal; NaN before it.
+    @usableFromInline var firstFailure = Double.nan
+    /// The request's deadline while one is in flight; else the earliest time a flush sends the
+    /// file again.
+    @usableFromInline var time = -Double.infinity
+
+    @usableFromInline init(last: UInt32, count: Int) {
+        self.last = last
+        self.count = count
+    }
+
+    /// A file's events, ready to go at the current flush.
+    @usableFromInline
+    struct Upload: Sendable {
+        @usableFromInline var last: UInt32
+        @usableFromInline var events: [Event]
     }
 }
 

@@ -27,6 +27,7 @@ extension ClientEngine {
         case .wake(let time): wake = min(wake, time)
         case .idle: break
         }
+        if sendsEveryFile { return nextFileAction(at: now, wake: wake) }
         switch send.next(wantedAt: isOnline && _store.count > 0 ? sendWantedAt : nil, at: now) {
         case .start:
             // A batch given up is deleted where it would have gone; the queue then goes on.
@@ -146,7 +147,7 @@ extension ClientEngine {
             } else {
                 send.finish(notBefore: retryAt)
             }
-        } else {
+        } else if !sendsEveryFile || !fileAnswered(requestID, by: response, at: now) {
             trouble.ignoredResponses.addSaturating(1)
         }
     }

@@ -32,7 +32,8 @@ import Randomness
 /// ## Sync
 /// Events are sent in batches of at most ``EngineSettings/batchSize``, as soon as that many wait
 /// or ``EngineSettings/flushInterval`` after the oldest was created. At most one request of each
-/// kind is in flight; one that gets no response within ``EngineSettings/requestTimeout`` counts
+/// kind is in flight (a pipeline that sends every file, ``DeliveryPolicy/Uploads/everyFile(concurrently:)``,
+/// may have one per file); one that gets no response within ``EngineSettings/requestTimeout`` counts
 /// as timed out and a late response to it is ignored, as is any response to an unknown request.
 /// Transient failures back off (see ``BackoffPolicy``); an event leaves the queue only when
 /// acknowledged, or when a server permanently refuses its batch (then it is counted in
@@ -329,6 +330,8 @@ extension ClientEngine {
         }
         _store.append(event, at: now)
         if pollsDrainedQueue { eventQueuedWhilePolling(at: now) }
+        // The first event after closed files opens a file (`DeliveryPolicy.Uploads.everyFile`).
+        if !troubles.isEmpty, !troubles[0].files.isEmpty, troubles[0].openSince == .infinity { troubles[0].openSince = now }
         // The event wakes a waiting pipeline when it fills a batch (Snowplow's buffer is one
         // event; PostHog's `flushIfOverThreshold` wants `flushAt`).
         if !troubles.isEmpty, troubles[0].waitsForEvent, now >= troubles[0].lockoutEnds, _store.count >= profile.settings.batchSize {
@@ -445,6 +448,7 @@ extension ClientEngine {
             clearSendFailures()
         }
         if !troubles.isEmpty, troubles[0].wentOffline { troubles[0].wentOffline = false }
+        if sendsEveryFile { restartFiles() }
         flushRequested = false
         pollsDrainedQueue = false
         if data == nil { fetchWantedAt = min(fetchWantedAt, now) }

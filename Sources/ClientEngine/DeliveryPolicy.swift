@@ -133,6 +133,35 @@ public struct DeliveryPolicy: Sendable, Hashable {
         case dropListed(resetsFailures: Bool)
     }
 
+    /// What a flush sends.
+    public enum Uploads: Sendable, Hashable {
+        /// One request at a time, carrying the oldest queued events up to the request's limit;
+        /// when it succeeds the next goes at once (every pipeline but Segment's).
+        case oldestBatch
+        /// Each flush closes the file new events go to, and every closed file goes in a request
+        /// of its own; a failed file stays on disk for a later flush. Flushes are the ticks of a
+        /// timer firing every ``EngineSettings/flushInterval`` (its phase the device's, drawn
+        /// from the engine's seed), a file reaching ``EngineSettings/batchSize`` events, and the
+        /// network returning (``ClientEngine/connectivityChanged(isOnline:at:)``); a file also
+        /// closes at ``DeliveryPolicy/maxBatchBytes``.
+        ///
+        /// `concurrently`: every file at once, and no flush, nor file closed, while any is in
+        /// flight (Segment Swift: `SegmentDestination.flush` skips while `pendingUploads` is
+        /// not 0, `flushFiles` starts one upload per file). Otherwise one after another, the
+        /// next as soon as the previous is answered, and a flush that comes meanwhile runs when
+        /// they are done (Segment Kotlin: `EventPipeline.upload` loops over the files, and its
+        /// upload channel queues the flushes).
+        ///
+        /// Each file keeps its own count of refusals and its own backoff (Segment's `httpConfig`
+        /// retry state is per batch): ``RetryTiming/nextFlush`` sends a failed file at the next
+        /// flush, ``RetryTiming/backoff`` and ``RetryTiming/nextTriggerAfterBackoff(tick:)`` at
+        /// the first flush after its backoff; ``GiveUp/dropBatch(afterFailures:afterSeconds:)``
+        /// drops a file by its own count. Works with those timings and give-up rules, without
+        /// 413 splits, listed refusals, limits at send or a throttle wait (the scenario reader
+        /// refuses the others).
+        case everyFile(concurrently: Bool)
+    }
+
     /// The most events one request carries, when more than ``EngineSettings/batchSize`` (which
     /// then only triggers a flush): PostHog flushes at 20 and sends up to 50.
     public var maxBatchEvents: Int?
@@ -165,6 +194,8 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public var throttlePause: ThrottlePause?
     /// What a send that gets no answer does.
     public var unanswered = Unanswered.failure
+    /// What a flush sends.
+    public var uploads = Uploads.oldestBatch
     /// Polls of an emptied queue: after a send that leaves the queue empty, the pipeline looks
     /// for new events every ``drainPollInterval`` seconds, ``drainPolls`` times, and an event
     /// queued meanwhile waits for the next look; one queued after the last starts a send at

@@ -273,4 +273,25 @@ struct LiveWireFormatTests {
         #expect(m.eventsAcked == server.ingestionCounts().accepted)
         #expect(run.status2xx > 0 && run.statusOther == 0)
     }
+
+    /// Segment Swift's flushes run live as in the fleet: through a refused outage each flush sends
+    /// every pending file at once, one request each over real connections, so the phones send
+    /// more requests than a pipeline that sends its oldest events in one; nothing is lost.
+    @Test func segmentSendsEveryPendingFileLiveThroughAnOutage() async throws {
+        func scenario(_ uploads: String = "") throws -> Scenario {
+            let yaml = LiveLoadTestTests.yaml(outage: "[{start: 3m, end: 15m, mode: fail}]").replacingOccurrences(
+                of: "client: {batch_size: 10, flush_interval: 30s, request_timeout: 60s}",
+                with: "client: {profile: segment-swift, request_timeout: 60s\(uploads)}")
+            return try Scenario(yaml: yaml, file: "segment-live")
+        }
+        let live = try await LiveLoadTest(scenario: try scenario(), options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16)).run(stop: StopFlag())
+        let run = try #require(live.first).metrics, m = run.fleet
+        #expect(run.connectionErrors > 0, "the outage refused connections for real")
+        #expect(run.isBalanced)
+        #expect(m.eventsDropped == 0)
+        let files = try #require(LoadTest(scenario: try scenario()).run().first?.simulation.runs.first).metrics
+        let oneBatch = try #require(LoadTest(scenario: try scenario(", delivery: {uploads: oldest_batch}")).run().first?.simulation.runs.first).metrics
+        #expect(files.requests > oneBatch.requests * 13 / 10, "simulated: \(files.requests) requests with files, \(oneBatch.requests) without")
+        #expect(abs(Double(m.requests) / Double(files.requests) - 1) < 0.25, "live \(m.requests) requests, simulated \(files.requests)")
+    }
 }

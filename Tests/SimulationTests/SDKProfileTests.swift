@@ -72,20 +72,69 @@ struct SDKProfileTests {
 
     // MARK: - Segment
 
+    /// Refuses the due batch `times` times in a row with `response`, each when the engine next
+    /// wakes from `start`; returns when it wakes after the last.
+    static func refuse(_ engine: inout Engine, _ times: Int, with response: Response, from start: Double) throws -> Double {
+        var now = start
+        for _ in 0..<times {
+            try fail(&engine, with: response, at: now)
+            now = try #require(wake(&engine, at: now))
+        }
+        return now
+    }
+
+    /// Every request due at `now`, in the order the engine sends them.
+    static func sendAll(_ engine: inout Engine, at now: Double) -> [Request] {
+        var requests: [Request] = []
+        while let request = nextRequest(&engine, at: now) { requests.append(request) }
+        return requests
+    }
+
+    /// Answers every request due at `now` with `response` as it comes (so a pipeline that waits
+    /// for each answer sends them all too); returns their sizes.
+    @discardableResult
+    static func failAll(_ engine: inout Engine, with response: Response, at now: Double) -> [Int] {
+        var sizes: [Int] = []
+        while let request = nextRequest(&engine, at: now) {
+            engine.handle(response, to: request.id, at: now)
+            sizes.append(batch(request).count)
+        }
+        return sizes
+    }
+
+    /// Two events queued at 1, then `flushes` flushes refused, two events queued a second after
+    /// each: `flushes + 1` files of two; returns when the next flush comes, and each flush's sizes.
+    static func refusedFlushes(_ engine: inout Engine, _ flushes: Int) throws -> (next: Double, sizes: [[Int]]) {
+        queue(&engine, 2, at: 1)
+        var now = try #require(wake(&engine, at: 1))
+        var sizes: [[Int]] = []
+        for _ in 0..<flushes {
+            sizes.append(failAll(&engine, with: .failed(.unreachable), at: now))
+            queue(&engine, 2, at: now + 1)
+            now = try #require(wake(&engine, at: now + 1))
+        }
+        return (now, sizes)
+    }
+
+    /// Swift 1.10.0 without `httpConfig`: a failed file stays on disk for the next flush, a tick
+    /// of the 30 s timer (`Configuration.flushInterval`), whatever the number of failures; only
+    /// a 400 deletes it (`HTTPClient.shouldDropBatch(forStatusCode:)`).
     @Test func segmentKeepsAFailedBatchForTheNextFlushAndDeletesOnlyOn400() throws {
         var engine = try Self.engine("segment-swift", extra: ", data_ttl: 100d")
+        // The 20th event flushes at once (`flushAt`).
         Self.queue(&engine, 20, at: 1)
-        // Every failure waits one flush interval, the 1st as the 50th: no backoff, no give-up.
         var now = 1.0
-        for _ in 1...50 {
+        for failure in 1...50 {
             try Self.fail(&engine, with: .rejected(status: 503, retryAfter: 600), at: now)
-            #expect(Self.wake(&engine, at: now) == now + 30, "Retry-After is not read in the default mode")
-            now += 30
+            let next = try #require(Self.wake(&engine, at: now))
+            #expect(next > now && next - now < 30 + 1e-6, "the next tick; Retry-After is not read in the default mode")
+            if failure > 1 { #expect(abs(next - now - 30) < 1e-6) }
+            now = next
         }
         // A 401, a 413 and a 429 keep the batch too.
         for status in [401, 413, 429] {
             try Self.fail(&engine, with: .rejected(status: status, retryAfter: nil), at: now)
-            now += 30
+            now = try #require(Self.wake(&engine, at: now))
         }
         #expect(engine.queueDepth == 20)
         #expect(engine.eventsGivenUp == 0)
@@ -94,16 +143,98 @@ struct SDKProfileTests {
         #expect(engine.eventsRejectedPermanently == 20)
     }
 
+    /// Kotlin 1.25.0 without `httpConfig` (`RetryStateMachine.shouldDeleteBatch`): every 4xx but
+    /// 429 deletes the file. The files of a flush go one after another, the next as soon as the
+    /// previous is answered, past failures (platform/EventPipeline.kt `upload`).
     @Test func segmentKotlinDeletesOnEvery4xxBut429() throws {
         var engine = try Self.engine("segment-kotlin", extra: ", data_ttl: 100d")
+        // Forty events: two files of 20, each closed by the count trigger.
         Self.queue(&engine, 40, at: 1)
-        try Self.fail(&engine, with: .rejected(status: 429, retryAfter: 5), at: 1)
-        #expect(Self.wake(&engine, at: 1) == 31)
-        #expect(engine.queueDepth == 40)
-        try Self.fail(&engine, with: .rejected(status: 401, retryAfter: nil), at: 31)
-        #expect(engine.queueDepth == 20)
-        try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: 31)
+        let first = try #require(Self.nextRequest(&engine, at: 1))
+        #expect(Self.batch(first).count == 20)
+        #expect(Self.nextRequest(&engine, at: 1) == nil, "one file at a time")
+        engine.handle(.rejected(status: 429, retryAfter: 5), to: first.id, at: 1.2)
+        let second = try #require(Self.nextRequest(&engine, at: 1.2), "the next file as soon as the first is answered")
+        #expect(Self.batch(second).map(\.id) != Self.batch(first).map(\.id))
+        engine.handle(.rejected(status: 401, retryAfter: nil), to: second.id, at: 1.4)
+        #expect(engine.queueDepth == 20, "the 401 deleted its file, the 429 kept its")
+        let tick = try #require(Self.wake(&engine, at: 1.4))
+        #expect(tick > 1.4 && tick <= 31.4)
+        try Self.fail(&engine, with: .rejected(status: 413, retryAfter: nil), at: tick)
         #expect(engine.eventsRejectedPermanently == 40)
+    }
+
+    /// Swift 1.10.0 `SegmentDestination`: each flush closes the open file (`DirectoryStore.fetch`
+    /// finishes the writer) and `flushFiles` starts one upload per file, all at once; `flush`
+    /// skips while `pendingUploads` is not 0, so a tick meanwhile closes nothing and its events
+    /// go in the next file. Answers come in any order, each deciding for its own file.
+    @Test func segmentSwiftSendsEveryPendingFileAtOnceAndSkipsFlushesWhileAnyIsPending() throws {
+        var engine = try Self.engine("segment-swift", extra: ", data_ttl: 100d, request_timeout: 100s")
+        // A refused collector: every flush sends one file more.
+        let (now, sizes) = try Self.refusedFlushes(&engine, 3)
+        #expect(sizes == [[2], [2, 2], [2, 2, 2]])
+        let pending = Self.sendAll(&engine, at: now)
+        #expect(pending.map { Self.batch($0).count } == [2, 2, 2, 2])
+        Self.queue(&engine, 3, at: now + 10)
+        #expect(Self.wake(&engine, at: now + 30) == now + 100, "the tick at \(now + 30) is skipped: uploads pending")
+        // The newest file taken first, the oldest refused: only its events stay.
+        engine.handle(.acknowledged(Self.batch(pending[3]).map(\.id)), to: pending[3].id, at: now + 40)
+        engine.handle(.rejected(status: 503, retryAfter: nil), to: pending[0].id, at: now + 40)
+        for request in pending[1...2] { engine.handle(.acknowledged(Self.batch(request).map(\.id)), to: request.id, at: now + 41) }
+        #expect(engine.queueDepth == 2 + 3)
+        Self.queue(&engine, 3, at: now + 45)
+        let tick = try #require(Self.wake(&engine, at: now + 45))
+        #expect(abs(tick - (now + 60)) < 1e-6, "the first tick after the last answer")
+        let next = Self.sendAll(&engine, at: tick)
+        #expect(next.map { Self.batch($0).count } == [2, 6], "the refused file, then one file of the six events queued since the last flush")
+        #expect(engine.ignoredResponses == 0)
+    }
+
+    /// Kotlin 1.25.0 `EventPipeline.upload` sends the files one after another, each waiting for
+    /// its answer or its timeout; a flush that comes meanwhile waits in the upload channel
+    /// (`Channel(UNLIMITED)`) and runs when the loop ends.
+    @Test func segmentKotlinSendsFilesInTurnAndAFlushMeanwhileRunsAfter() throws {
+        var engine = try Self.engine("segment-kotlin", extra: ", data_ttl: 100d, request_timeout: 20s")
+        let now = try Self.refusedFlushes(&engine, 2).next
+        // Three files: the first refused, the next two never answered.
+        let first = try #require(Self.nextRequest(&engine, at: now))
+        engine.handle(.failed(.unreachable), to: first.id, at: now + 0.1)
+        #expect(Self.nextRequest(&engine, at: now + 0.1) != nil, "the second file")
+        #expect(Self.wake(&engine, at: now + 0.1) == now + 20.1, "its timeout")
+        #expect(Self.nextRequest(&engine, at: now + 20.1) != nil, "the third file")
+        #expect(Self.wake(&engine, at: now + 20.1) == now + 40.1)
+        // The tick at now + 30 came during the loop: its flush starts over at once.
+        let again = Self.sendAll(&engine, at: now + 40.1)
+        #expect(again.count == 1 && Self.batch(again[0]).count == 2, "the first file again, one at a time")
+        #expect(engine.queueDepth == 6)
+    }
+
+    @Test func uploadsAreAScenarioKeyAndRulesTheyDoNotModelAreRefused() throws {
+        let inTurn = try Self.settings("aviary", extra: ", delivery: {uploads: every_file_in_turn, retry: next_flush}")
+        #expect(inTurn.delivery.uploads == .everyFile(concurrently: false))
+        #expect(try Self.settings("segment-swift").delivery.uploads == .everyFile(concurrently: true))
+        #expect(try Self.settings("segment-swift", extra: ", delivery: {uploads: oldest_batch}").delivery.uploads == .oldestBatch)
+        #expect { _ = try Self.settings("segment-swift", extra: ", delivery: {give_up: {drop_queue_after: 3}, too_large: split}") } throws: { error in
+            "\(error)".contains("delivery") && "\(error)".contains("give_up never") && "\(error)".contains("too_large refuse")
+        }
+        #expect { _ = try Self.settings("segment-swift", extra: ", delivery: {uploads: every_file}") } throws: { error in
+            "\(error)".contains("every_file_at_once")
+        }
+    }
+
+    /// A relaunch forgets the uploads in flight (their answers are ignored); the files stay on
+    /// disk and go again at the next flush.
+    @Test func segmentRelaunchForgetsUploadsInFlightAndKeepsTheFiles() throws {
+        var engine = try Self.engine("segment-swift", extra: ", data_ttl: 100d")
+        let tick = try Self.refusedFlushes(&engine, 1).next
+        let pending = Self.sendAll(&engine, at: tick)
+        #expect(pending.count == 2)
+        engine.restart(at: tick + 1)
+        for request in pending { engine.handle(.acknowledged(Self.batch(request).map(\.id)), to: request.id, at: tick + 2) }
+        #expect(engine.ignoredResponses == 2)
+        #expect(engine.queueDepth == 4)
+        let after = try #require(Self.wake(&engine, at: tick + 2))
+        #expect(Self.sendAll(&engine, at: after).map { Self.batch($0).count } == [2, 2])
     }
 
     // MARK: - Segment with httpConfig
@@ -160,27 +291,56 @@ struct SDKProfileTests {
     }
 
     /// `shouldUploadBatch`: a batch refused `maxRetryCount` (100) times is dropped when a flush
-    /// next considers it, and the queue goes on; the events queued after its file stay.
+    /// next considers it, and the queue goes on. Each file keeps its own count (the retry state
+    /// is per batch), so a file closed later is dropped later.
     @Test func segmentHTTPConfigDropsABatchAtItsHundredthRefusalAndTheQueueGoesOn() throws {
         var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
         Self.queue(&engine, 5, at: 1)
         Self.queue(&engine, 3, at: 10)
-        var now = 31.0
-        for failure in 1...100 {
-            if failure == 50 { Self.queue(&engine, 4, at: now) }
-            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+        var now = try #require(Self.wake(&engine, at: 10))
+        var refusals = (first: 0, second: 0)
+        while refusals.first < 100 {
+            if refusals.first == 49 && refusals.second == 0 { Self.queue(&engine, 4, at: now - 1) }
+            let sizes = Self.failAll(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+            #expect(!sizes.isEmpty && Set(sizes).isSubset(of: [8, 4]))
+            if sizes.contains(8) { refusals.first += 1 }
+            if sizes.contains(4) { refusals.second += 1 }
             now = try #require(Self.wake(&engine, at: now))
         }
         #expect(now < 43_200, "refused out before twelve hours")
         #expect(engine.queueDepth == 12)
-        // The file of the first flush (the 8 events of its first 30 s) goes; the 4 later events
-        // are sent at once, their count starting from nothing.
-        let request = try #require(Self.nextRequest(&engine, at: now))
-        #expect(Self.batch(request).count == 4)
+        #expect(refusals.second > 51, "the later file's own backoff started short: it went at more flushes")
+        // At the next flush the file of the first (the 8 events of its first 30 s) is dropped,
+        // whatever its wait; the file of the 4 later events keeps its own count.
+        _ = Self.sendAll(&engine, at: now)
         #expect(engine.eventsGivenUp == 8)
-        engine.handle(.rejected(status: 503, retryAfter: nil), to: request.id, at: now)
-        let next = try #require(Self.wake(&engine, at: now))
-        #expect(next - now <= 30, "a first refusal's wait")
+        #expect(engine.queueDepth == 4)
+    }
+
+    /// The backoff is the file's: a file refused many times waits its five minutes while a file
+    /// closed since goes at the next tick.
+    @Test func segmentHTTPConfigBacksOffEachFileOnItsOwn() throws {
+        var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
+        Self.queue(&engine, 20, at: 1)
+        let now = try Self.refuse(&engine, 12, with: .rejected(status: 503, retryAfter: nil), from: 1)
+        try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
+        Self.queue(&engine, 2, at: now + 1)
+        let tick = try #require(Self.wake(&engine, at: now + 1))
+        #expect(abs(tick - now - 30) < 1e-6)
+        #expect(Self.failAll(&engine, with: .rejected(status: 503, retryAfter: nil), at: tick) == [2], "the new file alone")
+        #expect(Self.wake(&engine, at: tick).map { $0 - tick <= 30 } == true, "its first wait")
+    }
+
+    /// Kotlin's upload loop `break`s at `SkipAllBatches`: after a 429 the flush's other files
+    /// wait for the pause's end.
+    @Test func segmentKotlinHTTPConfigStopsTheFlushAtA429() throws {
+        var engine = try Self.engine("segment-kotlin@1.25+httpconfig", extra: ", data_ttl: 100d")
+        Self.queue(&engine, 40, at: 1)
+        let first = try #require(Self.nextRequest(&engine, at: 1))
+        engine.handle(.rejected(status: 429, retryAfter: 100), to: first.id, at: 1)
+        let resume = try #require(Self.wake(&engine, at: 1))
+        #expect(resume >= 101 && resume < 131, "the first tick after the pause; the second file was not sent")
+        #expect(Self.sendAll(&engine, at: resume).count == 1, "then the files in turn")
     }
 
     /// `exceedsMaxDuration`: a batch first refused more than 43,200 s before a flush considers it
@@ -196,7 +356,7 @@ struct SDKProfileTests {
             engine.handle(.failed(sends.isMultiple(of: 2) ? .unreachable : .timeout), to: request.id, at: now)
             sends += 1
             let next = try #require(Self.wake(&engine, at: now))
-            #expect(next == now + 30, "the next flush, no backoff")
+            #expect(abs(next - now - 30) < 1e-6, "the next flush, no backoff")
             now = next
         }
         #expect(now > 100 + 43_200 && now <= 100 + 43_200 + 30)
@@ -210,11 +370,7 @@ struct SDKProfileTests {
     @Test func segmentHTTPConfigDropsTheNextBatchAfterAHundredPausesInARow() throws {
         var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
         Self.queue(&engine, 20, at: 1)
-        var now = 1.0
-        for _ in 1...99 {
-            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: 30), at: now)
-            now = try #require(Self.wake(&engine, at: now))
-        }
+        var now = try Self.refuse(&engine, 99, with: .rejected(status: 503, retryAfter: 30), from: 1)
         let success = try #require(Self.nextRequest(&engine, at: now))
         engine.handle(.acknowledged(Self.batch(success).map(\.id)), to: success.id, at: now)
         Self.queue(&engine, 20, at: now)
@@ -262,11 +418,7 @@ struct SDKProfileTests {
     @Test func segmentHTTPConfigKeepsItsRetryStateAcrossARelaunch() throws {
         var engine = try Self.engine(Self.segmentHTTPConfig, extra: ", data_ttl: 100d")
         Self.queue(&engine, 20, at: 1)
-        var now = 1.0
-        for _ in 1...99 {
-            try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)
-            now = try #require(Self.wake(&engine, at: now))
-        }
+        var now = try Self.refuse(&engine, 99, with: .rejected(status: 503, retryAfter: nil), from: 1)
         engine.restart(at: now - 10)
         #expect(Self.wake(&engine, at: now - 10) == now, "the wait outlives the process")
         try Self.fail(&engine, with: .rejected(status: 503, retryAfter: nil), at: now)

@@ -425,14 +425,40 @@ extension Scenario {
         if let x = r.optional("connections") { client.connections = try x.choice(["pooled": .pooled, "per_device": .perDevice]) }
         if let x = r.optional("wire") { client.wire = try EventWire(x) }
         if let x = r.optional("delivery") { try readDelivery(x, into: &client.delivery) }
+        try checkUploads(client, r)
         return client
+    }
+
+    /// A pipeline that sends every file models only some of the other rules; the rest are
+    /// refused, naming what to change.
+    private static func checkUploads(_ client: Client, _ r: ScenarioReader) throws(ScenarioError) {
+        guard case .everyFile = client.delivery.uploads else { return }
+        let delivery = client.delivery
+        var needs: [String] = []
+        switch delivery.retry {
+        case .nextFlush, .backoff, .nextTriggerAfterBackoff: break
+        case .nextEvent, .nextTrigger: needs.append("retry next_flush, backoff or {lockout: backoff, tick: …}")
+        }
+        switch delivery.giveUp {
+        case .never, .dropBatch: break
+        case .dropQueue, .dropQueueAfterStreak, .goOffline: needs.append("give_up never, or drop_batch_after and drop_batch_after_age")
+        }
+        if delivery.tooLarge != .refuse { needs.append("too_large refuse") }
+        if delivery.listedRefusal != .wholeBatch { needs.append("listed_refusals whole_batch") }
+        if delivery.limitsAtSend { needs.append("limits_at_send false") }
+        if delivery.throttleWait != nil { needs.append("no throttle_wait") }
+        if client.flushInterval <= 0 { needs.append("a flush_interval above 0 (the flush timer's period)") }
+        guard needs.isEmpty else {
+            let message = "sends every file at a flush (uploads: every_file_at_once or every_file_in_turn), which works with \(needs.joined(separator: ", ")) only"
+            throw r.has("delivery") ? r.error(message, at: "delivery") : r.error(message, at: "profile")
+        }
     }
 
     /// `client.delivery`: an SDK pipeline's limits and rules beyond the backoff.
     private static func readDelivery(_ r: ScenarioReader, into delivery: inout DeliveryPolicy) throws(ScenarioError) {
         try r.requireKeys(allowed: [
             "max_batch_events", "max_batch_bytes", "event_bytes", "retry", "refused_statuses", "listed_refusals", "too_large", "give_up", "throttle_wait",
-            "throttle_pause", "unanswered", "limits_at_send", "max_event_age",
+            "throttle_pause", "unanswered", "limits_at_send", "max_event_age", "uploads",
         ])
         if let x = r.optional("max_batch_events") { delivery.maxBatchEvents = try x.integer(in: Limits.count, "a whole number \(describe(Limits.count))") }
         if let x = r.optional("max_batch_bytes") { delivery.maxBatchBytes = try x.integer(in: 1...1_000_000_000, "bytes, 1 to 1000000000") }
@@ -497,6 +523,11 @@ extension Scenario {
             }
         }
         if let x = r.optional("unanswered") { delivery.unanswered = try x.choice(["failure": .failure, "next_flush": .nextFlush]) }
+        if let x = r.optional("uploads") {
+            delivery.uploads = try x.choice([
+                "oldest_batch": .oldestBatch, "every_file_at_once": .everyFile(concurrently: true), "every_file_in_turn": .everyFile(concurrently: false),
+            ])
+        }
     }
 
     private static func network(_ r: ScenarioReader?) throws(ScenarioError) -> Network {

@@ -57,6 +57,12 @@ extension SDKRelease {
             // Swift Sources/Segment/Utilities/Storage/Storage.swift `MAXFILESIZE`, Kotlin
             // core/.../utilities/EventsFileManager.kt `MAX_FILE_SIZE`: 475,000 B a file.
             delivery.maxBatchBytes = 475_000
+            // Each flush closes the open file and sends every closed file, one request each:
+            // Swift's `SegmentDestination.flush` all at once, skipped while any upload is
+            // pending (`pendingUploads`), and `flushFiles` one `startBatchUpload` per file;
+            // Kotlin's platform/EventPipeline.kt `upload` one after another, `rollover` at each
+            // flush its channel queues.
+            delivery.uploads = .everyFile(concurrently: profile == .segmentSwift)
             client.queueCapacity = unbounded
             client.overflowDropsOldest = true
             // Default (legacy) mode, without the workspace's `httpConfig`: a failed file stays on
