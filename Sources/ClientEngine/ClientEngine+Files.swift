@@ -118,7 +118,8 @@ extension ClientEngine {
             lower = upper
             if case .dropBatch(let failures, let seconds) = delivery.giveUp,
                pausedOut || Int(file.failures) >= failures || now - file.firstFailure > seconds {
-                let deleted = deleteFile(events, offered: file.offered)
+                let deleted = _store.remove(events.map(\.id))
+                countGivenUp(deleted, offered: file.offered ? events.map(\.id) : [])
                 if pausedOut {
                     lastError = "\(deleted) events deleted after \(trouble.throttlePauses) throttling pauses in a row"
                     trouble.throttlePauses = 0
@@ -200,23 +201,19 @@ extension ClientEngine {
                 if troubles[0].files[i].count <= 0 { troubles[0].files.remove(at: i) }
             }
         case .rejected(let status, let retryAfter):
-            if let pause = delivery.throttlePause, status == 429 || (pause.anyStatus && retryAfter != nil) {
+            if let pause = delivery.throttlePause, pause.pauses(status: status, retryAfter: retryAfter) {
                 troubles[0].transientFailures.addSaturating(1)
                 if troubles[0].throttlePauses < .max { troubles[0].throttlePauses += 1 }
-                let wait = min(retryAfter.map { max(0, $0) } ?? pause.longest, pause.longest)
-                troubles[0].pausedUntil = max(troubles[0].pausedUntil, now + wait)
+                troubles[0].pausedUntil = max(troubles[0].pausedUntil, now + pause.wait(retryAfter: retryAfter))
                 // One after another, the files left are skipped (`SkipAllBatches` breaks the loop).
                 if !concurrently { troubles[0].outgoing.removeAll() }
             } else if delivery.retries(status: status) {
                 fileFailed(i, retryAfter: retryAfter, at: now)
             } else {
-                let events = fileEvents(i)
-                let refused = _store.remove(events.map(\.id))
-                troubles[0].eventsRejectedPermanently.addSaturating(refused)
-                troubles[0].refusedAfterOffer += events.map(\.id)
-                eventsOffered = max(0, eventsOffered - refused)
+                let ids = fileEvents(i).map(\.id)
+                _ = _store.remove(ids)
                 troubles[0].files.remove(at: i)
-                lastError = "\(refused) events refused permanently with status \(status)"
+                countRefused(ids, status: status)
             }
         case .refusedEvents(_, let status):
             settleFile(i, .rejected(status: status, retryAfter: nil), concurrently: concurrently, at: now)
@@ -261,16 +258,6 @@ extension ClientEngine {
         return _store.oldest(_store.count).filter { event in
             event.id.sequence <= files[i].last && after.map { event.id.sequence > $0 } ?? true
         }
-    }
-
-    /// Deletes a file's events, counted as given up (with the offered ones named, as
-    /// ``deleteGivenUp(_:)`` does); returns how many.
-    mutating func deleteFile(_ events: ArraySlice<Event>, offered: Bool) -> Int {
-        let removed = _store.remove(events.map(\.id))
-        if offered { trouble.givenUpAfterOffer += events.map(\.id) }
-        trouble.eventsGivenUp.addSaturating(removed)
-        eventsOffered = max(0, eventsOffered - removed)
-        return removed
     }
 
     /// A relaunch forgets the requests in flight and the flush under way; the files stay on

@@ -212,13 +212,12 @@ struct EngineTrouble: Sendable {
     /// in memory, so a relaunch forgets it.
     @usableFromInline var wentOffline = false
     /// When the server began answering this device's sends with retried statuses, for
-    /// ``DeliveryPolicy/GiveUp/dropQueueAfterStreak(seconds:)``, or first refused the oldest
-    /// batch, for ``DeliveryPolicy/GiveUp/dropBatch(afterFailures:afterSeconds:)``; NaN outside
-    /// such a streak.
+    /// ``DeliveryPolicy/GiveUp/dropQueueAfterStreak(seconds:)``; NaN outside such a streak.
     @usableFromInline var streakStart = Double.nan
     /// When a lockout after a failure ends, before which a queued event starts no send.
     @usableFromInline var lockoutEnds = -Double.infinity
-    /// Throttling pauses since the last success (``DeliveryPolicy/ThrottlePause``); saturates.
+    /// Throttling pauses since the last success of a pipeline that sends every file, for
+    /// ``DeliveryPolicy/ThrottlePause/maxPauses``; saturates.
     @usableFromInline var throttlePauses: UInt16 = 0
     /// The events given up after a server had been offered them, and those refused for good
     /// (see ``ClientEngine/givenUpAfterOffer``).

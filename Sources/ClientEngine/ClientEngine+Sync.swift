@@ -29,10 +29,7 @@ extension ClientEngine {
         }
         if sendsEveryFile { return nextFileAction(at: now, wake: wake) }
         switch send.next(wantedAt: isOnline && _store.count > 0 ? sendWantedAt : nil, at: now) {
-        case .start:
-            // A batch given up is deleted where it would have gone; the queue then goes on.
-            if case .dropBatch = profile.settings.delivery.giveUp, dropBatchIfDue(at: now) { return nextAction(at: now) }
-            return .send(startSend(at: now))
+        case .start: return .send(startSend(at: now))
         case .wake(let time): wake = min(wake, time)
         case .idle: break
         }
@@ -147,7 +144,7 @@ extension ClientEngine {
             } else {
                 send.finish(notBefore: retryAt)
             }
-        } else if !sendsEveryFile || !fileAnswered(requestID, by: response, at: now) {
+        } else if !fileAnswered(requestID, by: response, at: now) {
             trouble.ignoredResponses.addSaturating(1)
         }
     }
@@ -204,7 +201,6 @@ extension ClientEngine {
             clearSendFailures()
             if !troubles.isEmpty {
                 troubles[0].streakStart = .nan
-                if troubles[0].throttlePauses != 0 { troubles[0].throttlePauses = 0 }
                 if _store.count == 0, troubles[0].splitLimit != 0 { troubles[0].splitLimit = 0 }
             }
             return -.infinity
@@ -224,12 +220,7 @@ extension ClientEngine {
             if !splits, delivery.retries(status: status) {
                 return sendFailed(retryAfter: retryAfter, status: status, at: now)
             }
-            let setAside = _store.removeOldest(eventsInFlight)
-            trouble.eventsRejectedPermanently.addSaturating(setAside.count)
-            // Refused now, but an earlier request may have carried them and been taken.
-            trouble.refusedAfterOffer += setAside.map(\.id)
-            eventsOffered = max(0, eventsOffered - setAside.count)
-            lastError = "\(setAside.count) events refused permanently with status \(status)"
+            countRefused(_store.removeOldest(eventsInFlight).map(\.id), status: status)
             clearSendFailures()
             return -.infinity
         case .refusedEvents(let ids, let status):
@@ -295,8 +286,8 @@ extension ClientEngine {
         trouble.transientFailures.addSaturating(1)
         let delivery = profile.settings.delivery
         if status == nil, delivery.unanswered == .nextFlush { return now + profile.settings.flushInterval }
-        if let status, let pause = delivery.throttlePause, status == 429 || (pause.anyStatus && retryAfter != nil) {
-            return throttled(for: min(retryAfter.map { max(0, $0) } ?? pause.longest, pause.longest), at: now)
+        if let status, let pause = delivery.throttlePause, pause.pauses(status: status, retryAfter: retryAfter) {
+            return throttled(for: pause.wait(retryAfter: retryAfter), at: now)
         }
         if let resume = countSendFailure(status: status, at: now) { return resume }
         if status == 429, let wait = delivery.throttleWait { return now + wait }
@@ -319,7 +310,6 @@ extension ClientEngine {
     /// (``DeliveryPolicy/ThrottlePause``), then until the pipeline's next trigger; returns when
     /// sends may start.
     mutating func throttled(for wait: Double, at now: Double) -> Double {
-        if trouble.throttlePauses < .max { trouble.throttlePauses += 1 }
         switch profile.settings.delivery.retry {
         case .nextTrigger(_, let tick), .nextTriggerAfterBackoff(let tick):
             return awaitLaterTrigger(after: now + wait, every: tick, now: now)
@@ -328,43 +318,28 @@ extension ClientEngine {
         }
     }
 
-    /// Deletes the oldest batch instead of sending it when the pipeline gives it up
-    /// (``DeliveryPolicy/GiveUp/dropBatch(afterFailures:afterSeconds:)``); returns whether it did.
-    ///
-    /// - Complexity: O(1) unless a batch is deleted; then O(*b*) in the batch's size.
-    @usableFromInline
-    mutating func dropBatchIfDue(at now: Double) -> Bool {
-        guard !troubles.isEmpty, case .dropBatch(let failures, let seconds) = profile.settings.delivery.giveUp else { return false }
-        let state = troubles[0]
-        let pausedOut = profile.settings.delivery.throttlePause.map { Int(state.throttlePauses) >= $0.maxPauses } ?? false
-        let refusedOut = Int(state.sendFailures) >= failures || now - state.streakStart > seconds
-        guard pausedOut || refusedOut else { return false }
-        // The file the SDK would have sent: closed by the flush a flush interval after its
-        // oldest event, or once it holds a flush's worth of events.
-        let settings = profile.settings
-        let oldest = _store.oldest(min(settings.batchSize, _store.count))
-        let closes = (oldest.first?.createdAt ?? now) + settings.flushInterval
-        let count = max(1, oldest.prefix { $0.createdAt < closes }.count)
-        let deleted = deleteGivenUp(count)
-        if pausedOut {
-            trouble.throttlePauses = 0
-            lastError = "\(deleted) events deleted after \(state.throttlePauses) throttling pauses in a row"
-        } else {
-            trouble.sendFailures = 0
-            trouble.streakStart = .nan
-            lastError = "\(deleted) events deleted after \(state.sendFailures) refusals of their batch"
-        }
-        return true
-    }
-
-    /// Deletes the `count` oldest queued events as given up and counts them; names those a
-    /// server was offered, which it may have taken (``ClientEngine/givenUpAfterOffer``).
+    /// Deletes the `count` oldest queued events as given up and counts them.
     mutating func deleteGivenUp(_ count: Int) -> Int {
         let removed = _store.removeOldest(count)
-        trouble.givenUpAfterOffer += removed.prefix(eventsOffered).map(\.id)
-        trouble.eventsGivenUp.addSaturating(removed.count)
-        eventsOffered = max(0, eventsOffered - removed.count)
+        countGivenUp(removed.count, offered: removed.prefix(eventsOffered).map(\.id))
         return removed.count
+    }
+
+    /// Counts `count` events deleted as given up; names those a server was offered, which it
+    /// may have taken (``ClientEngine/givenUpAfterOffer``).
+    mutating func countGivenUp(_ count: Int, offered: [EventID]) {
+        trouble.givenUpAfterOffer += offered
+        trouble.eventsGivenUp.addSaturating(count)
+        eventsOffered = max(0, eventsOffered - count)
+    }
+
+    /// Counts `ids`, deleted, as refused for good by a status: the refusal was of one request,
+    /// and an earlier one may have carried them and been taken (``ClientEngine/refusedAfterOffer``).
+    mutating func countRefused(_ ids: [EventID], status: Int) {
+        trouble.eventsRejectedPermanently.addSaturating(ids.count)
+        trouble.refusedAfterOffer += ids
+        eventsOffered = max(0, eventsOffered - ids.count)
+        lastError = "\(ids.count) events refused permanently with status \(status)"
     }
 
     /// As ``awaitTrigger(after:every:)``, but a tick at `now` has passed: it sent the batch,
@@ -414,10 +389,7 @@ extension ClientEngine {
         case .goOffline(let failures, _) where trouble.sendFailures >= failures:
             trouble.wentOffline = true
             return .infinity
-        case .dropBatch:
-            // Given up where the batch would go again (`dropBatchIfDue(at:)`).
-            if trouble.streakStart.isNaN { trouble.streakStart = now }
-        case .dropQueue, .goOffline:
+        case .dropQueue, .goOffline, .dropBatch:
             break
         }
         return nil

@@ -431,22 +431,17 @@ extension ClientEngine {
     /// not persisted, which the store counts) and sequence numbers continue from the store.
     /// Cached data and assignments are kept, and a pipeline that went offline
     /// (``DeliveryPolicy/GiveUp/goOffline(afterFailures:onFirstUnreachable:)``) starts online
-    /// again. A pipeline whose retry state is on disk
-    /// (``DeliveryPolicy/GiveUp/dropBatch(afterFailures:afterSeconds:)``) keeps its counts and
-    /// its wait. In offline mode the data fetch is due at once.
+    /// again. A pipeline whose files' retry state is on disk
+    /// (``DeliveryPolicy/GiveUp/dropBatch(afterFailures:afterSeconds:)``) keeps their counts and
+    /// waits. In offline mode the data fetch is due at once.
     public mutating func restart(at now: Double) {
         _store.reopen()
         fetch.reset()
         eventsInFlight = 0
         eventsOffered = min(eventsOffered, _store.count)
         clearFetchFailures()
-        if case .dropBatch = profile.settings.delivery.giveUp {
-            // The retry state is on disk: its counts and the wait outlive the process.
-            if send.requestInFlight != nil { send.reset() }
-        } else {
-            send.reset()
-            clearSendFailures()
-        }
+        send.reset()
+        clearSendFailures()
         if !troubles.isEmpty, troubles[0].wentOffline { troubles[0].wentOffline = false }
         if sendsEveryFile { restartFiles() }
         flushRequested = false

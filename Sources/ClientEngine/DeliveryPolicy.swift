@@ -70,16 +70,14 @@ public struct DeliveryPolicy: Sendable, Hashable {
         /// counts toward `afterFailures` (Amplitude-Swift: `HttpClient.upload` sets `offline` on
         /// the first connectivity error, `EventPipeline` after `FLUSH_MAX_RETRIES` failures).
         case goOffline(afterFailures: Int, onFirstUnreachable: Bool = false)
-        /// The oldest batch is deleted, instead of sent, once the server has refused it with a
-        /// retried status `afterFailures` times, or when it would go again more than
-        /// `afterSeconds` after its first such refusal; so is the batch after
-        /// ``ThrottlePause/maxPauses`` pauses in a row. The queue then goes on with the next
-        /// batch. Sends that get no answer and pauses count toward neither rule. The batch
-        /// deleted is a file of the SDK, as each flush closes the open file: the oldest events,
-        /// up to ``EngineSettings/batchSize``, created within a flush interval of the oldest. The counts are kept
-        /// on disk, so a relaunch keeps them (Segment Swift with `httpConfig`:
-        /// `RetryStateMachine.shouldUploadBatch`, 100 refusals or 12 h, state saved by
-        /// `Storage.saveRetryState`).
+        /// A file (``Uploads/everyFile(concurrently:)``, which this rule needs) is deleted,
+        /// instead of sent, at the first flush after the server has refused it with a retried
+        /// status `afterFailures` times, or more than `afterSeconds` after its first such
+        /// refusal; so is the next file a flush considers after ``ThrottlePause/maxPauses``
+        /// pauses in a row. The other files go on. Sends that get no answer and pauses count
+        /// toward neither rule. The counts are kept on disk, so a relaunch keeps them (Segment
+        /// with `httpConfig`: `RetryStateMachine.shouldUploadBatch`, 100 refusals or 12 h, state
+        /// saved by `Storage.saveRetryState`).
         case dropBatch(afterFailures: Int, afterSeconds: Double)
     }
 
@@ -94,7 +92,7 @@ public struct DeliveryPolicy: Sendable, Hashable {
     public struct ThrottlePause: Sendable, Hashable {
         /// The pause without `Retry-After`, and the longest one.
         public var longest: Double
-        /// The pauses in a row, with no success between them, after which the next batch is
+        /// The pauses in a row, with no success between them, after which the next file is
         /// deleted instead of sent (with ``GiveUp/dropBatch(afterFailures:afterSeconds:)``).
         public var maxPauses: Int
         /// Whether a retried status other than 429 pauses too when it carries `Retry-After`
@@ -106,6 +104,18 @@ public struct DeliveryPolicy: Sendable, Hashable {
             self.longest = longest
             self.maxPauses = maxPauses
             self.anyStatus = anyStatus
+        }
+
+        /// Whether a refusal with `status` and `retryAfter` pauses every send.
+        @inlinable
+        public func pauses(status: Int, retryAfter: Double?) -> Bool {
+            status == 429 || (anyStatus && retryAfter != nil)
+        }
+
+        /// How long a pause after a refusal with `retryAfter` lasts.
+        @inlinable
+        public func wait(retryAfter: Double?) -> Double {
+            min(retryAfter.map { max(0, $0) } ?? longest, longest)
         }
     }
 

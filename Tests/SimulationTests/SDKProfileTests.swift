@@ -987,7 +987,7 @@ struct SDKProfileTests {
         // Segment's `httpConfig` rules, spelled out for Aviary's own client.
         let segmentLike = try Self.settings("aviary", extra: """
             , backoff: {policy: exponential, base: 0.5s, multiplier: 2, cap: 5m, jitter: added, spread: 0.1},
-            delivery: {throttle_pause: {longest: 5m, max_pauses: 100}, unanswered: next_flush, give_up: {drop_batch_after: 100, drop_batch_after_age: 12h}}
+            delivery: {uploads: every_file_at_once, throttle_pause: {longest: 5m, max_pauses: 100}, unanswered: next_flush, give_up: {drop_batch_after: 100, drop_batch_after_age: 12h}}
             """)
         #expect(segmentLike.backoff == .exponential(base: 0.5, multiplier: 2, cap: 300, jitter: .added(fraction: 0.1)))
         #expect(segmentLike.delivery.throttlePause == DeliveryPolicy.ThrottlePause(longest: 300, maxPauses: 100))
@@ -997,7 +997,7 @@ struct SDKProfileTests {
         #expect(try Self.settings("aviary", extra: ", delivery: {throttle_pause: {longest: 1m, any_status: false}}").delivery.throttlePause
             == DeliveryPolicy.ThrottlePause(longest: 60, maxPauses: 65_535, anyStatus: false))
         #expect(try Self.settings("segment-kotlin@1.25+httpconfig").delivery.throttlePause?.anyStatus == false)
-        #expect(try Self.settings("aviary", extra: ", delivery: {give_up: {drop_batch_after_age: 1h}}").delivery.giveUp == .dropBatch(afterFailures: 65_535, afterSeconds: 3_600))
+        #expect(try Self.settings("aviary", extra: ", delivery: {uploads: every_file_in_turn, give_up: {drop_batch_after_age: 1h}}").delivery.giveUp == .dropBatch(afterFailures: 65_535, afterSeconds: 3_600))
         #expect(try Self.settings("aviary") == EngineSettings(batchSize: 20, flushInterval: 30, backoff: .exponential(base: 1, multiplier: 2, cap: 600, jitter: .full),
                                                              dataTTL: 3600, requestTimeout: 30))
         for (profile, extra, message) in [
@@ -1018,6 +1018,7 @@ struct SDKProfileTests {
             ("aviary", ", delivery: {throttle_pause: {longest: 1m, max_pauses: 0}}", "pauses in a row, 1 to 65535"),
             ("aviary", ", delivery: {unanswered: ignored}", "expected one of failure, next_flush"),
             ("aviary", ", delivery: {give_up: {drop_batch_after: 0}}", "refusals of a batch, 1 to 65535"),
+            ("aviary", ", delivery: {give_up: {drop_batch_after: 3}}", "add uploads: every_file_at_once or every_file_in_turn"),
             ("segment-swift@1.9+httpconfig", "", "segment-swift@1.10+httpconfig (tags 1.10.0)"),
         ] {
             #expect {

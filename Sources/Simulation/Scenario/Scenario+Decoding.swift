@@ -432,8 +432,14 @@ extension Scenario {
     /// A pipeline that sends every file models only some of the other rules; the rest are
     /// refused, naming what to change.
     private static func checkUploads(_ client: Client, _ r: ScenarioReader) throws(ScenarioError) {
-        guard case .everyFile = client.delivery.uploads else { return }
         let delivery = client.delivery
+        guard case .everyFile = delivery.uploads else {
+            if case .dropBatch = delivery.giveUp {
+                let message = "gives up files (drop_batch_after, drop_batch_after_age) but sends its oldest events in one batch; add uploads: every_file_at_once or every_file_in_turn"
+                throw r.has("delivery") ? r.error(message, at: "delivery") : r.error(message, at: "profile")
+            }
+            return
+        }
         var needs: [String] = []
         switch delivery.retry {
         case .nextFlush, .backoff, .nextTriggerAfterBackoff: break
