@@ -16,12 +16,18 @@ package struct EmbeddedAviaryServer: EmbeddedServer {
     package var port: Int { running.port }
 
     /// Starts the server for `scenario` on `clock`, listening on a free loopback port.
-    package static let starter: EmbeddedServerStarter = { scenario, clock in
-        var configuration = ServerConfiguration(scenario: scenario)
-        configuration.speedup = clock.speedup
-        let service = try ExperimentService(configuration) { clock.now }
-        let running = try await ExperimentHTTPServer(service: service).start()
-        return EmbeddedAviaryServer(service: service, running: running)
+    package static let starter = starter(executor: nil)
+
+    /// ``starter``, with the server's tasks preferring `executor`
+    /// (``ExperimentHTTPServer/start(host:port:stopOnSignals:executor:)``).
+    package static func starter(executor: (any TaskExecutor)?) -> EmbeddedServerStarter {
+        { scenario, clock in
+            var configuration = ServerConfiguration(scenario: scenario)
+            configuration.speedup = clock.speedup
+            let service = try ExperimentService(configuration) { clock.now }
+            let running = try await ExperimentHTTPServer(service: service).start(executor: executor)
+            return EmbeddedAviaryServer(service: service, running: running)
+        }
     }
 
     package func backlogEvents() -> Double { service.backlogEvents() }

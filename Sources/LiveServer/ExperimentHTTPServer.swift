@@ -26,7 +26,7 @@ package struct ExperimentHTTPServer: Sendable {
         self.service = service
     }
 
-    /// A server started by ``start(host:port:stopOnSignals:)``.
+    /// A server started by ``start(host:port:stopOnSignals:executor:)``.
     ///
     /// `Sendable`: immutable references to `Sendable` values.
     package final class Running: Sendable {
@@ -57,14 +57,19 @@ package struct ExperimentHTTPServer: Sendable {
     /// Starts serving on `host`:`port` (0 picks a free port) and returns once it listens: HTTP/1.1
     /// over TLS when the configuration has ``ServerConfiguration/tls``, plain HTTP/1.1 otherwise.
     ///
-    /// - Parameter stopOnSignals: Stop gracefully on SIGINT and SIGTERM (a command's server).
     /// It raises the soft open-file limit to the hard one, and serves at most
     /// ``ConnectionLimits/maxConnections`` connections under it (``ConnectionLimits``).
     ///
+    /// - Parameters:
+    ///   - stopOnSignals: Stop gracefully on SIGINT and SIGTERM (a command's server).
+    ///   - executor: Where the server's tasks (each connection's, each request's) prefer to run;
+    ///     `nil` for Swift's global concurrent executor. A process that keeps that executor busy
+    ///     with work of its own passes threads of the server's, so that its answers do not wait
+    ///     for that work as they would not in a process of their own.
     /// - Throws: ``ServeError`` if it cannot listen, if the connection cap leaves the server too
     ///   few descriptors, or if `host` is not loopback and the service has no client keys
     ///   (``APIKeys/checkExposure(host:)``).
-    package func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false) async throws(ServeError) -> Running {
+    package func start(host: String = "127.0.0.1", port: Int = 0, stopOnSignals: Bool = false, executor: (any TaskExecutor)? = nil) async throws(ServeError) -> Running {
         try service.configuration.keys.checkExposure(host: host)
         let limits = service.configuration.connections
         let fileLimit = OpenFileLimit.raise(liftingHardLimit: false)
@@ -97,7 +102,7 @@ package struct ExperimentHTTPServer: Sendable {
             logger: Self.logger
         )
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: stopOnSignals ? [.sigterm, .sigint] : [], logger: Self.logger))
-        let task = Task {
+        let task = Task(executorPreference: executor) {
             defer { continuation.finish() }
             try await group.run()
         }

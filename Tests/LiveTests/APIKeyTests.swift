@@ -189,7 +189,7 @@ extension LiveLoadTestTests {
         var configuration = ServerConfiguration(scenario: scenario)
         configuration.keys = APIKeys(clientKeys: ["live-key"])
         let service = try ExperimentService(configuration) { clock.now }
-        let server = try await ExperimentHTTPServer(service: service).start()
+        let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         var options = LiveLoadTest.Options(url: "http://127.0.0.1:\(server.port)", speedup: 60, connections: 16)
         options.apiKey = key
         let live = try await LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag())

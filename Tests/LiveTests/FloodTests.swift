@@ -99,7 +99,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let cap = 24
         let service = try Self.service(directory: directory, cap: cap)
-        let server = try await ExperimentHTTPServer(service: service).start()
+        let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         let port = server.port
 
         // Three times the cap, slowloris and silent alternately, all held open.
@@ -140,7 +140,7 @@ import Glibc
         let directory = ExperimentServiceTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let service = try Self.service(directory: directory, cap: 8)
-        let server = try await ExperimentHTTPServer(service: service).start()
+        let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         let socket = try Socket(port: server.port)
         socket.send("GET /health HTTP/1.1\r\nHost: flood\r\n\r\n")
         #expect(socket.closedByServer(within: 20))
@@ -154,7 +154,7 @@ import Glibc
         var configuration = ServerConfiguration(experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "thompson"), capacity: Capacity(eventsPerSecond: 5, maxConcurrent: 10, maxBacklog: 10))
         configuration.connections.maxConnections = 1
         let service = try ExperimentService(configuration)
-        let server = try await ExperimentHTTPServer(service: service).start()
+        let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         let busy = try Socket(port: server.port)
         let batch = MetricsTests.batch(device: 4, 0..<5)
         busy.send("POST /v1/events HTTP/1.1\r\nHost: flood\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(batch.utf8.count)\r\n\r\n" + batch)

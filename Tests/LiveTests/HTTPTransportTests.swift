@@ -22,7 +22,7 @@ struct HTTPTransportTests {
         _ body: (ExperimentService, Int, HTTPClient) async throws -> T
     ) async throws -> T {
         let service = try ExperimentServiceTests.service(capacity: capacity, keys: keys, clock: { Date().timeIntervalSince1970 })
-        let server = try await ExperimentHTTPServer(service: service).start()
+        let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         let client = HTTPTransport.makeClient(connections: 4)
         do {
             let result = try await body(service, server.port, client)

@@ -32,7 +32,7 @@ struct LiveInferenceTests {
 
     @Test func theServersAnalysisAtEachLookMatchesTheSimulatedOne() async throws {
         let scenario = try Scenario(yaml: Self.yaml, file: "live-inference")
-        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 120, connections: 16)).run(stop: StopFlag())
+        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 120, connections: 16)).run(stop: StopFlag())
         let simulated = FleetSimulation(scenario: scenario).run()
         let liveLooks = try #require(live.first?.metrics.inference.first, "the live run analysed the experiment")
         let simulatedLooks = try #require(simulated.first?.inference.first)

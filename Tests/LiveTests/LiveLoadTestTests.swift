@@ -41,7 +41,7 @@ struct LiveLoadTestTests {
 
     @Test func liveAndSimulatedBalanceAndAgreeOnQueueLatency() async throws {
         let scenario = try Self.scenario()
-        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16)).run(stop: StopFlag())
+        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 60, connections: 16)).run(stop: StopFlag())
         let simulated = LoadTest(scenario: scenario).run()
         #expect(live.count == 1)
         let run = try #require(live.first).metrics, m = run.fleet
@@ -76,7 +76,7 @@ struct LiveLoadTestTests {
     static func separateServer(_ scenario: Scenario) async throws -> any EmbeddedServer {
         let clock = ScenarioClock(speedup: 1)
         clock.begin()
-        return try await EmbeddedAviaryServer.starter(scenario, clock)
+        return try await EmbeddedAviaryServer.starter(executor: ServerThreads.shared)(scenario, clock)
     }
 
     @Test func againstASeparateServerTheDevicesAcknowledgementsBalance() async throws {
@@ -204,7 +204,7 @@ struct LiveLoadTestTests {
     /// not the server).
     @Test func atAThousandfoldSpeedupAServerThatAnswersInTimeIsNeverSeenTimingOut() async throws {
         let scenario = try Self.scenario(horizon: "3h", timeout: "1s")
-        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 1000, connections: 16)).run(stop: StopFlag())
+        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 1000, connections: 16)).run(stop: StopFlag())
         let run = try #require(live.first).metrics, m = run.fleet
         #expect(run.status2xx > 500)
         #expect(m.timeouts == 0, "\(m.timeouts) timeouts; request p99 \(run.requestLatencyMilliseconds(percentile: 99)) ms")
@@ -214,7 +214,7 @@ struct LiveLoadTestTests {
 
     @Test func aRefusingOutageIsRealAndNothingIsLost() async throws {
         let scenario = try Self.scenario(outage: "[{start: 5m, end: 10m, mode: fail}]")
-        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16)).run(stop: StopFlag())
+        let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 60, connections: 16)).run(stop: StopFlag())
         let run = try #require(live.first).metrics, m = run.fleet
         // The proxy closed its listener for the outage: requests were refused for real.
         #expect(run.connectionErrors > 0)
@@ -235,7 +235,7 @@ struct LiveLoadTestTests {
         // A 1 s timeout (real time), so requests hung by the 2 s of dropped packets time out.
         let scenario = try Self.scenario(outage: "[{start: 5m, end: 8m, mode: fail}, {start: 12m, end: 14m, mode: timeout}]", timeout: "1s")
         let tools = ["/usr/sbin/ip", "/usr/sbin/iptables"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
-        let test = LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16, networkNamespace: true))
+        let test = LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 60, connections: 16, networkNamespace: true))
         guard geteuid() == 0, tools else {
             await #expect {
                 _ = try await test.run(stop: StopFlag())

@@ -30,7 +30,7 @@ struct LiveShardTests {
     }
 
     static func run(_ scenario: Scenario, threads: Int, url: String? = nil, slice: Shard? = nil) async throws -> LiveMetrics {
-        var options = LiveLoadTest.Options(url: url, embed: url == nil ? EmbeddedAviaryServer.starter : nil, speedup: 60, connections: 16, threads: threads)
+        var options = LiveLoadTest.Options(url: url, embed: url == nil ? EmbeddedAviaryServer.starter(executor: ServerThreads.shared) : nil, speedup: 60, connections: 16, threads: threads)
         options.slice = slice
         return try #require(try await LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag()).first).metrics
     }
@@ -104,7 +104,7 @@ struct LiveShardTests {
         var configuration = ServerConfiguration(scenario: scenario)
         configuration.tls = try TLSCredentials(certificateFile: certificate.certificate, keyFile: certificate.key)
         let service = try ExperimentService(configuration)
-        let server = try await ExperimentHTTPServer(service: service).start()
+        let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         let url = "https://localhost:\(server.port)"
         var options = LiveLoadTest.Options(url: url, speedup: 60, connections: 16, threads: 2, caFile: certificate.certificate)
         let run = try #require(try await LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag()).first).metrics
@@ -131,7 +131,7 @@ struct LiveShardTests {
         let listener = try await metrics.serve(host: "127.0.0.1", port: 0)
         defer { listener.close() }
         let port = try #require(listener.channel.localAddress?.port)
-        var options = LiveLoadTest.Options(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16, threads: 2)
+        var options = LiveLoadTest.Options(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 60, connections: 16, threads: 2)
         options.metrics = metrics
         let scenario = try Self.scenario()
         async let running = LiveLoadTest(scenario: scenario, options: options).run(stop: StopFlag())

@@ -46,7 +46,7 @@ extension LiveLoadTestTests {
 
         @Test func conductricsDevicesRunLiveThroughTheSeedsRoutesAndAgreeWithSimulation() async throws {
             let scenario = try Self.conductrics()
-            let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16)).run(stop: StopFlag())
+            let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 60, connections: 16)).run(stop: StopFlag())
             let simulated = LoadTest(scenario: scenario).run()
             let run = try #require(live.first).metrics, m = run.fleet
             let s = try #require(simulated.first?.simulation.runs.first).metrics
@@ -80,7 +80,7 @@ extension LiveLoadTestTests {
 
         /// Runs `scenario` live against the embedded server and simulated; the two runs' metrics.
         static func liveAndSimulated(_ scenario: Scenario) async throws -> (live: LiveMetrics, simulated: FleetMetrics) {
-            let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16)).run(stop: StopFlag())
+            let live = try await LiveLoadTest(scenario: scenario, options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 60, connections: 16)).run(stop: StopFlag())
             let simulated = LoadTest(scenario: scenario).run()
             return (try #require(live.first).metrics, try #require(simulated.first?.simulation.runs.first).metrics)
         }

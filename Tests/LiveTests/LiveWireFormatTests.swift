@@ -284,7 +284,7 @@ struct LiveWireFormatTests {
                 with: "client: {profile: segment-swift, request_timeout: 60s\(uploads)}")
             return try Scenario(yaml: yaml, file: "segment-live")
         }
-        let live = try await LiveLoadTest(scenario: try scenario(), options: .init(embed: EmbeddedAviaryServer.starter, speedup: 60, connections: 16)).run(stop: StopFlag())
+        let live = try await LiveLoadTest(scenario: try scenario(), options: .init(embed: EmbeddedAviaryServer.starter(executor: ServerThreads.shared), speedup: 60, connections: 16)).run(stop: StopFlag())
         let run = try #require(live.first).metrics, m = run.fleet
         #expect(run.connectionErrors > 0, "the outage refused connections for real")
         #expect(run.isBalanced)

@@ -22,7 +22,7 @@ struct MetricsTests {
     static func withServer(directory: String, _ body: (ExperimentService, Int, HTTPClient) async throws -> Void) async throws {
         let service = try ExperimentServiceTests.service(directory: directory, keys: APIKeys(clientKeys: [clientKey], adminKey: adminKey), clock: { Date().timeIntervalSince1970 })
         // Over sockets: the scrape counts connections as well as requests.
-        let server = try await ExperimentHTTPServer(service: service).start()
+        let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         let client = HTTPTransport.makeClient(connections: 2)
         do {
             try await body(service, server.port, client)

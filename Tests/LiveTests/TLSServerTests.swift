@@ -41,7 +41,7 @@ struct TLSServerTests {
         configuration.keys = APIKeys(clientKeys: [clientKey])
         configuration.tls = try TLSCredentials(certificateFile: certificate.certificate, keyFile: certificate.key)
         let service = try ExperimentService(configuration)
-        let server = try await ExperimentHTTPServer(service: service).start(host: "0.0.0.0")
+        let server = try await ExperimentHTTPServer(service: service).start(host: "0.0.0.0", executor: ServerThreads.shared)
         do {
             try await body(service, server.port, certificate)
         } catch {
@@ -125,8 +125,8 @@ struct TLSServerTests {
         var configuration = ServerConfiguration(experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "uniform"))
         configuration.tls = try TLSCredentials(certificateFile: certificate.certificate, keyFile: certificate.key)
         let server = ExperimentHTTPServer(service: try ExperimentService(configuration))
-        await #expect(throws: ServeError.self) { _ = try await server.start(host: "0.0.0.0") }
-        let running = try await server.start(host: "127.0.0.1")
+        await #expect(throws: ServeError.self) { _ = try await server.start(host: "0.0.0.0", executor: ServerThreads.shared) }
+        let running = try await server.start(host: "127.0.0.1", executor: ServerThreads.shared)
         let health = try await Self.curl("https://127.0.0.1:\(running.port)/health", certificate: certificate)
         await running.stop()
         #expect(health.code == 200)
