@@ -80,9 +80,12 @@ package final class FaultProxy: Sendable {
     ///   - sockets: Listening sockets to serve the routes on (made in a network namespace, say)
     ///     instead of free loopback ports; their routes' windows must not refuse (status
     ///     windows only), since a listener of someone else's cannot be closed and made again.
+    ///   - executor: Where the task that opens and closes listeners at the windows' edges prefers
+    ///     to run; `nil` for Swift's global concurrent executor. A process that keeps that
+    ///     executor busy passes threads of the proxy's, so that the edges come on time.
     package init(
         upstreamHost: String, upstreamPort: Int, routes windows: [[Window]], link: Link, group: any EventLoopGroup,
-        sockets: [(descriptor: Int32, port: Int)]? = nil, clock: @escaping @Sendable () -> Double
+        sockets: [(descriptor: Int32, port: Int)]? = nil, executor: (any TaskExecutor)? = nil, clock: @escaping @Sendable () -> Double
     ) async throws {
         self.group = group
         self.upstreamHost = upstreamHost
@@ -97,7 +100,7 @@ package final class FaultProxy: Sendable {
                 try await listen(route: index)
             }
         }
-        let task = Task { [weak self] in _ = await self?.supervise() }
+        let task = Task(executorPreference: executor) { [weak self] in _ = await self?.supervise() }
         supervisor.withLock { $0 = task }
     }
 

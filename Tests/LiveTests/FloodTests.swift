@@ -158,7 +158,9 @@ import Glibc
         let busy = try Socket(port: server.port)
         let batch = MetricsTests.batch(device: 4, 0..<5)
         busy.send("POST /v1/events HTTP/1.1\r\nHost: flood\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(batch.utf8.count)\r\n\r\n" + batch)
-        try await Task.sleep(for: .milliseconds(300))
+        // A blocking wait, not `Task.sleep`: resuming would wait for a thread of Swift's global
+        // executor, which other tests may hold past the busy request's one-second wait.
+        usleep(300_000)
         let refused = try Self.request("GET", "/health", port: server.port)
         #expect(refused.status == 503)
         #expect(busy.response().status == 200)

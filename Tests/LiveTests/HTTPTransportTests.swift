@@ -25,7 +25,9 @@ struct HTTPTransportTests {
         let server = try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared)
         let client = HTTPTransport.makeClient(connections: 4)
         do {
-            let result = try await body(service, server.port, client)
+            // The body's own waits (a proxy's second-long windows) resume on the server's threads
+            // too, not behind CPU-bound tests elsewhere.
+            let result = try await withTaskExecutorPreference(ServerThreads.shared) { try await body(service, server.port, client) }
             try await client.shutdown()
             await server.stop()
             return result
@@ -102,7 +104,7 @@ struct HTTPTransportTests {
             let proxy = try await FaultProxy(
                 upstreamHost: "127.0.0.1", upstreamPort: port,
                 routes: [[.init(start: 0, end: 1, hangs: false), .init(start: 1, end: 2, hangs: true)]],
-                link: .init(), group: MultiThreadedEventLoopGroup.singleton
+                link: .init(), group: MultiThreadedEventLoopGroup.singleton, executor: ServerThreads.shared
             ) { Date().timeIntervalSince(start) }
             let transport = HTTPTransport(baseURL: "http://127.0.0.1:\(proxy.ports[0])", client: client, timeout: 0.5, defaults: Self.defaults)
             try await Task.sleep(for: .milliseconds(200))
@@ -128,7 +130,7 @@ struct HTTPTransportTests {
             let proxy = try await FaultProxy(
                 upstreamHost: "127.0.0.1", upstreamPort: port,
                 routes: [[.init(start: 0, end: 1, hangs: false, status: 503, retryAfter: 30)]],
-                link: .init(), group: MultiThreadedEventLoopGroup.singleton
+                link: .init(), group: MultiThreadedEventLoopGroup.singleton, executor: ServerThreads.shared
             ) { Date().timeIntervalSince(start) }
             let transport = HTTPTransport(baseURL: "http://127.0.0.1:\(proxy.ports[0])", client: client, timeout: 0.5, defaults: Self.defaults)
             try await Task.sleep(for: .milliseconds(200))
