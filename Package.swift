@@ -13,6 +13,8 @@ let package = Package(
         .library(name: "Simulation", targets: ["Simulation"]),
         .library(name: "Randomness", targets: ["Randomness"]),
         .library(name: "Analysis", targets: ["Analysis"]),
+        .library(name: "Exports", targets: ["Exports"]),
+        .library(name: "Fitting", targets: ["Fitting"]),
         // The command line as a library, for packages that build their own `aviary` with
         // allocators of their own (Examples/CustomAllocator).
         .library(name: "AviaryCommands", targets: ["AviaryCommands"]),
@@ -29,6 +31,11 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // `swift package generate-documentation` (scripts/docs); a plugin, so no build of aviary compiles it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // Vendors' exports (aviary fit, run --export): gzip through compress-nio, Amplitude's
+        // zips through ZIPFoundation, Snowplow's warehouse CSV through CSV.swift.
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
         // Live mode only (trait `Live`): a plain `swift build --product aviary` never builds these.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -37,7 +44,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         // Without its default trait, ExternalLoading: the server loads no external references.
         .package(url: "https://github.com/mattpolzin/OpenAPIKit", from: "6.4.0", traits: []),
     ],
@@ -72,6 +78,20 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
+        // Analytics vendors' raw event exports, both ways: read for fitting, written from a
+        // simulated fleet for the round trip. Knows no kernel and no scenario.
+        .target(
+            name: "Exports",
+            dependencies: [
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "CSV", package: "CSV.swift"),
+            ]
+        ),
+        // A scenario calibrated to a team's own fleet from its export: mergeable sketches,
+        // the estimators, fit.csv and fit.html. Writes a Scenario; knows no kernel.
+        .target(name: "Fitting", dependencies: ["Exports", "Simulation", "Randomness"]),
         // The HTTP API's bodies, below both the server and the load generator (trait `Live`).
         .target(
             name: "WireFormat",
@@ -124,7 +144,7 @@ let package = Package(
         .target(
             name: "AviaryCommands",
             dependencies: [
-                "Simulation", "Allocators", "Analysis", "ClientEngine", "ClientFeatures", "ExperimentModel",
+                "Simulation", "Allocators", "Analysis", "ClientEngine", "ClientFeatures", "Exports", "ExperimentModel", "Fitting",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
                 .target(name: "LiveRuns", condition: .when(traits: ["Live"])),
@@ -137,6 +157,8 @@ let package = Package(
         .testTarget(name: "DataStructuresTests", dependencies: ["DataStructures"]),
         .testTarget(name: "ExperimentModelTests", dependencies: ["ExperimentModel", "Randomness"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Randomness"]),
+        .testTarget(name: "ExportsTests", dependencies: ["Exports"]),
+        .testTarget(name: "FittingTests", dependencies: ["Fitting", "Exports", "Simulation", "Randomness"]),
         .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "ExperimentModel", "Randomness"]),
         .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ExperimentModel", "Allocators", "Randomness"]),
