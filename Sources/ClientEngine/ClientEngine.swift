@@ -231,6 +231,14 @@ extension ClientEngine {
         for _ in 0..<count { queue(.goal, experiment: index, variant: Int(state & Self.variantMask) - 1, value: 0, at: now) }
     }
 
+    /// Queues one of the app's own analytics events (``EventKind/app``), which shares the
+    /// queue, the batches and the delivery rules with the experiment events.
+    ///
+    /// - Parameter type: Which event, as the app numbers them (an index into its names).
+    public mutating func logAppEvent(_ type: Int, at now: Double) {
+        queue(.app, experiment: -1, variant: type, value: 0, at: now)
+    }
+
     /// Shows a chosen variant regardless of the weights; it becomes the sticky one.
     ///
     /// Queues a `.view` event unless the variant was already the sticky one. In offline mode

@@ -35,6 +35,11 @@ public enum EventKind: UInt8, Sendable, Hashable, CaseIterable {
     case goal = 2
     /// A device entered an experiment without a view (used by other SDK styles).
     case participation = 3
+    /// The app's own analytics event, of no experiment: it shares the queue and the batches
+    /// with the experiment events, but no allocator learns from it. Its ``Event/experiment``
+    /// is −1 and its ``Event/variant`` says which app event (an index into the names the app
+    /// tracks).
+    case app = 4
 }
 
 /// One queued analytics event: a view or a conversion, waiting to be acknowledged by a server.

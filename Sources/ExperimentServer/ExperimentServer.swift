@@ -144,6 +144,12 @@ public struct ExperimentServer<A: Allocator> {
                 result.duplicates += 1
                 continue
             }
+            if event.kind == .app {
+                // The app's own event: delivered and counted, of no experiment's feedback.
+                result.accepted += 1
+                accepted(event)
+                continue
+            }
             let experiment = Int(event.experiment), variant = Int(event.variant)
             guard experiment >= 0, experiment < variantCounts.count, variant >= 0, variant < variantCounts[experiment] else {
                 result.invalid += 1

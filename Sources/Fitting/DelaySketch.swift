@@ -1,18 +1,21 @@
 import Foundation
 
-/// Delays seen in an export, and how long each could have been and still be seen: two
-/// log-binned histograms that add, so files, threads and shards merge into the same sketch.
+/// Delays seen in an export, and when each delay started: a log-binned histogram of the
+/// delays and a by-the-minute count of their starts, both of which add, so files, threads and
+/// shards merge into the same sketch.
 ///
 /// An export is cut at a moment: an event created at *c* appears only if it arrived by the
 /// cut-off *T*, so its delay *W* is seen only when *W* ≤ τ = *T* − *c*. The delays of events
 /// created near the end are **right-truncated**, and a plain histogram of what was seen is
 /// biased short, the more so the longer the tail (an event that waited out a six-hour offline
 /// spell is missing for every event created in the export's last six hours). The sketch keeps
-/// the truncation bounds beside the delays, so that ``distribution()`` can correct for them
-/// as nowcasting does (Lawless 1994, *Adjustments for reporting delays and the prediction of
-/// occurred but not reported events*), and say how much of the tail it could not see.
+/// when each delay started, so that ``distribution(cutoff:)`` can put the truncation bounds
+/// beside the delays and correct for them as nowcasting does (Lawless 1994, *Adjustments for
+/// reporting delays and the prediction of occurred but not reported events*), and say how much
+/// of the tail it could not see. The cut-off is known only at the end of a streaming read,
+/// which is why the starts, not the bounds, are kept.
 ///
-/// Bins are log-spaced, ``binsPerDecade`` to a decade, from 1 ms to ~31 years; a delay at or
+/// Delay bins are log-spaced, ``binsPerDecade`` to a decade, from 1 ms to 10⁹ s; a delay at or
 /// below 1 ms (zero, or negative where clocks disagree) falls in the first bin, so quantiles
 /// are exact to within a bin's width, about 4.7 %.
 ///
@@ -27,17 +30,16 @@ public struct DelaySketch: Sendable, Equatable {
 
     /// Delays seen, by bin.
     public private(set) var delays: [UInt64]
-    /// Truncation bounds τ of the same events, by bin.
-    public private(set) var bounds: [UInt64]
+    /// When they started, by minute.
+    public private(set) var starts = MinuteCounts()
     /// Delays recorded.
     public private(set) var count: UInt64 = 0
-    /// Their sum, in seconds (for the mean of what was seen).
-    public private(set) var sum = 0.0
+    /// Their sum, in seconds, exactly.
+    public private(set) var sum = ExactSum()
 
     /// An empty sketch.
     public init() {
         delays = Array(repeating: 0, count: Self.binCount)
-        bounds = Array(repeating: 0, count: Self.binCount)
     }
 
     /// The bin of `seconds`.
@@ -59,31 +61,37 @@ public struct DelaySketch: Sendable, Equatable {
         b == 0 ? smallest : smallest * pow(10, (Double(b) - 0.5) / Double(binsPerDecade))
     }
 
-    /// Records a delay and the longest delay its event could have had and still be seen.
-    ///
-    /// - Parameters:
-    ///   - delay: Seconds from the start to the end of the delay (clamped below at 0).
-    ///   - bound: Seconds from the delay's start to the export's cut-off, at least `delay`;
-    ///     `.infinity` for an export without one.
-    public mutating func record(_ delay: Double, bound: Double) {
+    /// Records a delay that started at `start` (seconds since 1970, on the collector's
+    /// clock or corrected to it), clamped below at 0.
+    public mutating func record(_ delay: Double, startedAt start: Double) {
         let d = Swift.max(0, delay)
         delays[Self.bin(d)] += 1
-        bounds[Self.bin(Swift.max(d, bound))] += 1
+        starts.add(start)
         count += 1
-        sum += d
+        sum.add(d)
     }
 
     /// Adds every delay of `other`.
     public mutating func merge(_ other: DelaySketch) {
-        for b in 0..<Self.binCount {
-            delays[b] += other.delays[b]
-            bounds[b] += other.bounds[b]
-        }
+        for b in 0..<Self.binCount { delays[b] += other.delays[b] }
+        starts.merge(other.starts)
         count += other.count
-        sum += other.sum
+        sum.add(other.sum)
     }
 
-    /// The delays' distribution corrected for right truncation: the Lynden-Bell (1971)
+    /// The truncation bounds at `cutoff`, by delay bin: how many delays could have been at most
+    /// so long (a start in minute *m* stands at *m* + ½).
+    public func bounds(cutoff: Double) -> [UInt64] {
+        var bounds = Array(repeating: UInt64(0), count: Self.binCount)
+        for (minute, n) in starts.counts {
+            let tau = cutoff - (Double(minute) + 0.5) * 60
+            bounds[Self.bin(tau)] += n
+        }
+        return bounds
+    }
+
+    /// The delays' distribution corrected for right truncation at `cutoff` (seconds since 1970,
+    /// on the clock the starts were recorded on): the Lynden-Bell (1971)
     /// estimator, the non-parametric maximum likelihood estimate under truncation, computed as
     /// a product-limit in reverse time (Lagakos, Barraj & De Gruttola 1988, eq. 2.2):
     ///
@@ -96,7 +104,8 @@ public struct DelaySketch: Sendable, Equatable {
     /// says how many events the correction adds back.
     ///
     /// - Complexity: O(``binCount``).
-    public func distribution() -> TruncatedDistribution {
+    public func distribution(cutoff: Double = .infinity) -> TruncatedDistribution {
+        let bounds = cutoff.isFinite ? self.bounds(cutoff: cutoff) : { var b = Array(repeating: UInt64(0), count: Self.binCount); b[Self.binCount - 1] = count; return b }()
         var cdf = Array(repeating: 0.0, count: Self.binCount)
         var seen = Array(repeating: 0.0, count: Self.binCount)
         var delaysAtOrBelow = 0.0, boundsBelow = 0.0
@@ -172,5 +181,45 @@ public struct TruncatedDistribution: Sendable, Equatable {
     static func quantile(_ p: Double, of cdf: [Double]) -> Double {
         guard let b = cdf.firstIndex(where: { $0 >= p }) else { return .nan }
         return DelaySketch.upperEdge(b)
+    }
+}
+
+/// Counts of instants by the minute (seconds since 1970, floored to the minute), dense over
+/// the span they cover: an export's window of a few weeks is a few tens of thousands of slots.
+///
+/// `Sendable`: a plain value.
+public struct MinuteCounts: Sendable, Equatable {
+    /// The minute of the first slot.
+    public private(set) var base: Int64 = 0
+    /// Counts from ``base`` on.
+    public private(set) var slots: [UInt64] = []
+
+    /// None.
+    public init() {}
+
+    /// Adds one instant (ignored unless finite and within ±10¹² s).
+    public mutating func add(_ seconds: Double, count n: UInt64 = 1) {
+        guard seconds.isFinite, abs(seconds) < 1e12 else { return }
+        let minute = Int64((seconds / 60).rounded(.down))
+        if slots.isEmpty {
+            base = minute
+            slots = [0]
+        } else if minute < base {
+            slots.insert(contentsOf: repeatElement(0, count: Int(base - minute)), at: 0)
+            base = minute
+        } else if minute >= base + Int64(slots.count) {
+            slots.append(contentsOf: repeatElement(0, count: Int(minute - base) - slots.count + 1))
+        }
+        slots[Int(minute - base)] += n
+    }
+
+    /// Adds every count of `other`.
+    public mutating func merge(_ other: MinuteCounts) {
+        for (i, n) in other.slots.enumerated() where n > 0 { add(Double(other.base + Int64(i)) * 60, count: n) }
+    }
+
+    /// (minute, count) for every minute with a count.
+    public var counts: [(minute: Int64, count: UInt64)] {
+        slots.enumerated().compactMap { $1 > 0 ? (base + Int64($0), $1) : nil }
     }
 }

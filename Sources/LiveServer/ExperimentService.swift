@@ -110,6 +110,7 @@ package final class ExperimentService: Sendable {
             case .conversion: conversions += 1
             case .goal: goals += 1
             case .participation: participations += 1
+            case .app: return
             }
             value += event.value
         }

@@ -82,7 +82,7 @@ struct IngestedExperiment: Sendable, Codable {
                     $0.conversionsSquares += 1
                     $0.viewsConversions += 1
                 }
-            case .goal, .participation:
+            case .goal, .participation, .app:
                 break
             }
             return

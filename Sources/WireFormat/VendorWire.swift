@@ -24,6 +24,7 @@ extension Wire {
     /// `Experiment Goal Reached` or `Experiment Participated`.
     package static func vendorEventName(_ kind: EventKind) -> String {
         switch kind {
+        case .app: "Screen Viewed"
         case .view: "Experiment Viewed"
         case .conversion: "Experiment Converted"
         case .goal: "Experiment Goal Reached"
@@ -41,6 +42,7 @@ extension Wire {
     /// `iglu:dev.aviary/experiment_viewed/jsonschema/1-0-0`.
     package static func snowplowSchema(_ kind: EventKind) -> String {
         let name = switch kind {
+        case .app: "app_event"
         case .view: "experiment_viewed"
         case .conversion: "experiment_converted"
         case .goal: "experiment_goal_reached"

@@ -175,6 +175,7 @@ package enum Wire {
     package static func name(_ kind: EventKind) -> String {
         switch kind {
         case .view: "view"
+        case .app: "app"
         case .conversion: "conversion"
         case .goal: "goal"
         case .participation: "participation"

@@ -20,9 +20,9 @@ struct DelaySketchTests {
             created += 1
             guard c + w <= span else { continue }
             seen += 1
-            sketch.record(w, bound: span - c)
+            sketch.record(w, startedAt: c)
         }
-        let fit = sketch.distribution()
+        let fit = sketch.distribution(cutoff: span)
         for p in [0.5, 0.9] {
             let truth = -mean * log(1 - p)
             #expect(abs(fit.quantile(p) - truth) / truth < 0.07)
@@ -41,13 +41,14 @@ struct DelaySketchTests {
         var rng = Xoshiro256(seed: 3)
         var whole = DelaySketch(), a = DelaySketch(), b = DelaySketch()
         for i in 0..<10_000 {
-            let w = rng.nextExponential(mean: 60), bound = 60 + rng.nextUniform() * 1e5
-            whole.record(w, bound: bound)
-            if i % 2 == 0 { a.record(w, bound: bound) } else { b.record(w, bound: bound) }
+            let w = rng.nextExponential(mean: 60), start = 1.7e9 + rng.nextUniform() * 1e5
+            whole.record(w, startedAt: start)
+            if i % 2 == 0 { a.record(w, startedAt: start) } else { b.record(w, startedAt: start) }
         }
         a.merge(b)
         #expect(a.delays == whole.delays)
-        #expect(a.bounds == whole.bounds)
+        #expect(a.starts == whole.starts)
+        #expect(a.distribution(cutoff: 1.7e9 + 2e5) == whole.distribution(cutoff: 1.7e9 + 2e5))
         #expect(a.count == whole.count)
     }
 
@@ -55,7 +56,7 @@ struct DelaySketchTests {
     @Test func withoutTruncationTheEstimateIsTheEmpiricalDistribution() {
         var rng = Xoshiro256(seed: 5)
         var sketch = DelaySketch()
-        for _ in 0..<5_000 { sketch.record(rng.nextExponential(mean: 10), bound: .infinity) }
+        for _ in 0..<5_000 { sketch.record(rng.nextExponential(mean: 10), startedAt: 1.7e9) }
         let fit = sketch.distribution()
         for b in 0..<DelaySketch.binCount { #expect(abs(fit.cdf[b] - fit.empirical[b]) < 1e-9) }
         #expect(fit.unseenShare == 0)

@@ -125,7 +125,7 @@ struct FleetInference {
         case .conversion:
             // A conversion before its view reached the server waits for the view to count.
             units[index].conversions += 1
-        case .goal, .participation:
+        case .goal, .participation, .app:
             break
         }
     }
@@ -144,7 +144,7 @@ struct FleetInference {
             viewUnits[e][v].conversions += 1
             viewUnits[e][v].conversionsSquares += 1
             viewUnits[e][v].viewsConversions += 1
-        case .goal, .participation:
+        case .goal, .participation, .app:
             break
         }
     }

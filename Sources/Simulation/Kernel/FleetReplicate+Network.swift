@@ -142,7 +142,7 @@ extension FleetReplicate {
         case .reply(let answer):
             reply = answer
         case .events(let batch, let acknowledged):
-            switch receive(batch, at: arrival) {
+            switch receive(batch, at: arrival, sent: now, from: d) {
             case .rejected(let backlog):
                 // Answered at the server's door, at once; the simulated network does not
                 // lose this answer (as it always has, so results stay comparable).

@@ -9,7 +9,7 @@ extension FleetReplicate {
     /// kind's detail is read back by the accessor of the same name, beside its constructor.
     struct Occurrence: EventQueuePayload {
         enum Kind: UInt8 {
-            case session, views, conversion, wake, reply, connectivity, serverTick, sample, look
+            case session, views, conversion, wake, reply, connectivity, serverTick, sample, look, appEvent
         }
 
         /// Devices are numbered below this (28 bits, one pattern kept for fleet-wide occurrences).
@@ -77,6 +77,15 @@ extension FleetReplicate {
 
         /// The metrics take a sample.
         static var sample: Occurrence { Occurrence(.sample, device: -1) }
+
+        /// Device `d`'s app logs one of its own events (of `type`, an index into
+        /// ``Scenario/AppEvents/names``) in the session whose draws on the device's session
+        /// stream ended at `session` (the low 24 bits tell a later session's events from it).
+        static func appEvent(_ d: Int, type: Int, session: UInt32) -> Occurrence {
+            Occurrence(.appEvent, device: d, detail: UInt32(type) << 24 | session & 0x00FF_FFFF)
+        }
+        var appEventType: Int { Int(detail >> 24) }
+        var appEventSession: UInt32 { detail & 0x00FF_FFFF }
 
         /// The analyst looks at the experiments (after a server update and a sample due at the
         /// same time: kinds order equal times).

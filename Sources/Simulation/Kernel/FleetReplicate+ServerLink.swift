@@ -7,7 +7,9 @@ import Histogram
 extension FleetReplicate {
     /// The server receives a batch of `events` at `arrival`: it takes them in if its capacity
     /// allows (and ingests them when processed), or turns the request away.
-    mutating func receive(_ batch: [Event], at arrival: Double) -> CapacityQueue.Admission {
+    ///
+    /// - Parameter sent: When the device sent the request, for the delivery log.
+    mutating func receive(_ batch: [Event], at arrival: Double, sent: Double, from d: Int) -> CapacityQueue.Admission {
         var completion = arrival
         if let capacity = scenario.server.capacity {
             let admission = capacityQueue.admit(events: batch.count, at: arrival, capacity: capacity)
@@ -18,7 +20,19 @@ extension FleetReplicate {
             completion = done
             metrics.peakServerBacklog = max(metrics.peakServerBacklog, (completion - arrival) * capacity.eventsPerSecond)
         }
-        ingest(batch, at: completion)
+        if deliveryLog != nil {
+            // Taken out for the call, which holds the server and the metrics.
+            var log = deliveryLog.take()!, analyst = inference.take()
+            let device = deviceRange.lowerBound + d
+            Self.serverIngests(batch, at: completion, server: &server, metrics: &metrics) { event in
+                log.delivered(event, device: device, sent: sent, received: completion)
+                analyst?.ingested(event)
+            }
+            deliveryLog = log
+            inference = analyst
+        } else {
+            ingest(batch, at: completion)
+        }
         metrics.batches += 1
         return .admitted(completion: completion)
     }
@@ -37,6 +51,15 @@ extension FleetReplicate {
     private static func serverIngests(_ batch: [Event], at ingested: Double, server: inout ExperimentServer<A>, metrics: inout FleetMetrics) {
         let result = server.ingest(batch, at: ingested) { event in
             _ = metrics.queueLatency.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
+        }
+        metrics.acceptedEvents += result.accepted
+    }
+
+    /// The same, with `also` called for each event the server accepts.
+    private static func serverIngests(_ batch: [Event], at ingested: Double, server: inout ExperimentServer<A>, metrics: inout FleetMetrics, also: (Event) -> Void) {
+        let result = server.ingest(batch, at: ingested) { event in
+            _ = metrics.queueLatency.record(UInt64(max(0, (ingested - event.createdAt) * 1000).rounded()))
+            also(event)
         }
         metrics.acceptedEvents += result.accepted
     }

@@ -6,12 +6,21 @@ extension FleetReplicate {
     /// Device `d`'s user opens the app: the next session is scheduled, an app update is applied,
     /// and the style says whether the views happen now or after a wait.
     mutating func session(_ d: Int, at now: Double) {
+        if logsAppEvents, devices[d].foregroundUntil >= now {
+            // The app is still in the foreground: as with a real app, the next session begins
+            // once this one has ended (the vendors' SDKs never open a session inside another),
+            // a millisecond after its end event.
+            schedule(.session(d), at: devices[d].foregroundUntil + 0.001)
+            return
+        }
         advanceConnectivity(d, to: now)
         var sessions = stream(.sessions, of: d)
-        let next = scenario.population.nextSession(after: now, using: &sessions)
+        let next = ownsTiming ? activity.nextSession(scenario.population, after: now, key: devices[d].key, using: &sessions)
+            : scenario.population.nextSession(after: now, using: &sessions)
         let crashes = sessions.nextUniform() < scenario.population.crashProbability
         keep(sessions, as: .sessions, of: d)
         schedule(.session(d), at: next)
+        if deliveryLog != nil { deliveryLog!.sessionStarted(device: deviceRange.lowerBound + d, at: now) }
         if let gap = scenario.population.coldStartAfter, devices[d].foregroundUntil > -.infinity, now - devices[d].foregroundUntil >= gap {
             coldStart(d, at: now)
         }
@@ -23,8 +32,10 @@ extension FleetReplicate {
             devices[d].version = Int16(version)
             Style.appVersionChanged(&devices[d].client, to: upgrades[version - 1].version, at: now)
         }
-        devices[d].foregroundUntil = now + scenario.population.sessionLength
+        let length = activity.sessionLength(key: devices[d].key, draws: devices[d].drawn(.sessions), fixed: scenario.population.sessionLength)
+        devices[d].foregroundUntil = now + length
         metrics.sessions += 1
+        if logsAppEvents { startAppEvents(d, at: now, until: now + length) }
 
         let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
         switch Style.startSession(&slot.pointee.client, device: facts, environment: environment, metrics: &metrics, counters: &counters, at: now) {
@@ -46,6 +57,32 @@ extension FleetReplicate {
             }
         }
         noteDepth(d, before: depthBefore)
+    }
+
+    /// The app opens: its `Application Opened` event now, and the session's other app events
+    /// scheduled over its foreground time, the last as it goes to the background.
+    mutating func startAppEvents(_ d: Int, at now: Double, until end: Double) {
+        let session = devices[d].drawn(.sessions)
+        let lifecycle = scenario.population.activity.appEvents!.lifecycle
+        if lifecycle {
+            let slot = devices.pointer(d)
+            Style.logAppEvent(&slot.pointee.client, type: 0, at: now)
+        }
+        for time in activity.appEventTimes(key: devices[d].key, draws: session, start: now, end: end) {
+            schedule(.appEvent(d, type: 1, session: session), at: time)
+        }
+        if lifecycle { schedule(.appEvent(d, type: 2, session: session), at: end) }
+    }
+
+    /// One of the app's own events, unless a later session has begun since it was scheduled
+    /// (that session ended the one it belonged to).
+    mutating func appEvent(_ d: Int, _ occurrence: Occurrence, at now: Double) {
+        guard devices[d].drawn(.sessions) & 0x00FF_FFFF == occurrence.appEventSession else { return }
+        appRuns(d, at: now) { fleet in
+            let slot = fleet.devices.pointer(d)
+            Style.logAppEvent(&slot.pointee.client, type: occurrence.appEventType, at: now)
+            fleet.runClient(d, at: now)
+        }
     }
 
     /// The session's views wait until `time` for the app's data.

@@ -50,6 +50,15 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// variants all behave alike, which is every experiment unless the scenario says otherwise.
     let variantBehaviour: [[Scenario.VariantBehaviour]]
     let hasVariantBehaviour: Bool
+    /// How the users differ and what the app logs of its own (``Scenario/Activity``), drawn
+    /// per device; ``ownsTiming`` where it changes when sessions come, ``logsAppEvents``
+    /// where sessions log app events.
+    let activity: ActivityDraws
+    let ownsTiming: Bool
+    let logsAppEvents: Bool
+    /// Where the run was asked to (``FleetSimulation/recordsDeliveries``): every event the
+    /// server took in, with when it was sent and received, and every session's start.
+    package var deliveryLog: DeliveryLog?
     /// The server's ingestion capacity: see `+ServerLink`.
     var capacityQueue = CapacityQueue()
     /// The true rates in force, flat (experiment `e`'s variants from `metrics.offsets[e]`), and
@@ -182,6 +191,9 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         self.conversionDelay = scenario.population.conversionDelay
         self.variantBehaviour = scenario.experiments.map(\.behaviour)
         self.hasVariantBehaviour = variantBehaviour.contains { !$0.isEmpty }
+        self.activity = ActivityDraws(scenario: scenario)
+        self.ownsTiming = activity.ownsTiming
+        self.logsAppEvents = scenario.population.activity.appEvents != nil
     }
 
     /// The scenario's experiment server, with its allocators and update cadence.
@@ -279,6 +291,8 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         case .connectivity:
             devices[d].connectivityWatch = false
             appRuns(d, at: now) { fleet in fleet.runClient(d, at: now) }
+        case .appEvent:
+            appEvent(d, occurrence, at: now)
         case .serverTick, .sample, .look:
             preconditionFailure("fleet-wide occurrences are the fleet's to run")
         }
@@ -309,7 +323,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
             let join = population.ramp * Double(index) / Double(population.devices)
             let sessionsSeed = prepared.derive(streamLabels[.sessions])
             var sessions = SplitMix64(seed: sessionsSeed)
-            let first = join + population.firstSession(using: &sessions)
+            let first = join + (ownsTiming ? activity.firstSession(population, key: prepared.key, using: &sessions) : population.firstSession(using: &sessions))
             device.setDrawn(.sessions, UInt32(sessions.draws(since: sessionsSeed)))
             devices.append(device)
             schedule(.session(index - deviceRange.lowerBound), at: first)

@@ -27,6 +27,10 @@ public struct FleetSimulation: Sendable {
     /// Whether a replicate split among threads records where its time went
     /// (``Run/windowProfile``).
     public var profilesWindows = false
+    /// The (allocator, replicate) pair whose deliveries are logged (``Run/deliveries``): every
+    /// event its server took in and every session's start, for a vendor's export of the
+    /// fleet. That replicate runs on one thread.
+    public var recordsDeliveries: (allocator: Int, replicate: Int)?
 
     /// Creates a simulation of `scenario`.
     public init(scenario: Scenario) {
@@ -68,6 +72,9 @@ public struct FleetSimulation: Sendable {
         /// Where the scenario has an analysis plan: per experiment, the analyst's looks with
         /// their virtual time in hours.
         public var inference: [[(hours: Double?, look: InferenceLook)]] = []
+        /// The replicate's deliveries, where the simulation was asked to log them
+        /// (``FleetSimulation/recordsDeliveries``).
+        public var deliveries: DeliveryLog?
 
         /// A run measured elsewhere (in real time, say) of the replicate `replicate` of `allocator`.
         public init(allocator: String, replicate: Int, seed: UInt64, metrics: FleetMetrics, wallSeconds: Double, failure: AllocatorError? = nil) {
@@ -175,17 +182,18 @@ public struct FleetSimulation: Sendable {
             try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let (metrics, failure, windows, inference) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        let (metrics, failure, windows, inference, deliveries) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         var run = Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: Self.replicateSeed(scenario, replicate: replicate), metrics: metrics, wallSeconds: wall, failure: failure)
         run.windowProfile = windows
         run.inference = inference
+        run.deliveries = deliveries
         return run
     }
 
     /// A replicate's metrics, the first failure its allocators threw from
     /// ``Allocator/finish()``, its window profile if one was recorded, and its analysed looks.
-    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?, inference: [[(hours: Double?, look: InferenceLook)]])
+    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?, inference: [[(hours: Double?, look: InferenceLook)]], deliveries: DeliveryLog?)
 
     /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
     /// existential would leave the whole event loop running unspecialised generic code.
@@ -209,21 +217,23 @@ public struct FleetSimulation: Sendable {
     }
 
     private func runFleet<A: Allocator>(_ typed: [A], allocatorIndex: Int, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker) -> Outcome {
+        let logs = recordsDeliveries.map { $0.allocator == allocatorIndex && $0.replicate == replicate } ?? false
         switch scenario.client.style {
-        case .myna: runFleet(typed, style: MynaStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
-        case .conductrics: runFleet(typed, style: ConductricsStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
-        case .vwo: runFleet(typed, style: VWOStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
-        case .remoteConfig: runFleet(typed, style: RemoteConfigStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        case .myna: return runFleet(typed, style: MynaStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker, logs: logs)
+        case .conductrics: return runFleet(typed, style: ConductricsStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker, logs: logs)
+        case .vwo: return runFleet(typed, style: VWOStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker, logs: logs)
+        case .remoteConfig: return runFleet(typed, style: RemoteConfigStyle.self, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker, logs: logs)
         }
     }
 
-    private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker) -> Outcome {
-        if !forcesTimeOrder, scenario.analysis == nil, scenario.independentWindow != nil {
+    private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker,
+                                                           logs: Bool) -> Outcome {
+        if !logs, !forcesTimeOrder, scenario.analysis == nil, scenario.independentWindow != nil {
             var fleet = SplitFleet<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile, shards: shardCount)
             fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
             let recorder = profilesWindows ? WindowRecorder(shards: fleet.shardCount, windows: fleet.windowCount, threads: threads) : nil
             let metrics = fleet.run(threads: threads, recorder: recorder)
-            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile(), [])
+            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile(), [], nil)
         }
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
         fleet.forcesTimeOrder = forcesTimeOrder || scenario.analysis != nil
@@ -231,8 +241,9 @@ public struct FleetSimulation: Sendable {
             fleet.inference = FleetInference(plan: plan, scenario: scenario, devices: 0 ..< scenario.population.devices)
         }
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
+        if logs { fleet.deliveryLog = DeliveryLog() }
         let metrics = fleet.run()
-        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [])
+        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [], fleet.deliveryLog)
     }
 }
 

@@ -46,7 +46,7 @@ public struct SDKRelease: Sendable, Hashable {
     }
 
     /// `1.30.1` or `v1.30.1` as `[1, 30, 1]`; `nil` for anything else.
-    private static func numbers(_ tag: String) -> [Int]? {
+    fileprivate static func numbers(_ tag: String) -> [Int]? {
         let parts = (tag.first == "v" ? tag.dropFirst() : Substring(tag)).split(separator: ".", omittingEmptySubsequences: false)
         let numbers = parts.compactMap { Int($0) }
         return numbers.count == parts.count && !numbers.isEmpty ? numbers : nil
@@ -97,5 +97,56 @@ extension SDKProfile {
             return "\(release.name) (tags \(tags))"
         }
         return "no modelled release of \(rawValue) covers \(version); expected \(rawValue) (the newest) or one of \(listed.joined(separator: ", "))"
+    }
+}
+
+extension SDKProfile {
+    /// The library name the vendor's events carry for this SDK, as exports show it:
+    /// Segment's `context.library.name`, Amplitude's `library` before the slash, PostHog's
+    /// `$lib`, Snowplow's `v_tracker` before the dash (analytics-swift 1.10.0
+    /// `Sources/Segment/Plugins/Context.swift`, analytics-kotlin 1.25.0 `Constants.LIBRARY_NAME`,
+    /// Amplitude-Swift v1.18.6 `Constants.SDK_LIBRARY`, Amplitude-Kotlin's
+    /// `amplitude-analytics-android`, posthog-ios `postHogiOSSdkName`, Snowplow's `kSPVersion`
+    /// and `TRACKER_LABEL`). What `aviary fit` reads a fleet's profile back from.
+    public var libraryName: String {
+        switch self {
+        case .aviary: "aviary"
+        case .segmentSwift: "analytics-swift"
+        case .segmentKotlin: "analytics-kotlin"
+        case .amplitudeSwift: "amplitude-swift"
+        case .amplitudeKotlin: "amplitude-analytics-android"
+        case .snowplowIOS: "ios"
+        case .snowplowAndroid: "andr"
+        case .posthogIOS: "posthog-ios"
+        }
+    }
+
+    /// The profile whose SDK's events carry `library` as their library name, if one does.
+    public static func named(library: String) -> SDKProfile? {
+        allCases.first { $0.libraryName == library }
+    }
+}
+
+extension SDKRelease {
+    /// The version the SDK's events carry: the newest tag the release stands for, without a
+    /// leading `v`.
+    public var libraryVersion: String {
+        lastTag.hasPrefix("v") ? String(lastTag.dropFirst()) : lastTag
+    }
+
+    /// The modelled release of `profile` for an SDK version seen in an export: the one whose
+    /// tags cover it, else the nearest by version number (`exact` false).
+    public static func nearest(_ profile: SDKProfile, version: String) -> (release: SDKRelease, exact: Bool) {
+        if let exact = profile.releases.first(where: { !$0.version.isEmpty && $0.mode.isEmpty && $0.matches(version) }) {
+            return (exact, true)
+        }
+        let candidates = profile.releases.filter { $0.mode.isEmpty }
+        guard let seen = numbers(version) else { return (candidates.first ?? profile.releases[0], false) }
+        let distance = { (release: SDKRelease) -> Double in
+            guard let tag = numbers(release.lastTag) else { return .infinity }
+            let weights = [1e6, 1e3, 1.0]
+            return zip(seen + [0, 0, 0], tag + [0, 0, 0]).prefix(3).enumerated().reduce(0) { $0 + weights[$1.offset] * Double(abs($1.element.0 - $1.element.1)) }
+        }
+        return (candidates.min { distance($0) < distance($1) } ?? profile.releases[0], false)
     }
 }

@@ -120,13 +120,14 @@ extension Scenario {
 
     init(node root: Node, file: String?) throws(ScenarioError) {
         let r = ScenarioReader(file: file, node: root)
-        try r.requireKeys(allowed: ["name", "description", "seed", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep", "campaigns", "objective", "analysis"])
+        try r.requireKeys(allowed: ["name", "description", "seed", "start", "replicates", "horizon", "timestep", "population", "experiments", "allocators", "client", "network", "server", "policies", "sweep", "campaigns", "objective", "analysis"])
 
         name = try r.optional("name")?.text ?? "scenario"
         description = try r.optional("description")?.text ?? ""
         seed = try r.optional("seed")?.unsignedInteger("a whole number from 0 to 18446744073709551615") ?? 2026
         replicates = try r.optional("replicates")?.integer(in: Limits.replicates, "a whole number of replicates \(describe(Limits.replicates))") ?? 5
         horizon = try r.required("horizon", "a duration such as 7d").duration(atLeast: 1)
+        start = try r.optional("start").map { x throws(ScenarioError) in try x.instant() }
         timestep = try r.optional("timestep")?.duration(atLeast: 1) ?? min(3600, horizon)
         population = try Self.population(try r.required("population", "a mapping with at least 'devices'"))
         experiments = try Self.experiments(try r.required("experiments", "a list of experiments"))
@@ -168,6 +169,11 @@ extension Scenario {
             // styles' clients do not make.
             throw try list.elements[e].error("sets crash_probability, load_delay or events_per_view on a variant, which only the myna style models yet; remove them or use style: myna", at: "variants")
         }
+        if population.activity.appEvents != nil, client.style != .myna, let section = r.optional("population") {
+            // The events go through the engine's own queue, which only Myna's client shares
+            // with its experiment events.
+            throw section.error("sets app_events, which only the myna style models yet; remove it or use style: myna", at: "app_events")
+        }
         if analysis != nil, client.style == .conductrics, let section = r.optional("analysis") {
             // Its server decides each view and logs goals, and no view event carries a unit.
             throw section.error("is not available for the conductrics style yet, whose server logs decisions rather than view events; remove it or use another style")
@@ -208,8 +214,13 @@ extension Scenario {
     }
 
     private static func population(_ r: ScenarioReader) throws(ScenarioError) -> Population {
-        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "session_length", "conversion_delay", "crash_probability", "app_upgrades", "ramp",
-                                    "cold_start_after"])
+        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "weekly_profile", "session_length", "app_events", "conversion_delay", "crash_probability",
+                                    "app_upgrades", "ramp", "cold_start_after"])
+        let sessions = try Activity.sessionsPerDay(r.optional("sessions_per_day"))
+        let activity = try Activity.read(r, sessionsShape: sessions.shape)
+        if activity.weeklyProfile != nil, let arrivals = r.optional("arrivals"), try arrivals.text == "fixed" {
+            throw r.error("sets weekly_profile, which shapes Poisson arrivals; remove it or use arrivals: poisson", at: "weekly_profile")
+        }
         var profile: [Double]?
         if let p = r.optional("daily_profile") {
             let hours = try p.elements
@@ -226,17 +237,18 @@ extension Scenario {
         }
         return Population(
             devices: try r.required("devices", "a whole number of devices \(describe(Limits.devices))").integer(in: Limits.devices, "a whole number of devices \(describe(Limits.devices))"),
-            sessionsPerDay: try r.optional("sessions_per_day")?.number(in: 0.001...100_000, "sessions per day in (0, 100000]") ?? 3,
+            sessionsPerDay: sessions.mean,
             poisson: try r.optional("arrivals")?.choice(["poisson": true, "fixed": false]) ?? true,
             dailyProfile: profile,
-            sessionLength: try r.optional("session_length")?.duration(atLeast: 0) ?? 300,
+            sessionLength: try r.optional("session_length").map { x throws(ScenarioError) in x.isMapping ? try Self.distribution(x).mean : try x.duration(atLeast: 0) } ?? 300,
             conversionDelay: try r.optional("conversion_delay").map { d throws(ScenarioError) in try distribution(d) } ?? .constant(0),
             crashProbability: try r.optional("crash_probability")?.number(in: 0...1, "a probability in [0, 1]") ?? 0,
             appUpgrades: upgrades,
             ramp: try r.optional("ramp")?.duration() ?? 0,
             coldStartAfter: try r.optional("cold_start_after").flatMap { x throws(ScenarioError) in
                 try x.text == "never" ? nil : x.duration(atLeast: 0, "a duration such as 30m or 6h, or never")
-            }
+            },
+            activity: activity
         )
     }
 

@@ -23,6 +23,9 @@ public struct Scenario: Sendable {
     public var seed: UInt64
     /// Independent runs of each allocator (or policy), each with a seed derived from ``seed``.
     public var replicates: Int
+    /// The UTC time of the run's time 0, in seconds since 1970 (`start:`), or `nil` for the
+    /// default (see ``startTime``): what exports stamp and a weekly profile aligns to.
+    public var start: Double? = nil
     /// How long each replicate runs, in seconds.
     public var horizon: Double
     /// The step of `timeseries.csv`, in seconds.
@@ -94,6 +97,9 @@ public struct Scenario: Sendable {
         /// (PostHog's retry count, Amplitude's offline flag) but not its store. `nil`: never,
         /// the app's process lives from one session to the next.
         public var coldStartAfter: Double? = nil
+        /// How the devices' users differ, the week's shape, sessions of differing lengths and
+        /// the app's own events (see ``Scenario/Activity``); plain unless the scenario says.
+        public var activity = Activity()
     }
 
     /// An app release.

@@ -132,6 +132,20 @@ struct ScenarioReader {
         return seconds
     }
 
+    /// A moment in UTC: a date (`2026-11-02`, midnight UTC) or a date and time
+    /// (`2026-11-02T06:00:00Z`, an offset such as `+01:00` allowed), in seconds since 1970.
+    func instant() throws(ScenarioError) -> Double {
+        let expected = "a UTC date such as 2026-11-02 or a date and time such as 2026-11-02T06:00:00Z"
+        guard case .scalar(let scalar) = node else { throw error("expected \(expected), found \(describe(node))") }
+        let text = scalar.string
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = text.count == 10 ? [.withFullDate] : [.withInternetDateTime]
+        guard let date = formatter.date(from: text) else { throw error("is '\(text)'; expected \(expected)") }
+        let seconds = date.timeIntervalSince1970
+        guard seconds >= 946_684_800, seconds < 4_102_444_800 else { throw error("is '\(text)'; expected \(expected) from 2000 to 2099") }
+        return seconds
+    }
+
     func choice<T>(_ options: [String: T]) throws(ScenarioError) -> T {
         let value = try text
         guard let result = options[value] else {

@@ -67,6 +67,10 @@ package protocol DeviceStyle {
     /// `extraEvents` more events of the variant's own.
     static func loaded(experiment e: Int, extraEvents: Int, of client: inout Client, at now: Double)
 
+    /// The app logs one of its own analytics events (``Scenario/AppEvents``): `type` indexes
+    /// ``Scenario/AppEvents/names``.
+    static func logAppEvent(_ client: inout Client, type: Int, at now: Double)
+
     /// The user converted on `variant`, which the device showed.
     static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double)
 
@@ -323,6 +327,9 @@ extension DeviceStyle {
         preconditionFailure("\(Self.self) does not model a variant's own behaviour; the scenario refuses it")
     }
     package static func loaded(experiment e: Int, extraEvents: Int, of client: inout Client, at now: Double) {}
+    package static func logAppEvent(_ client: inout Client, type: Int, at now: Double) {
+        preconditionFailure("\(Self.self) does not model app events; the scenario refuses them")
+    }
     package static func crash(_ client: inout Client, metrics: inout FleetMetrics, server: borrowing some IngestionRecord, at now: Double) {}
     package static func appVersionChanged(_ client: inout Client, to version: String, at now: Double) {}
     @inline(__always)

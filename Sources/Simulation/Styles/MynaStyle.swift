@@ -59,6 +59,10 @@ package enum MynaStyle: DeviceStyle {
         if extraEvents > 0 { client.logExtraEvents(experiment: e, count: extraEvents, at: now) }
     }
 
+    package static func logAppEvent(_ client: inout Client, type: Int, at now: Double) {
+        client.logAppEvent(type, at: now)
+    }
+
     package static func convert(_ client: inout Client, experiment e: Int, variant: Int, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout NoCounters, at now: Double) {
         if client.recordConversion(experiment: e, at: now) == .recorded {
             metrics.conversionsRecorded += 1
