@@ -187,3 +187,22 @@ struct LineChart {
         name.count <= 30 ? name : String(name.prefix(29)) + "…"
     }
 }
+
+/// Data against a fitted model, as two lines over the same axis (`fit.html`): the chart
+/// `aviary fit` draws for each distribution it fits.
+///
+/// - Parameters:
+///   - kind: The chart's `data-chart` attribute.
+///   - data: The data's points (x, y).
+///   - model: The model's points.
+/// - Returns: A standalone SVG document.
+package func fittedChart(title: String, xLabel: String, yLabel: String, kind: String, logX: Bool, data: [(Double, Double)], model: [(Double, Double)]) -> String {
+    LineChart(
+        title: title, xLabel: xLabel, yLabel: yLabel,
+        series: [
+            LineChart.Series(name: "data", points: data.map { LineChart.Point(x: $0.0, y: $0.1) }, color: 0),
+            LineChart.Series(name: "fitted model", points: model.map { LineChart.Point(x: $0.0, y: $0.1) }, color: 1),
+        ],
+        logX: logX
+    ).svg(kind: kind)
+}

@@ -105,18 +105,8 @@ public enum HTMLReport {
         return (page(sections: sections, command: command, scenarioText: scenarioText, files: csvFiles), sections.flatMap(\.charts))
     }
 
-    static func page(sections: [ReportSection], command: String?, scenarioText: String?, files: [String]) -> String {
-        // The scenario's own name and one-line description, when its text can be read.
-        let scenarios = scenarioText.flatMap { try? Scenario.scenarios(yaml: $0) }
-        let name = scenarios?.first.map { $0.sweepParent ?? $0.name } ?? (command?.hasPrefix("aviary bandit") == true ? "Bandit comparison" : "Aviary report")
-        let description = scenarios?.first?.description ?? ""
-        var out = """
-        <!DOCTYPE html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(html(name)) — Aviary report</title>
+    /// The style sheet every page Aviary draws shares (`report.html`, `fit.html`).
+    package static let style = """
         <style>
         body { font-family: Helvetica, Arial, sans-serif; color: #222; max-width: 1000px; margin: 24px auto; padding: 0 16px; line-height: 1.45; }
         h1 { font-size: 26px; margin-bottom: 4px; }
@@ -135,6 +125,39 @@ public enum HTMLReport {
         figure svg { max-width: 100%; height: auto; border: 1px solid #eee; display: block; }
         nav ul { columns: 2; font-size: 14px; }
         </style>
+        """
+
+    /// A page with Aviary's style: `title` in the head, `body` inside `<body>`.
+    package static func document(title: String, body: String) -> String {
+        """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(html(title))</title>
+        \(style)
+        </head>
+        <body>
+        \(body)</body>
+        </html>
+
+        """
+    }
+
+    static func page(sections: [ReportSection], command: String?, scenarioText: String?, files: [String]) -> String {
+        // The scenario's own name and one-line description, when its text can be read.
+        let scenarios = scenarioText.flatMap { try? Scenario.scenarios(yaml: $0) }
+        let name = scenarios?.first.map { $0.sweepParent ?? $0.name } ?? (command?.hasPrefix("aviary bandit") == true ? "Bandit comparison" : "Aviary report")
+        let description = scenarios?.first?.description ?? ""
+        var out = """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(html(name)) — Aviary report</title>
+        \(Self.style)
         </head>
         <body>
         <h1>\(html(name))</h1>
