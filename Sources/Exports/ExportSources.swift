@@ -1,0 +1,283 @@
+import CompressNIO
+import Foundation
+import NIOCore
+import ZIPFoundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the export's files are poured into: their uncompressed bytes, file by file.
+protocol ByteConsumer {
+    /// A new file (a zip's entry: `archive.zip/entry`) starts.
+    mutating func beginFile(_ name: String) throws
+    /// The file's next bytes; `false` stops the read.
+    mutating func consume(_ chunk: UnsafeRawBufferPointer) throws -> Bool
+    /// The file ended; `complete` is `false` when its compressed stream was cut short.
+    mutating func endFile(complete: Bool) throws
+    /// `bytes` more were read from disk.
+    mutating func advance(_ bytes: Int64)
+}
+
+/// Reads export files in bounded memory, whatever holds them: plain text, gzip (several
+/// concatenated members included, as PostHog writes a member per line: posthog-snowplow.md
+/// §P1), a zip of either (Amplitude's Export API), or a folder of any of these.
+///
+/// The container is told from the first bytes, not the name: S3 may serve gzipped logs
+/// decompressed, with their `.gz` name (segment-rudderstack.md §S1.1).
+enum ExportSources {
+    /// Bytes read from disk, and decompressed, at a time.
+    static let chunkSize = 1 << 20
+
+    /// The files a read of `url` covers, in order: `url` itself, or a folder's files
+    /// (recursively, sorted by path), without hidden files, manifests and markers.
+    static func files(_ url: URL) throws(ExportError) -> (files: [URL], folder: Bool) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw ExportError(file: url.path, problem: "no such file or folder")
+        }
+        guard isDirectory.boolValue else { return ([url], false) }
+        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles]) else {
+            throw ExportError(file: url.path, problem: "cannot list the folder")
+        }
+        var found: [(path: String, url: URL)] = []
+        let root = url.standardizedFileURL.path
+        for case let file as URL in walker {
+            guard (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+            let name = file.lastPathComponent
+            // PostHog's manifests and Spark's markers list files; they hold no events.
+            if name.hasSuffix("_manifest.json") || name == "_SUCCESS" || name.hasSuffix(".crc") { continue }
+            var path = file.standardizedFileURL.path
+            if path.hasPrefix(root) { path = String(path.dropFirst(root.count)) }
+            found.append((path, file))
+        }
+        return (found.sorted { $0.path < $1.path }.map(\.url), true)
+    }
+
+    /// Pours `url` (one file, not a folder) into `consumer`: a zip entry by entry, a gzip
+    /// stream member by member, plain text as it is.
+    ///
+    /// - Throws: ``ExportError`` for a file that cannot be opened or decompressed, or one in
+    ///   a format no reader takes (Parquet, brotli); whatever `consumer` throws.
+    static func read<C: ByteConsumer>(_ url: URL, name: String, into consumer: inout C) throws {
+        let file = try OpenFile(url, name: name)
+        var chunk = ByteBufferAllocator().buffer(capacity: chunkSize)
+        let first = try file.read(into: &chunk)
+        let magic = chunk.getBytes(at: chunk.readerIndex, length: min(4, chunk.readableBytes)) ?? []
+        if magic.starts(with: [0x50, 0x4B, 0x03, 0x04]) || magic.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+            file.close()
+            try readZip(url, name: name, into: &consumer)
+            return
+        }
+        if magic.starts(with: Array("PAR1".utf8)) {
+            throw ExportError(file: name, problem: "a Parquet file: export JSON lines (or CSV) instead")
+        }
+        if url.pathExtension == "br" || url.pathExtension == "zst" || magic.starts(with: [0x28, 0xB5, 0x2F, 0xFD]) {
+            throw ExportError(file: name, problem: "compressed with \(url.pathExtension == "br" ? "brotli" : "zstd"), which is not read: decompress it first, or export gzip")
+        }
+        try consumer.beginFile(name)
+        consumer.advance(Int64(first))
+        if magic.starts(with: [0x1F, 0x8B]) {
+            var gzip = try GzipStream(name: name)
+            var more = true
+            while more, chunk.readableBytes > 0 {
+                more = try gzip.feed(&chunk, into: &consumer)
+                chunk.clear()
+                guard more else { break }
+                let count = try file.read(into: &chunk)
+                consumer.advance(Int64(count))
+            }
+            try consumer.endFile(complete: !more || gzip.complete)
+        } else {
+            var more = true
+            while more, chunk.readableBytes > 0 {
+                more = try chunk.withUnsafeReadableBytes { try consumer.consume($0) }
+                chunk.clear()
+                guard more else { break }
+                let count = try file.read(into: &chunk)
+                consumer.advance(Int64(count))
+            }
+            try consumer.endFile(complete: true)
+        }
+    }
+
+    /// Pours a zip's file entries, in path order, each as its own file (gzipped or not).
+    private static func readZip<C: ByteConsumer>(_ url: URL, name: String, into consumer: inout C) throws {
+        let archive: Archive
+        do {
+            archive = try Archive(url: url, accessMode: .read)
+        } catch {
+            throw ExportError(file: name, problem: "not a readable zip: \(error)")
+        }
+        let entries = archive.filter { entry in
+            guard entry.type == .file, entry.uncompressedSize > 0 else { return false }
+            let parts = entry.path.split(separator: "/")
+            return !parts.contains { $0.hasPrefix(".") || $0 == "__MACOSX" }
+        }.sorted { $0.path < $1.path }
+        var stopped = false
+        for entry in entries where !stopped {
+            let entryName = name + "/" + entry.path
+            try consumer.beginFile(entryName)
+            var gzip: GzipStream?
+            var sniffed = false
+            var input = ByteBufferAllocator().buffer(capacity: chunkSize)
+            // The consumer's own errors (the reader's body) pass through as they are; any other
+            // error comes from the archive.
+            var passed: (any Error)?
+            do {
+                _ = try archive.extract(entry, bufferSize: chunkSize) { data in
+                    // The consumer has seen enough (detection): stop extracting the entry.
+                    if stopped { throw StopExtracting() }
+                    guard !data.isEmpty else { return }
+                    do {
+                        if !sniffed {
+                            sniffed = true
+                            if data.count >= 2, data[data.startIndex] == 0x1F, data[data.startIndex + 1] == 0x8B { gzip = try GzipStream(name: entryName) }
+                        }
+                        if gzip != nil {
+                            input.clear()
+                            input.writeBytes(data)
+                            stopped = !(try gzip!.feed(&input, into: &consumer))
+                        } else {
+                            stopped = !(try data.withUnsafeBytes { try consumer.consume($0) })
+                        }
+                    } catch {
+                        passed = error
+                        throw StopExtracting()
+                    }
+                }
+            } catch is StopExtracting {
+                if let passed { throw passed }
+            } catch {
+                throw ExportError(file: entryName, problem: "cannot extract the zip entry: \(error)")
+            }
+            consumer.advance(Int64(entry.compressedSize))
+            try consumer.endFile(complete: stopped || (gzip?.complete ?? true))
+        }
+    }
+}
+
+private struct StopExtracting: Error {}
+
+/// A file open for reading, chunk by chunk. The corresponding C functions are `open`, `read`
+/// and `close`.
+private final class OpenFile {
+    private var descriptor: Int32
+    let name: String
+
+    init(_ url: URL, name: String) throws(ExportError) {
+        self.name = name
+        descriptor = Glibc.open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ExportError(file: name, problem: "cannot open: \(String(cString: strerror(errno)))") }
+    }
+
+    deinit { close() }
+
+    func close() {
+        if descriptor >= 0 { _ = Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    /// Fills `buffer`'s free space (up to a chunk) from the file; the bytes read (0 at the end).
+    func read(into buffer: inout ByteBuffer) throws(ExportError) -> Int {
+        var total = 0
+        while total < ExportSources.chunkSize {
+            var failed: Int32 = 0
+            let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: ExportSources.chunkSize - total) { space -> Int in
+                let n = Glibc.read(descriptor, space.baseAddress, ExportSources.chunkSize - total)
+                if n < 0 { failed = errno }
+                return max(n, 0)
+            }
+            if failed == EINTR { continue }
+            if failed != 0 { throw ExportError(file: name, problem: "cannot read: \(String(cString: strerror(failed)))") }
+            if n == 0 { break }
+            total += n
+        }
+        return total
+    }
+}
+
+/// A gzip stream, decompressed as it is fed, member after member (RFC 1952 §2.2: "A gzip
+/// file consists of a series of members").
+///
+/// Whether the stream was complete is judged at its end by the last member's trailer: its
+/// `ISIZE` (the last 4 bytes) must be the member's length mod 2³², which a cut-off stream
+/// almost never matches (zlib itself checks each member's CRC when it reaches its end).
+struct GzipStream {
+    private let decompressor: ZlibDecompressor
+    private var output: ByteBuffer
+    private let name: String
+    /// Bytes the current member has decompressed to, mod 2³².
+    private var memberLength: UInt32 = 0
+    /// The last 4 compressed bytes fed.
+    private var tail: [UInt8] = []
+    private var members = 0
+    /// The bytes after the last member were not gzip (padding, a torn append): ignored, as
+    /// `gunzip` ignores trailing garbage.
+    private var trailingGarbage = false
+
+    init(name: String) throws(ExportError) {
+        self.name = name
+        do {
+            decompressor = try ZlibDecompressor(algorithm: .gzip)
+        } catch {
+            throw ExportError(file: name, problem: "cannot start gzip decompression: \(error)")
+        }
+        output = ByteBufferAllocator().buffer(capacity: ExportSources.chunkSize)
+    }
+
+    /// Whether the stream ended with a whole member.
+    var complete: Bool {
+        if trailingGarbage { return members > 0 }
+        guard tail.count == 4 else { return false }
+        let size = UInt32(tail[0]) | UInt32(tail[1]) << 8 | UInt32(tail[2]) << 16 | UInt32(tail[3]) << 24
+        return size == memberLength
+    }
+
+    /// Decompresses `input` (consumed) into `consumer`; `false` if the consumer stopped.
+    mutating func feed<C: ByteConsumer>(_ input: inout ByteBuffer, into consumer: inout C) throws -> Bool {
+        guard !trailingGarbage else { return true }
+        if input.readableBytes >= 4 {
+            tail = input.getBytes(at: input.writerIndex - 4, length: 4) ?? []
+        } else if let bytes = input.getBytes(at: input.readerIndex, length: input.readableBytes) {
+            tail = Array((tail + bytes).suffix(4))
+        }
+        while input.readableBytes > 0 {
+            let before = output.writerIndex
+            do {
+                try decompressor.inflate(from: &input, to: &output)
+                memberLength &+= UInt32(truncatingIfNeeded: output.writerIndex - before)
+                // A normal return with input left means the member ended: the next one follows.
+                if input.readableBytes > 0 {
+                    members += 1
+                    memberLength = 0
+                    try decompressor.reset()
+                }
+            } catch let error as CompressNIOError where error == .bufferOverflow {
+                memberLength &+= UInt32(truncatingIfNeeded: output.writerIndex - before)
+                guard try flush(into: &consumer) else { return false }
+            } catch let error as CompressNIOError where error == .inputBufferOverflow {
+                memberLength &+= UInt32(truncatingIfNeeded: output.writerIndex - before)
+                break
+            } catch let error as CompressNIOError where error == .corruptData {
+                if members > 0, memberLength == 0 {
+                    trailingGarbage = true
+                    input.clear()
+                    break
+                }
+                throw ExportError(file: name, problem: "corrupt gzip data: the file is damaged or not gzip")
+            } catch let error as ExportError {
+                throw error
+            } catch {
+                throw ExportError(file: name, problem: "gzip decompression failed: \(error)")
+            }
+        }
+        return try flush(into: &consumer)
+    }
+
+    private mutating func flush<C: ByteConsumer>(into consumer: inout C) throws -> Bool {
+        guard output.readableBytes > 0 else { return true }
+        let more = try output.withUnsafeReadableBytes { try consumer.consume($0) }
+        output.clear()
+        return more
+    }
+}
