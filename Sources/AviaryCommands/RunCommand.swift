@@ -24,6 +24,7 @@ struct RunCommand: ParsableCommand {
     @OptionGroup var options: RunOptions
     @OptionGroup var sharding: ShardOptions
     @OptionGroup var live: LiveLinkOptions
+    @OptionGroup var exports: ExportOptions
 
     @Flag(name: .long, help: "Also write windows.csv: for each replicate split among threads, every shard's time in every window and the serial work between windows (what keeps threads waiting; see scripts/window-profile).")
     var windowProfile = false
@@ -32,6 +33,9 @@ struct RunCommand: ParsableCommand {
         let scenarios = try loadScenarios(scenario).map { try overrides.apply(to: $0) }
         if windowProfile, live.live || sharding.shard != nil {
             throw CommandFailure("--window-profile profiles a simulated run on this machine; it cannot be used with \(live.live ? "--live" : "--shard")")
+        }
+        if !exports.formats.isEmpty, live.live || sharding.shard != nil {
+            throw CommandFailure("--export writes what a vendor would have exported of a simulated run on this machine; it cannot be used with \(live.live ? "--live" : "--shard")")
         }
         if live.live {
             guard try sharding.resolved() == nil else { throw CommandFailure("--shard splits a simulated run; a live run is split with aviary loadtest --live --shard") }
@@ -45,6 +49,7 @@ struct RunCommand: ParsableCommand {
         var results: [FleetSimulation.Result] = []
         var failures: [FleetSimulation.Failure] = []
         var told = Set<String>()
+        var exportedRun: FleetSimulation.Run?
         for scenario in scenarios {
             if options.jobs > scenario.allocators.count * scenario.replicates, let reason = scenario.serialReason, told.insert(reason).inserted {
                 FileHandle.standardError.write(Data("aviary: \(scenario.name): a replicate runs on one thread, because \(reason)\n".utf8))
@@ -53,12 +58,17 @@ struct RunCommand: ParsableCommand {
             let start = Date()
             var simulation = FleetSimulation(scenario: scenario)
             simulation.profilesWindows = windowProfile
+            let exporting = !exports.formats.isEmpty && scenario.name == scenarios[0].name
+            if exporting { simulation.recordsDeliveries = (0, 0) }
             let runs = simulation.run(jobs: options.jobs) { progress.update($0) }
             progress.finish()
             // A broken allocator's rows are left out; the others' are still written.
             let (result, failed) = FleetSimulation.Result(scenario: scenario, runs: runs).separatingFailures()
             failures += failed
             guard !result.scenario.allocators.isEmpty else { continue }
+            if exporting, let first = runs.first(where: { $0.deliveries != nil }) {
+                exportedRun = first
+            }
             results.append(result)
             print(SummaryTable.render(scenario: result.scenario, runs: result.runs, wallSeconds: Date().timeIntervalSince(start)))
             print("")
@@ -71,6 +81,7 @@ struct RunCommand: ParsableCommand {
             }
         }
         try writeReports(results, to: folder)
+        if let exportedRun { try exports.write(exportedRun, scenario: scenarios[0], to: folder) }
         if windowProfile { try writeWindowProfile(results, to: folder) }
         if !failures.isEmpty {
             throw CommandFailure(failures.map(\.description).joined(separator: "\n"))

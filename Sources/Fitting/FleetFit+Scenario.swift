@@ -131,7 +131,8 @@ extension FleetFit {
     }
 
     /// Four significant digits, plain decimal notation.
-    static func figure(_ x: Double) -> String {
+    /// Four significant digits in plain decimal notation, as the scenario and the tables print figures.
+    package static func figure(_ x: Double) -> String {
         guard x.isFinite else { return "0" }
         if x == 0 { return "0" }
         let digits = max(0, 3 - Int(log10(abs(x)).rounded(.down)))

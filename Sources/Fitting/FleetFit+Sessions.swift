@@ -57,7 +57,7 @@ extension FleetFit {
     /// The maximum likelihood zero-truncated negative binomial of `table` (count → devices),
     /// fitted on (ln mean, ln shape).
     static func truncatedNegativeBinomial(_ table: [Int: Int64]) -> NegativeBinomialFit {
-        let cells: [(n: Double, c: Double, lfact: Double)] = table.filter { $0.key > 0 && $0.value > 0 }.map { (Double($0.key), Double($0.value), logGamma(Double($0.key) + 1)) }
+        let cells: [(n: Double, c: Double, lfact: Double)] = table.filter { $0.key > 0 && $0.value > 0 }.sorted { $0.key < $1.key }.map { (Double($0.key), Double($0.value), logGamma(Double($0.key) + 1)) }
         var total = 0.0, sum = 0.0
         for cell in cells {
             total += cell.c
@@ -251,9 +251,11 @@ extension FleetFit {
         let count = table.values.reduce(0, +)
         guard count >= 30 else { return }
         func moments(_ table: [Int: Int64]) -> (mean: Double, shape: Double) {
+            // In key order: a dictionary's own order differs between processes.
+            let cells = table.sorted { $0.key < $1.key }
             let n = Double(table.values.reduce(0, +))
-            let mean = table.reduce(0.0) { $0 + Double($1.key) * Double($1.value) } / n
-            let variance = table.reduce(0.0) { $0 + (Double($1.key) - mean) * (Double($1.key) - mean) * Double($1.value) } / max(1, n - 1)
+            let mean = cells.reduce(0.0) { $0 + Double($1.key) * Double($1.value) } / n
+            let variance = cells.reduce(0.0) { $0 + (Double($1.key) - mean) * (Double($1.key) - mean) * Double($1.value) } / max(1, n - 1)
             return (mean, variance > mean * 1.0001 ? mean * mean / (variance - mean) : .infinity)
         }
         let (mean, shape) = moments(table)

@@ -135,6 +135,9 @@ public struct FleetSketch: Sendable {
     /// A session as far as it has been seen.
     struct Session: Sendable {
         var key: UInt64
+        /// Whether the export gave no session id, so the session was told by a start event or a
+        /// gap (its key then only tells it from the device's other sessions in this part).
+        var byGap = false
         /// The vendor's start, corrected, or `.nan`.
         var vendorStart: Double
         var first: Double
@@ -308,18 +311,22 @@ public struct FleetSketch: Sendable {
 
     private mutating func session(_ slot: Int, _ r: ExportRecord, time: Double, offset: Double, isStart: Bool, isEnd: Bool, isApp: Bool) {
         let vendorStart = r.sessionStart.isFinite ? r.sessionStart + offset : Double.nan
-        var key = r.session != 0 ? r.session : (r.sessionIndex >= 0 ? UInt64(r.sessionIndex) &+ 1 : 0)
-        if key == 0 {
+        let current = devices[slot].tail
+        var key: UInt64, fresh: Bool, byGap = false
+        if r.session != 0 || r.sessionIndex >= 0 {
+            key = r.session != 0 ? r.session : UInt64(r.sessionIndex) &+ 1
+            fresh = current?.key != key
+        } else if let current, current.byGap, !isStart, time - current.last <= options.sessionGap {
             // No session id: a start event or a long gap begins a new one.
-            let current = devices[slot].tail
-            if let current, !isStart, time - current.last <= options.sessionGap {
-                key = current.key
-            } else {
-                key = UInt64(bitPattern: Int64((time * 1000).rounded())) | 1
-            }
+            key = current.key
+            fresh = false
+        } else {
+            key = (current?.key ?? 0) &+ 1
+            fresh = true
+            byGap = true
         }
-        if devices[slot].tail?.key != key {
-            if let tail = devices[slot].tail {
+        if fresh {
+            if let tail = current {
                 if devices[slot].head == nil, devices[slot].closedSessions == 0 {
                     devices[slot].head = tail
                 } else {
@@ -327,7 +334,7 @@ public struct FleetSketch: Sendable {
                     devices[slot].closedSessions += 1
                 }
             }
-            devices[slot].tail = Session(key: key, vendorStart: vendorStart, first: time, last: time)
+            devices[slot].tail = Session(key: key, byGap: byGap, vendorStart: vendorStart, first: time, last: time)
         }
         devices[slot].tail!.first = min(devices[slot].tail!.first, time)
         devices[slot].tail!.last = max(devices[slot].tail!.last, time)
@@ -443,11 +450,10 @@ public struct FleetSketch: Sendable {
     }
 
     private func continues(_ a: Session, with b: Session) -> Bool {
-        if a.key == b.key { return true }
-        // Sessions keyed by a gap: the later part's first session carries on unless it
-        // begins with a start event or after a long gap.
-        let gapKeyed = a.key & 1 == 1 && b.key & 1 == 1 && a.vendorStart.isNaN && b.vendorStart.isNaN
-        return gapKeyed && b.startEvent.isNaN && b.first - a.last <= options.sessionGap
+        // Sessions told by a gap: the later part's first session carries on unless it begins
+        // with a start event or after a long gap, as it would have in one pass.
+        if a.byGap || b.byGap { return a.byGap && b.byGap && b.startEvent.isNaN && b.first - a.last <= options.sessionGap }
+        return a.key == b.key
     }
 
     private func joined(_ a: Session, _ b: Session) -> Session {

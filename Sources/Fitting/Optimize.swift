@@ -95,8 +95,12 @@ enum Optimize {
     /// draw of mean *c*, which is what resampling the units the table counts, each with a
     /// Poisson(1) weight, does to it (Hanley and MacGibbon 2006) — so a table of devices by
     /// their number of sessions is resampled by device without keeping the devices.
-    static func resample<Key: Hashable>(_ table: [Key: Int64], using generator: inout some RandomNumberGenerator) -> [Key: Int64] {
-        table.mapValues { Int64(generator.nextPoisson(mean: Double($0))) }
+    /// Keys are visited in order, so the draws do not depend on the dictionary's own order
+    /// (which differs from process to process).
+    static func resample<Key: Hashable & Comparable>(_ table: [Key: Int64], using generator: inout some RandomNumberGenerator) -> [Key: Int64] {
+        var out: [Key: Int64] = [:]
+        for key in table.keys.sorted() { out[key] = Int64(generator.nextPoisson(mean: Double(table[key]!))) }
+        return out
     }
 
     /// The `lower` and `upper` quantiles of `values` (the percentile interval).

@@ -1,0 +1,188 @@
+import Dispatch
+import Exports
+import Foundation
+
+/// A whole fit of an export: its files read (on several threads, in contiguous runs whose
+/// sketches merge in order), the devices' clocks estimated first where the format needs it,
+/// and the fleet fitted.
+///
+/// `Sendable`: a plain value.
+public struct ExportFit: Sendable {
+    /// The export's files and folders, as given.
+    public var inputs: [URL]
+    /// How the records are read.
+    public var read = ExportReadOptions()
+    /// What the fit is told.
+    public var fit = FitOptions()
+    /// Threads reading files at once.
+    public var jobs = 1
+
+    /// A fit of `inputs`.
+    public init(inputs: [URL]) {
+        self.inputs = inputs
+    }
+
+    /// What a run read and fitted.
+    public struct Outcome: Sendable {
+        /// The fleet fitted.
+        public var fleet: FleetFit
+        /// What the reader found: files, lines, records, malformed lines and their examples.
+        public var summary: ExportReadSummary
+        /// The files read, in order.
+        public var files: [URL]
+    }
+
+    /// The files of `inputs`: a file as it is, a folder's files (recursively) in name order,
+    /// which is time order for every vendor's layout.
+    ///
+    /// - Throws: ``ExportError`` naming an input that does not exist or holds no file.
+    public func files() throws(ExportError) -> [URL] {
+        var out: [URL] = []
+        let manager = FileManager.default
+        for input in inputs {
+            var isFolder: ObjCBool = false
+            guard manager.fileExists(atPath: input.path, isDirectory: &isFolder) else {
+                throw ExportError(file: input.path, problem: "does not exist; expected an export file or a folder of them")
+            }
+            guard isFolder.boolValue else {
+                out.append(input)
+                continue
+            }
+            let found = (manager.enumerator(at: input, includingPropertiesForKeys: [.isRegularFileKey])?.allObjects as? [URL] ?? [])
+                .filter { (try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true }
+                .filter { !$0.lastPathComponent.hasPrefix(".") }
+                .sorted { $0.path < $1.path }
+            guard !found.isEmpty else { throw ExportError(file: input.path, problem: "is an empty folder; expected export files in it") }
+            out += found
+        }
+        return out
+    }
+
+    /// Reads and fits the export.
+    ///
+    /// - Parameter progress: Called with the bytes read so far and in all (from any thread).
+    /// - Throws: ``ExportError`` for an input that cannot be read, an unrecognised format,
+    ///   or more malformed lines than `read.maxBadFraction` allows.
+    public func run(progress: (@Sendable (Int64, Int64) -> Void)? = nil) throws -> Outcome {
+        let files = try files()
+        var options = read
+        if options.format == nil { options.format = try ExportDetection.format(of: files[0]) }
+        let format = options.format!
+        let traits = FormatTraits(format)
+        let sizes = files.map { Int64((try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0) }
+        let total = sizes.reduce(0, +) * (traits.needsSkewPass ? 2 : 1)
+        let counter = ByteCounter(total: total, report: progress)
+        var hints: [UInt64: Double] = [:]
+        if traits.needsSkewPass {
+            hints = try skewPass(files, options: options, counter: counter)
+        }
+        // Contiguous runs of files, one per thread, merged in file order.
+        let runs = Self.runs(of: sizes, into: max(1, min(jobs, files.count)))
+        let options2 = options, fitOptions = fit, skewHints = hints
+        let parts = try Self.concurrently(runs.count) { index throws -> (FleetSketch, ExportReadSummary) in
+            var sketch = FleetSketch(traits: traits, options: fitOptions)
+            sketch.skewHints = skewHints
+            var summary = ExportReadSummary(format: format)
+            let reader = ExportReader(options: options2)
+            for i in runs[index] {
+                var last: Int64 = 0
+                let part = try reader.read(files[i], progress: { done in counter.add(done - last); last = done }) { batch in
+                    for r in batch { sketch.add(r) }
+                }
+                summary.merge(part)
+            }
+            return (sketch, summary)
+        }
+        var sketch = parts[0].0, summary = parts[0].1
+        for part in parts.dropFirst() {
+            sketch.merge(part.0)
+            summary.merge(part.1)
+        }
+        sketch.finish()
+        guard sketch.records > 0 else {
+            throw ExportError(file: files.count == 1 ? files[0].path : nil, format: format, problem: "holds no events; expected \(format.rawValue) events")
+        }
+        return Outcome(fleet: FleetFit(sketch, strings: summary.strings, cutoff: fit.cutoff), summary: summary, files: files)
+    }
+
+    /// Each device's clock ahead of the collector's: the least of its events' creation minus
+    /// arrival, where the export has neither a sent time nor the vendor's correction.
+    private func skewPass(_ files: [URL], options: ExportReadOptions, counter: ByteCounter) throws -> [UInt64: Double] {
+        var least: [UInt64: Double] = [:]
+        let reader = ExportReader(options: options)
+        for file in files {
+            var last: Int64 = 0
+            _ = try reader.read(file, progress: { done in counter.add(done - last); last = done }) { batch in
+                for r in batch where r.created.isFinite && r.received.isFinite {
+                    let lag = r.received - r.created
+                    if lag < least[r.device] ?? .infinity { least[r.device] = lag }
+                }
+            }
+        }
+        // A device whose quickest event arrived within a second has a clock that agrees.
+        return least.compactMapValues { abs($0) < 1 ? nil : -$0 }
+    }
+
+    /// `sizes` split into `count` contiguous runs of about equal bytes.
+    static func runs(of sizes: [Int64], into count: Int) -> [Range<Int>] {
+        guard count > 1 else { return [0..<sizes.count] }
+        let total = max(1, sizes.reduce(0, +))
+        var runs: [Range<Int>] = [], start = 0, acc: Int64 = 0
+        for (i, size) in sizes.enumerated() {
+            acc += size
+            let boundary = Int64(runs.count + 1) * total / Int64(count)
+            if acc >= boundary, runs.count < count - 1, i + 1 < sizes.count {
+                runs.append(start..<(i + 1))
+                start = i + 1
+            }
+        }
+        runs.append(start..<sizes.count)
+        return runs.filter { !$0.isEmpty }
+    }
+
+    static func concurrently<T: Sendable>(_ count: Int, _ body: @Sendable (Int) throws -> T) throws -> [T] {
+        let results = Results<T>(count: count)
+        DispatchQueue.concurrentPerform(iterations: count) { i in
+            do { results.set(i, .success(try body(i))) } catch { results.set(i, .failure(error)) }
+        }
+        return try results.values.map { try $0!.get() }
+    }
+}
+
+/// Results filled in from several threads.
+///
+/// `@unchecked Sendable`: every access holds `lock`.
+private final class Results<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var slots: [Result<T, any Error>?]
+
+    init(count: Int) { slots = Array(repeating: nil, count: count) }
+
+    func set(_ i: Int, _ value: Result<T, any Error>) { lock.withLock { slots[i] = value } }
+
+    var values: [Result<T, any Error>?] { lock.withLock { slots } }
+}
+
+/// Bytes read so far, from any thread.
+///
+/// `@unchecked Sendable`: every access holds `lock`.
+private final class ByteCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done: Int64 = 0
+    let total: Int64
+    let report: (@Sendable (Int64, Int64) -> Void)?
+
+    init(total: Int64, report: (@Sendable (Int64, Int64) -> Void)?) {
+        self.total = total
+        self.report = report
+    }
+
+    func add(_ bytes: Int64) {
+        guard let report else { return }
+        let now = lock.withLock {
+            done += bytes
+            return done
+        }
+        report(now, total)
+    }
+}
