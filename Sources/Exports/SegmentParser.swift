@@ -107,7 +107,7 @@ struct SegmentParser: LineParser {
             guard let time = values.time(slot) else { return .malformed("sentAt is not a timestamp") }
             sent = time
         }
-        let device = values.hash(slot(.deviceID) ?? slot(.flatDeviceID) ?? slot(.anonymousID) ?? slot(.flatAnonymousID))
+        let device = values.hash(slot(.deviceID) ?? slot(.flatDeviceID) ?? slot(.anonymousID) ?? slot(.flatAnonymousID), &sink.device)
         guard device != 0 else { return .missing("anonymousId") }
 
         // A track call's name is its event; other calls (screen, identify, …) go by their type.
@@ -117,16 +117,16 @@ struct SegmentParser: LineParser {
         } else {
             nameSlot = slot(.type)
         }
-        let name = values.text(nameSlot, &sink.lastName, &sink.strings)
+        let name = values.text(nameSlot, &sink.name, &sink.strings)
         guard name != 0 else { return .missing("event") }
 
         var record = ExportRecord(device: device, created: created, sent: sent, received: received, name: name)
         record.eventID = values.hash(slot(.messageID) ?? slot(.flatID) ?? slot(.flatMessageID))
         record.library = values.library(first(.libraryName, .flatLibraryName), first(.libraryVersion, .flatLibraryVersion),
-                                        &sink.lastLibrary, &sink.strings)
-        record.appVersion = values.text(first(.appVersion, .flatAppVersion), &sink.lastAppVersion, &sink.strings)
-        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.lastExperiment, &sink.strings)
-        record.variant = values.text(paths.firstScalar(variantPaths), &sink.lastVariant, &sink.strings)
+                                        &sink.library, &sink.strings)
+        record.appVersion = values.text(first(.appVersion, .flatAppVersion), &sink.appVersion, &sink.strings)
+        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.experiment, &sink.strings)
+        record.variant = values.text(paths.firstScalar(variantPaths), &sink.variant, &sink.strings)
 
         let session = rudderstack ? first(.sessionID, .flatSessionID) : slot(.amplitudeSessionID)
         if let session, session.kind != .container {
