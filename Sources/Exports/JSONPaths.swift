@@ -217,11 +217,19 @@ final class JSONPaths {
 
 @inline(__always)
 func memoryEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-    var i = 0
-    while i + 8 <= count {
-        if UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self) != UnsafeRawPointer(b + i).loadUnaligned(as: UInt64.self) { return false }
-        i += 8
+    @inline(__always) func word(_ p: UnsafePointer<UInt8>, _ at: Int) -> UInt64 { UnsafeRawPointer(p + at).loadUnaligned(as: UInt64.self) }
+    @inline(__always) func half(_ p: UnsafePointer<UInt8>, _ at: Int) -> UInt32 { UnsafeRawPointer(p + at).loadUnaligned(as: UInt32.self) }
+    if count >= 8 {
+        // Whole words, then the last word again, overlapping: no byte loop for the tail.
+        var i = 0
+        while i + 8 < count {
+            if word(a, i) != word(b, i) { return false }
+            i += 8
+        }
+        return word(a, count - 8) == word(b, count - 8)
     }
+    if count >= 4 { return half(a, 0) == half(b, 0) && half(a, count - 4) == half(b, count - 4) }
+    var i = 0
     while i < count {
         if a[i] != b[i] { return false }
         i += 1
