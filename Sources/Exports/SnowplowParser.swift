@@ -1,4 +1,3 @@
-import CSV
 import Foundation
 
 /// The columns of a Snowplow enriched event that a record is made of, found by position in
@@ -347,11 +346,8 @@ struct SnowplowCSVParser: LineParser {
     /// `unstruct_event_…` columns; `nil` until its header row is read.
     private var columns: [Int]?
     private var unstructColumns: [Int] = []
-    /// A record whose quoted field goes on past the line's end.
-    private var pending: [UInt8] = []
+    private var records = CSVRecords()
     private var row: [UInt8] = []
-    /// A record may span this many bytes before it is taken for an unclosed quote.
-    private static let pendingLimit = 1 << 22
 
     init(options: ExportReadOptions) {
         builder = SnowplowRecordBuilder(options: options)
@@ -359,25 +355,16 @@ struct SnowplowCSVParser: LineParser {
 
     mutating func startFile() {
         columns = nil
-        pending.removeAll(keepingCapacity: true)
+        records.reset()
     }
 
     mutating func parse(_ line: UnsafeRawBufferPointer, into sink: inout RecordSink) -> LineResult {
-        // A record ends where its quotes balance: an odd count leaves a field open.
-        pending.append(contentsOf: line)
-        var quotes = 0
-        for byte in pending where byte == UInt8(ascii: "\"") { quotes += 1 }
-        if quotes % 2 == 1 {
-            guard pending.count < Self.pendingLimit else {
-                pending.removeAll(keepingCapacity: true)
-                return .malformed("a quoted field is not closed")
-            }
-            pending.append(UInt8(ascii: "\n"))
-            return .pending
+        let cells: [String]
+        switch records.add(line) {
+        case .pending: return .pending
+        case .malformed(let problem): return .malformed(problem)
+        case .cells(let found): cells = found
         }
-        defer { pending.removeAll(keepingCapacity: true) }
-        let text = String(decoding: pending, as: UTF8.self)
-        guard let reader = try? CSVReader(string: text), let cells = reader.next() else { return .malformed("not a CSV row") }
         guard let columns else {
             return header(cells)
         }
@@ -426,8 +413,6 @@ struct SnowplowCSVParser: LineParser {
     }
 
     mutating func finishFile(into sink: inout RecordSink) -> LineResult? {
-        guard !pending.isEmpty else { return nil }
-        pending.removeAll(keepingCapacity: true)
-        return .malformed("the file ends inside a quoted field")
+        records.finish()
     }
 }

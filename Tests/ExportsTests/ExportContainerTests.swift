@@ -93,6 +93,24 @@ struct ExportContainerTests {
         #expect(summary.malformed == 0)
     }
 
+    /// Detection looks past lines no format claims, through gzip, and at a folder's first file.
+    @Test func detectionSeesThroughContainers() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let mixpanel = #"{"event":"e","properties":{"time":1684951135,"distinct_id":"d"}}"#
+        let cut = try writeFile("terminated early\n" + mixpanel + "\n", "cut.json", in: folder)
+        #expect(try ExportDetection.format(of: cut) == .mixpanel)
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        let zipped = try writeFile(bytes: try gzip(Self.lines(0 ..< 3)), "sub/x.gz", in: folder)
+        #expect(try ExportDetection.format(of: zipped) == .segment)
+        // The folder's first file by path (`cut.json` before `sub/x.gz`) decides.
+        #expect(try ExportDetection.format(of: folder) == .mixpanel)
+        let posthog = try writeFile(#"{"uuid":"u","event":"e","distinct_id":"d","timestamp":"2024-07-15T10:21:34Z","properties":{}}"#, "p.jsonl", in: folder)
+        #expect(try ExportDetection.format(of: posthog) == .posthog)
+        let aviary = try writeFile(#"{"kind":"decision","time":1,"experiment":"e","variant":"a"}"#, "events.log", in: folder)
+        #expect(try ExportDetection.format(of: aviary) == .aviary)
+    }
+
     /// The summary's counts add when files are read apart.
     @Test func summariesMerge() throws {
         let folder = try temporaryFolder()

@@ -69,6 +69,38 @@ struct ExportFixtureTests {
         #expect(close(r.received, utc("2024-05-01T12:00:01.350Z"), 1e-6))
     }
 
+    /// Warehouse tables exported as CSV: Segment's `tracks` (with a property column) and
+    /// RudderStack's (its session in seconds, its source columns).
+    @Test func warehouseTablesAsCSV() throws {
+        let segment = [
+            "id,anonymous_id,context_device_id,context_library_name,context_library_version,context_app_version,event,event_text,original_timestamp,sent_at,received_at,experiment,variant",
+            #"w-1,anon-1,dev-1,analytics-kotlin,1.25.0,"4.0, beta",experiment_viewed,Experiment Viewed,2024-05-01 12:00:00.123 UTC,2024-05-01 12:00:01 UTC,2024-05-01 12:00:01.500 UTC,"paywall ""annual""",b"#,
+            "w-2,anon-2,,,,,screen_viewed,Screen Viewed,2024-05-01 12:00:02 UTC,,2024-05-01 12:00:03 UTC,,",
+        ]
+        let (records, summary) = try Self.read(segment, "tracks.csv")
+        #expect(summary.format == .segment)
+        #expect(summary.malformed == 0 && records.count == 2)
+        let a = records[0]
+        #expect(a.device == Self.h("dev-1") && a.eventID == Self.h("w-1"))
+        #expect(a.appVersion == Self.h("4.0, beta"))
+        #expect(a.experiment == Self.h("paywall \"annual\"") && a.variant == Self.h("b"))
+        #expect(a.library == Self.h("analytics-kotlin/1.25.0"))
+        #expect(close(a.created, utc("2024-05-01T12:00:00.123Z"), 1e-6))
+        #expect(a.sent == utc("2024-05-01T12:00:01Z"))
+        let b = records[1]
+        #expect(b.device == Self.h("anon-2") && b.sent.isNaN && b.library == 0)
+        #expect(b.name == Self.h("Screen Viewed"))
+
+        let rudder = [
+            "id,anonymous_id,event_text,original_timestamp,sent_at,received_at,context_session_id,context_source_id",
+            "r-1,anon-9,Experiment Viewed,2025-04-09T10:47:42.000Z,2025-04-09T10:47:44.900Z,2025-04-09T10:47:45.512Z,1744195662,src-1",
+        ]
+        let (rows, rudderSummary) = try Self.read(rudder, "tracks.csv")
+        #expect(rudderSummary.format == .rudderstack)
+        #expect(rows.first?.sessionStart == 1_744_195_662)
+        #expect(rows.first?.session == Self.h("1744195662"))
+    }
+
     // MARK: RudderStack
 
     /// rudder-server's golden processed event (`processor/testdata/goldenUtMirrorClientEvents.json`,
