@@ -70,13 +70,15 @@ struct ExportBadInputTests {
             Self.good(1, created: "1970-01-01T00:00:07.000Z"), // a clock never set
             Self.good(2, created: "2024-05-03T12:00:00.000Z"), // two days past receipt
             Self.good(3, created: "2024-05-02T11:00:00.000Z"), // 23 hours ahead: skew, kept
+            #"{"anonymousId":"a","event":"e","messageId":"m4","originalTimestamp":1e300,"receivedAt":"2024-05-01T12:00:01.000Z"}"#,
+            #"{"anonymousId":"a","event":"e","messageId":"m5","originalTimestamp":-9e18,"receivedAt":"2024-05-01T12:00:01.000Z"}"#,
         ]
         let url = try writeFile(lines.joined(separator: "\n"), "logs.json", in: folder)
         let (records, summary) = try readAll(url)
         #expect(records.map(\.eventID) == [ExportHash.text("m0"), ExportHash.text("m3")])
-        #expect(summary.outOfRange == 2)
+        #expect(summary.outOfRange == 4)
         #expect(summary.malformed == 0)
-        #expect(summary.examples.map(\.line) == [2, 3])
+        #expect(summary.examples.map(\.line) == [2, 3, 5, 6])
         #expect(summary.examples[0].problem.contains("1970-01-01T00:00:07.000Z"))
     }
 
@@ -105,6 +107,22 @@ struct ExportBadInputTests {
             #expect(error.description == "\(empty.path): amplitude: empty file: expected \(ExportFormat.amplitude.expectation)")
         }
         #expect(throws: ExportError.self) { try ExportDetection.format(of: folder.appendingPathComponent("nothing-here")) }
+    }
+
+    /// The writer refuses a time no vendor could write rather than trapping on it.
+    @Test func writerRefusesTimesNoVendorWrites() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let device = ExportDevice(library: "l", libraryVersion: "1", appVersion: "1", clockSkew: 0)
+        for format in ExportFormat.allCases {
+            var writer = try ExportWriter(format: format, directory: folder.appendingPathComponent(format.rawValue))
+            for bad in [Double.nan, .infinity, 1e300] {
+                let event = ExportedEvent(device: 1, sequence: 1, session: 1, sessionStart: bad, name: "Experiment Viewed", experiment: "e", variant: "a",
+                                          created: 1_715_000_000, sent: bad, received: 1_715_000_001)
+                #expect(throws: ExportError.self) { try writer.write(event, device: device) }
+            }
+            _ = try writer.finish()
+        }
     }
 
     /// Lines cut by the 1 MiB read chunk, and by arbitrary chunk boundaries in the assembler.
