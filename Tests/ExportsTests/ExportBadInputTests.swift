@@ -216,6 +216,28 @@ struct ExportBadInputTests {
     }
 }
 
+extension ExportBadInputTests {
+    /// Whole files of random bytes (some with a gzip or zip signature in front) through the
+    /// reader for every format: an error or a summary, never a trap.
+    @Test func randomFilesThroughTheWholeReader() throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var generator = SplitMix(seed: 7)
+        for (k, prefix) in [[], [0x1F, 0x8B, 0x08, 0x00], [0x50, 0x4B, 0x03, 0x04], Array("{\"a\":".utf8)].enumerated() {
+            let bytes = prefix + (0 ..< 300_000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            let url = try writeFile(bytes: bytes, "random-\(k).bin", in: folder)
+            for format in ExportFormat.allCases {
+                do {
+                    let (records, _) = try readAll(url, ExportReadOptions(format: format, maxBadFraction: 1))
+                    #expect(records.allSatisfy { $0.created.isFinite })
+                } catch is ExportError {
+                    // Refused in one line: what the reader does with a file that is not an export.
+                }
+            }
+        }
+    }
+}
+
 /// A small seeded generator for the damage above.
 struct SplitMix {
     var state: UInt64
