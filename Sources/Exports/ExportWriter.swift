@@ -171,7 +171,7 @@ public struct ExportWriter {
 
     private func rudderstackPath(_ received: Double) -> String {
         let hour = Int((received / 3600).rounded(.down)) * 3600
-        let id = UUIDText.version7(milliseconds: UInt64(hour) * 1000, a: 0, b: ExportHash.text(options.source))
+        let id = UUIDText.version7(milliseconds: UInt64(clamping: hour) &* 1000, a: 0, b: ExportHash.text(options.source))
         return "rudder-logs/\(options.source)/\(Timestamps.format(received, .day))/\(hour).\(options.source).\(id).json.gz"
     }
 

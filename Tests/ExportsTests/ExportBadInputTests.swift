@@ -121,6 +121,10 @@ struct ExportBadInputTests {
                                           created: 1_715_000_000, sent: bad, received: 1_715_000_001)
                 #expect(throws: ExportError.self) { try writer.write(event, device: device) }
             }
+            // Before 1970 is odd but writable, and reads back as out of range.
+            let old = ExportedEvent(device: 2, sequence: 1, session: 1, sessionStart: -3e8, name: "Experiment Viewed", experiment: "e", variant: "a",
+                                    created: -3e8, sent: -3e8 + 1, received: -3e8 + 2)
+            try writer.write(old, device: device)
             _ = try writer.finish()
         }
     }
