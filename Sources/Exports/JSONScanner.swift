@@ -86,7 +86,13 @@ struct JSONScanner {
                 edge = keys.edge(node, base + keyStart, keyEnd - keyStart)
             }
             let c = base[j]
-            if let edge {
+            if let edge, edge.slot >= 0, c == UInt8(ascii: "\"") {
+                // A wanted string, the commonest wanted value: filled here, without a call.
+                var escaped = false
+                guard let end = Self.stringEnd(base, j + 1, count, &escaped) else { return failAt(count, "the closing quote of a string") }
+                paths.fill(edge.slot, kind: escaped ? .escapedString : .string, start: j + 1, end: end - 1)
+                j = end
+            } else if let edge {
                 i = j
                 if c == UInt8(ascii: "{"), edge.child >= 0, depth < 16 {
                     guard walkObject(paths, node: edge.child, depth: depth + 1) else { return false }
