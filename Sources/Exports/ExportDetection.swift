@@ -9,7 +9,9 @@ import Foundation
 /// `request_ip`, its `context.sessionId`, or an `rudder…` library), the Aviary log's `kind` and
 /// `time`; Snowplow's TSV has 131 tab-separated fields, its CSV a header naming
 /// `collector_tstamp`; a Segment or RudderStack warehouse CSV a header naming `received_at`.
-public enum ExportDetection {
+///
+/// A namespace without state (and so `Sendable`).
+public enum ExportDetection: Sendable {
     /// How many non-blank lines are looked at before giving up.
     static let lineLimit = 20
 
