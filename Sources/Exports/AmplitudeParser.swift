@@ -77,17 +77,17 @@ struct AmplitudeParser: LineParser {
             guard let time = values.time(slot) else { return .malformed("client_upload_time is not a timestamp") }
             sent = time
         }
-        let device = values.hash(slot(.deviceID))
+        let device = values.hash(slot(.deviceID), &sink.device)
         guard device != 0 else { return .missing("device_id") }
-        let name = values.text(slot(.eventType), &sink.lastName, &sink.strings)
+        let name = values.text(slot(.eventType), &sink.name, &sink.strings)
         guard name != 0 else { return .missing("event_type") }
 
         var record = ExportRecord(device: device, created: created, sent: sent, received: received, name: name)
         record.eventID = values.hash(slot(.dollarInsertID) ?? slot(.insertID) ?? slot(.uuid))
-        record.library = values.text(slot(.library), &sink.lastLibrary, &sink.strings)
-        record.appVersion = values.text(slot(.versionName), &sink.lastAppVersion, &sink.strings)
-        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.lastExperiment, &sink.strings)
-        record.variant = values.text(paths.firstScalar(variantPaths), &sink.lastVariant, &sink.strings)
+        record.library = values.text(slot(.library), &sink.library, &sink.strings)
+        record.appVersion = values.text(slot(.versionName), &sink.appVersion, &sink.strings)
+        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.experiment, &sink.strings)
+        record.variant = values.text(paths.firstScalar(variantPaths), &sink.variant, &sink.strings)
         if let session = slot(.sessionID), let id = values.number(session), id >= 0 {
             record.session = values.hash(session)
             record.sessionStart = id / 1000

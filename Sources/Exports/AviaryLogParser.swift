@@ -75,18 +75,18 @@ struct AviaryLogParser: LineParser {
         // The device is the id's text before '#'.
         let device = values.withBytes(id) { bytes -> UInt64 in
             let end = bytes.firstIndex(of: UInt8(ascii: "#")) ?? bytes.count
-            return ExportHash.bytes(UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+            return sink.device.hash(UnsafeRawBufferPointer(rebasing: bytes[..<end]))
         } ?? 0
         var record = ExportRecord(device: device, eventID: eventID, created: created, received: received)
         let kind = eventPaths.value(1)
         if let known = names.first(where: { values.equals(kind, $0.kind) }) {
             record.name = known.hash
-            if known.hash != sink.lastName { RecordSink.keep(known.hash, &sink.lastName, &sink.strings) { known.name } }
+            sink.strings.keep(known.name, as: known.hash)
         } else {
-            record.name = values.text(kind, &sink.lastName, &sink.strings)
+            record.name = values.text(kind, &sink.name, &sink.strings)
         }
-        record.experiment = values.text(eventPaths.value(2), &sink.lastExperiment, &sink.strings)
-        record.variant = values.text(eventPaths.value(3), &sink.lastVariant, &sink.strings)
+        record.experiment = values.text(eventPaths.value(2), &sink.experiment, &sink.strings)
+        record.variant = values.text(eventPaths.value(3), &sink.variant, &sink.strings)
         sink.emit(record)
     }
 }

@@ -8,8 +8,10 @@ import Foundation
 /// `originalTimestamp`/`receivedAt` (RudderStack told by its server's `rudderId` or
 /// `request_ip`, its `context.sessionId`, or an `rudder…` library), the Aviary log's `kind` and
 /// `time`; Snowplow's TSV has 131 tab-separated fields, its CSV a header naming
-/// `collector_tstamp`.
-public enum ExportDetection {
+/// `collector_tstamp`; a Segment or RudderStack warehouse CSV a header naming `received_at`.
+///
+/// A namespace without state (and so `Sendable`).
+public enum ExportDetection: Sendable {
     /// How many non-blank lines are looked at before giving up.
     static let lineLimit = 20
 
@@ -53,7 +55,12 @@ public enum ExportDetection {
         guard let first = line.first(where: { $0 != 0x20 }) else { return nil }
         if first != UInt8(ascii: "{") {
             let text = String(decoding: line, as: UTF8.self).lowercased()
-            if text.contains("collector_tstamp"), text.contains(",") { return .snowplowCSV }
+            guard text.contains(",") else { return nil }
+            if text.contains("collector_tstamp") { return .snowplowCSV }
+            // A Segment or RudderStack warehouse table as CSV, its header naming the columns.
+            if text.contains("received_at"), text.contains("original_timestamp") || text.contains("anonymous_id") {
+                return rudderstackColumns.contains(where: text.contains) ? .rudderstack : .segment
+            }
             return nil
         }
         let keys = JSONKeys(line)
@@ -66,13 +73,17 @@ public enum ExportDetection {
         if top.contains("uuid"), top.contains("distinct_id"), top.contains("event") { return .posthog }
         let segmentKeys = ["originalTimestamp", "receivedAt", "messageId", "anonymousId", "sentAt", "original_timestamp", "received_at", "anonymous_id"]
         if segmentKeys.contains(where: top.contains) {
-            let rudder = top.contains("rudderId") || top.contains("request_ip") || top.contains("context_session_id")
+            let rudder = top.contains("rudderId") || top.contains("request_ip") || rudderstackColumns.contains(where: top.contains)
                 || keys.context.contains("sessionId") || keys.libraryName.hasPrefix("rudder") || keys.libraryName.hasPrefix("com.rudderstack")
             return rudder ? .rudderstack : .segment
         }
         if top.contains("event"), top.contains("properties"), keys.properties.contains("time") { return .mixpanel }
         return nil
     }
+
+    /// Warehouse columns only RudderStack's loader writes: its session and its source and
+    /// destination (segment-rudderstack.md §R1.2).
+    static let rudderstackColumns = ["context_session_id", "context_source_id", "context_destination_id"]
 
     /// The keys of a JSON line's object and of its `properties` and `context` objects, and
     /// `context.library.name`, for telling formats apart.

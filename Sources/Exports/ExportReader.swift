@@ -1,8 +1,9 @@
 import Foundation
 
 /// Reads a vendor's raw event export into ``ExportRecord``s, streaming: files of many
-/// gigabytes go through in bounded memory (a megabyte chunk, a batch of records, the line a
-/// chunk boundary cut), each line scanned in place for just the fields a record needs.
+/// gigabytes go through in bounded memory (a 64 MiB mapped window of a plain file or a
+/// megabyte of a compressed one, a batch of records, the line a boundary cut), each line
+/// scanned in place for just the fields a record needs.
 ///
 /// A file may be plain, gzipped (one member or many) or a zip of either; a folder is read
 /// file by file in path order. Damaged lines are counted, named in the summary's examples
@@ -32,8 +33,8 @@ public struct ExportReader: Sendable {
     ///   be opened or decompressed, or malformed lines exceed ``ExportReadOptions/maxBadFraction``
     ///   (from the 1,000th line on, or at the end), naming the file, the count and the first
     ///   examples with their lines; whatever `body` throws.
-    /// - Complexity: O(*n*) in the bytes read; memory bounded by a chunk, a batch and the
-    ///   longest line.
+    /// - Complexity: O(*n*) in the bytes read; memory bounded by a window, a batch and the
+    ///   longest line (lines over 64 MiB are counted malformed and dropped).
     public func read(_ url: URL, progress: ((Int64) -> Void)? = nil, into body: (ArraySlice<ExportRecord>) throws -> Void) throws -> ExportReadSummary {
         let format = try options.format ?? ExportDetection.format(of: url)
         switch format {
@@ -141,7 +142,7 @@ struct LineDriver<P: LineParser>: LineHandler {
         sink.lineOutOfRange = nil
         switch parser.parse(bytes, into: &sink) {
         case .parsed:
-            if let times = sink.lineOutOfRange { note(number, Self.outOfRange(times), malformed: false) }
+            if let times = sink.lineOutOfRange { note(number, Self.outOfRange(times)) }
         case .skipped, .pending:
             break
         case .malformed(let problem):
@@ -203,11 +204,12 @@ struct LineDriver<P: LineParser>: LineHandler {
         if malformedExamples.count < ExportReadSummary.exampleLimit {
             malformedExamples.append(ExportProblem(file: file, line: line, problem: problem))
         }
-        note(line, problem, malformed: true)
+        note(line, problem)
         if summary.lines >= Self.checkAfter { try checkMalformed() }
     }
 
-    private mutating func note(_ line: Int, _ problem: @autoclosure () -> String, malformed: Bool) {
+    /// Keeps a problem among the summary's first examples.
+    private mutating func note(_ line: Int, _ problem: @autoclosure () -> String) {
         guard summary.examples.count < ExportReadSummary.exampleLimit else { return }
         summary.examples.append(ExportProblem(file: file, line: line, problem: problem()))
     }

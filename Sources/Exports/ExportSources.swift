@@ -88,17 +88,31 @@ enum ExportSources {
             }
             try consumer.endFile(complete: !more || gzip.complete)
         } else {
-            var more = true
-            while more, chunk.readableBytes > 0 {
+            var more = try chunk.withUnsafeReadableBytes { try consumer.consume($0) }
+            chunk.clear()
+            // The rest of a large plain file is mapped a window at a time rather than read: its
+            // lines are scanned where the page cache holds them, without a copy.
+            var offset = first
+            while more, first == chunkSize, let window = file.map(offset: offset, length: mapWindow) {
+                defer { window.unmap() }
+                more = try consumer.consume(window.bytes)
+                consumer.advance(Int64(window.bytes.count))
+                offset += window.bytes.count
+            }
+            while more {
+                let count = try file.read(into: &chunk, at: offset)
+                guard count > 0 else { break }
+                offset += count
+                consumer.advance(Int64(count))
                 more = try chunk.withUnsafeReadableBytes { try consumer.consume($0) }
                 chunk.clear()
-                guard more else { break }
-                let count = try file.read(into: &chunk)
-                consumer.advance(Int64(count))
             }
             try consumer.endFile(complete: true)
         }
     }
+
+    /// The window of a plain file mapped at a time.
+    static let mapWindow = 64 << 20
 
     /// Pours a zip's file entries, in path order, each as its own file (gzipped or not).
     private static func readZip<C: ByteConsumer>(_ url: URL, name: String, into consumer: inout C) throws {
@@ -158,6 +172,15 @@ enum ExportSources {
 
 private struct StopExtracting: Error {}
 
+/// A mapped window of a file. The corresponding C function is `munmap`.
+private struct MappedWindow {
+    let bytes: UnsafeRawBufferPointer
+
+    func unmap() {
+        if let base = bytes.baseAddress { munmap(UnsafeMutableRawPointer(mutating: base), bytes.count) }
+    }
+}
+
 /// A file open for reading, chunk by chunk. The corresponding C functions are `open`, `read`
 /// and `close`.
 private final class OpenFile {
@@ -177,13 +200,29 @@ private final class OpenFile {
         descriptor = -1
     }
 
-    /// Fills `buffer`'s free space (up to a chunk) from the file; the bytes read (0 at the end).
-    func read(into buffer: inout ByteBuffer) throws(ExportError) -> Int {
+    /// A window of the file mapped into memory, from `offset` (a multiple of the page size)
+    /// for up to `length` bytes; `nil` at the end of the file or where mapping fails (the
+    /// caller reads instead). The corresponding C functions are `fstat` and `mmap`.
+    func map(offset: Int, length: Int) -> MappedWindow? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, offset < Int(status.st_size),
+              offset % Int(sysconf(Int32(_SC_PAGESIZE))) == 0
+        else { return nil }
+        let count = min(length, Int(status.st_size) - offset)
+        let address = mmap(nil, count, PROT_READ, MAP_PRIVATE | MAP_POPULATE, descriptor, off_t(offset))
+        guard let address, address != MAP_FAILED else { return nil }
+        return MappedWindow(bytes: UnsafeRawBufferPointer(start: address, count: count))
+    }
+
+    /// Fills `buffer`'s free space (up to a chunk) from the file, from `offset` if given; the
+    /// bytes read (0 at the end).
+    func read(into buffer: inout ByteBuffer, at offset: Int? = nil) throws(ExportError) -> Int {
         var total = 0
         while total < ExportSources.chunkSize {
             var failed: Int32 = 0
             let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: ExportSources.chunkSize - total) { space -> Int in
-                let n = Glibc.read(descriptor, space.baseAddress, ExportSources.chunkSize - total)
+                let n = offset.map { Glibc.pread(descriptor, space.baseAddress, ExportSources.chunkSize - total, off_t($0 + total)) }
+                    ?? Glibc.read(descriptor, space.baseAddress, ExportSources.chunkSize - total)
                 if n < 0 { failed = errno }
                 return max(n, 0)
             }

@@ -12,7 +12,7 @@ import ZIPFoundation
 final class AmplitudeArchive {
     private let url: URL
     private let project: String
-    private let archive: Archive
+    private let archive: ZipFile
     /// An hour's member being built.
     private final class Member {
         let gzip: GzipWriter
@@ -29,12 +29,7 @@ final class AmplitudeArchive {
     init(url: URL, project: String) throws(ExportError) {
         self.url = url
         self.project = project
-        try? FileManager.default.removeItem(at: url)
-        do {
-            archive = try Archive(url: url, accessMode: .create)
-        } catch {
-            throw ExportError(file: url.path, format: .amplitude, problem: "cannot create the zip: \(error)")
-        }
+        archive = try ZipFile(creating: url)
     }
 
     func append(_ line: [UInt8], hour: Int) throws(ExportError) {
@@ -57,21 +52,43 @@ final class AmplitudeArchive {
         let start = Double(hour) * 3600
         let hourOfDay = (hour % 24 + 24) % 24
         let path = "\(project)/\(project)_\(Timestamps.format(start, .day))_\(hourOfDay < 10 ? "0" : "")\(hourOfDay)#\(partition).json.gz"
-        let bytes = member.bytes
-        do {
-            try archive.addEntry(with: path, type: .file, uncompressedSize: Int64(bytes.count), modificationDate: Date(timeIntervalSince1970: start),
-                                 compressionMethod: .none) { position, size in
-                Data(bytes[Int(position) ..< Int(position) + size])
-            }
-        } catch {
-            throw ExportError(file: url.path + "/" + path, format: .amplitude, problem: "cannot add the zip entry: \(error)")
-        }
+        try archive.add(path, member.bytes, modified: start)
     }
 
     /// Adds the hours still open; the zip's URL.
     func finish() throws(ExportError) -> URL {
         for hour in open.keys.sorted() { try close(hour) }
         return url
+    }
+}
+
+/// A zip being written through ZIPFoundation, entry by entry.
+final class ZipFile {
+    private let url: URL
+    private let archive: Archive
+
+    /// A new, empty zip at `url` (replacing a file there).
+    init(creating url: URL) throws(ExportError) {
+        self.url = url
+        try? FileManager.default.removeItem(at: url)
+        do {
+            archive = try Archive(url: url, accessMode: .create)
+        } catch {
+            throw ExportError(file: url.path, problem: "cannot create the zip: \(error)")
+        }
+    }
+
+    /// Adds `bytes` as the file entry `path`, stored as they are (`deflate`: compressed), dated
+    /// `modified` (seconds since 1970) so that the same export makes the same bytes.
+    func add(_ path: String, _ bytes: [UInt8], modified: Double, deflate: Bool = false) throws(ExportError) {
+        do {
+            try archive.addEntry(with: path, type: .file, uncompressedSize: Int64(bytes.count), modificationDate: Date(timeIntervalSince1970: modified),
+                                 compressionMethod: deflate ? .deflate : .none) { position, size in
+                Data(bytes[Int(position) ..< Int(position) + size])
+            }
+        } catch {
+            throw ExportError(file: url.path + "/" + path, problem: "cannot add the zip entry: \(error)")
+        }
     }
 }
 

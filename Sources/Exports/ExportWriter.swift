@@ -95,9 +95,13 @@ public struct ExportWriter {
 
     /// Writes `event`'s line(s); events arrive sorted by ``ExportedEvent/received``.
     ///
-    /// - Throws: ``ExportError`` if a file cannot be written.
+    /// - Throws: ``ExportError`` if a file cannot be written, or a time of the event is not
+    ///   one a vendor could write (not finite, or outside the years 1–9999 on the device's clock).
     public mutating func write(_ event: ExportedEvent, device: ExportDevice) throws(ExportError) {
         let times = DeviceTimes(event, device)
+        for time in [times.created, times.sent, times.received] where !Timestamps.writable.contains(time) {
+            throw ExportError(format: format, problem: "event \(event.device)#\(event.sequence) has a time no vendor writes: \(time)")
+        }
         if let cutoff, times.received - times.created > cutoff {
             dropped += 1
             return
@@ -167,7 +171,7 @@ public struct ExportWriter {
 
     private func rudderstackPath(_ received: Double) -> String {
         let hour = Int((received / 3600).rounded(.down)) * 3600
-        let id = UUIDText.version7(milliseconds: UInt64(hour) * 1000, a: 0, b: ExportHash.text(options.source))
+        let id = UUIDText.version7(milliseconds: UInt64(clamping: hour) &* 1000, a: 0, b: ExportHash.text(options.source))
         return "rudder-logs/\(options.source)/\(Timestamps.format(received, .day))/\(hour).\(options.source).\(id).json.gz"
     }
 
@@ -202,7 +206,7 @@ struct DeviceTimes {
         sent = event.sent + device.clockSkew
         sessionStart = event.sessionStart + device.clockSkew
         received = event.received
-        hasSession = event.session >= 1 && event.sessionStart.isFinite
+        hasSession = event.session >= 1 && Timestamps.writable.contains(sessionStart)
     }
 
     /// `t` in whole milliseconds, as the SDKs stamp it.

@@ -58,6 +58,15 @@ struct JSONBuilder {
         JSONText.appendString(value, to: &out)
     }
 
+    /// A string under a key known only at run time.
+    mutating func string(dynamic key: String, _ value: String) {
+        if needsComma { out.append(UInt8(ascii: ",")) }
+        JSONText.appendString(key, to: &out)
+        out.append(UInt8(ascii: ":"))
+        JSONText.appendString(value, to: &out)
+        needsComma = true
+    }
+
     /// `value` if there is one, else nothing.
     mutating func string(_ key: StaticString, ifAny value: String?) {
         if let value { string(key, value) }

@@ -23,6 +23,13 @@ final class JSONPaths {
     private let edgeStart: UnsafeMutablePointer<Int32>
     private let edgeCount: UnsafeMutablePointer<Int32>
     private let edges: UnsafeMutablePointer<Edge>
+    /// Node `n`'s open-addressing table of its edges by ``bucket(_:_:_:)``: `tableMask[n] + 1`
+    /// entries from `tableStart[n]`, each an edge index or -1. Most keys of a line are not
+    /// wanted, and they mostly land on an empty entry at once, whatever the node's fan-out
+    /// (Segment's root wants some 40 keys, flat warehouse names and property names included).
+    private let tableStart: UnsafeMutablePointer<Int32>
+    private let tableMask: UnsafeMutablePointer<Int32>
+    private let table: UnsafeMutablePointer<Int32>
     private let keys: UnsafeMutablePointer<UInt8>
     let nodeCount: Int
     /// How many slots the paths fill.
@@ -34,7 +41,9 @@ final class JSONPaths {
 
     /// The paths, each a list of keys from the root; path `i` fills slot `slotOfPath[i]`
     /// (equal paths share a slot).
-    let slotOfPath: [Int]
+    private let slotOfPath: UnsafeMutablePointer<Int>
+    /// How many paths there are.
+    let pathCount: Int
 
     /// A trie of `paths`, each a list of keys from the root object.
     init(_ paths: [[String]]) {
@@ -86,9 +95,32 @@ final class JSONPaths {
                 e += 1
             }
         }
+        var tableTotal = 0
+        tableStart = .allocate(capacity: nodes.count)
+        tableMask = .allocate(capacity: nodes.count)
+        for (n, node) in nodes.enumerated() {
+            var size = 8
+            while size < node.edges.count * 3 { size *= 2 }
+            tableStart[n] = Int32(tableTotal)
+            tableMask[n] = Int32(size - 1)
+            tableTotal += size
+        }
+        table = .allocate(capacity: tableTotal)
+        table.initialize(repeating: -1, count: tableTotal)
+        for n in 0 ..< nodes.count {
+            let start = Int(edgeStart[n])
+            for e in start ..< start + Int(edgeCount[n]) {
+                let edge = edges[e]
+                var b = Self.bucket(keys + Int(edge.keyStart), Int(edge.keyCount), tableMask[n])
+                while table[Int(tableStart[n]) + b] >= 0 { b = (b + 1) & Int(tableMask[n]) }
+                table[Int(tableStart[n]) + b] = Int32(e)
+            }
+        }
         nodeCount = nodes.count
         self.slotCount = slotCount
-        self.slotOfPath = slotOfPath
+        self.slotOfPath = .allocate(capacity: max(slotOfPath.count, 1))
+        self.slotOfPath.initialize(from: slotOfPath, count: slotOfPath.count)
+        pathCount = slotOfPath.count
         slots = .allocate(capacity: max(slotCount, 1))
         slots.initialize(repeating: JSONSlot(), count: max(slotCount, 1))
     }
@@ -97,8 +129,12 @@ final class JSONPaths {
         edgeStart.deallocate()
         edgeCount.deallocate()
         edges.deallocate()
+        tableStart.deallocate()
+        tableMask.deallocate()
+        table.deallocate()
         keys.deallocate()
         slots.deallocate()
+        slotOfPath.deallocate()
     }
 
     /// Empties every slot for a new scan.
@@ -112,21 +148,47 @@ final class JSONPaths {
         }
     }
 
+    /// The lookup tables as a value, for a scan to hold in registers rather than reload from
+    /// the object at every key.
+    struct Lookup {
+        let edgeStart: UnsafeMutablePointer<Int32>
+        let edges: UnsafeMutablePointer<Edge>
+        let keys: UnsafeMutablePointer<UInt8>
+        let tableStart: UnsafeMutablePointer<Int32>
+        let tableMask: UnsafeMutablePointer<Int32>
+        let table: UnsafeMutablePointer<Int32>
+
+        /// The edge of `node` whose key is `key`, if any.
+        @inline(__always)
+        func edge(_ node: Int32, _ key: UnsafePointer<UInt8>, _ count: Int) -> Edge? {
+            let n = Int(node)
+            let mask = tableMask[n]
+            let entries = table + Int(tableStart[n])
+            var b = JSONPaths.bucket(key, count, mask)
+            while true {
+                let e = entries[b]
+                if e < 0 { return nil }
+                let edge = edges[Int(e)]
+                if Int(edge.keyCount) == count, count == 0 || memoryEqual(keys + Int(edge.keyStart), key, count) { return edge }
+                b = (b + 1) & Int(mask)
+            }
+        }
+    }
+
+    var lookup: Lookup { Lookup(edgeStart: edgeStart, edges: edges, keys: keys, tableStart: tableStart, tableMask: tableMask, table: table) }
+
+    /// A key's entry in a node's table: its length and its first and last bytes, mixed.
+    @inline(__always)
+    fileprivate static func bucket(_ key: UnsafePointer<UInt8>, _ count: Int, _ mask: Int32) -> Int {
+        guard count > 0 else { return 0 }
+        let h = UInt32(truncatingIfNeeded: count) &* 0x9E37_79B1 ^ UInt32(key[0]) &* 0x85EB_CA77 ^ UInt32(key[count - 1]) &* 0xC2B2_AE3D
+        return Int((h ^ h >> 15) & UInt32(bitPattern: mask))
+    }
+
     /// The edge of `node` whose key is `key`, if any.
     @inline(__always)
     func edge(_ node: Int32, _ key: UnsafePointer<UInt8>, _ count: Int) -> Edge? {
-        let start = Int(edgeStart[Int(node)])
-        let end = start + Int(edgeCount[Int(node)])
-        var e = start
-        while e < end {
-            let edge = edges[e]
-            if Int(edge.keyCount) == count {
-                let k = keys + Int(edge.keyStart)
-                if count == 0 || (k[0] == key[0] && memoryEqual(k, key, count)) { return edge }
-            }
-            e += 1
-        }
-        return nil
+        lookup.edge(node, key, count)
     }
 
     /// The slot of path `i`, if this scan filled it.
@@ -155,11 +217,19 @@ final class JSONPaths {
 
 @inline(__always)
 func memoryEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-    var i = 0
-    while i + 8 <= count {
-        if UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self) != UnsafeRawPointer(b + i).loadUnaligned(as: UInt64.self) { return false }
-        i += 8
+    @inline(__always) func word(_ p: UnsafePointer<UInt8>, _ at: Int) -> UInt64 { UnsafeRawPointer(p + at).loadUnaligned(as: UInt64.self) }
+    @inline(__always) func half(_ p: UnsafePointer<UInt8>, _ at: Int) -> UInt32 { UnsafeRawPointer(p + at).loadUnaligned(as: UInt32.self) }
+    if count >= 8 {
+        // Whole words, then the last word again, overlapping: no byte loop for the tail.
+        var i = 0
+        while i + 8 < count {
+            if word(a, i) != word(b, i) { return false }
+            i += 8
+        }
+        return word(a, count - 8) == word(b, count - 8)
     }
+    if count >= 4 { return half(a, 0) == half(b, 0) && half(a, count - 4) == half(b, count - 4) }
+    var i = 0
     while i < count {
         if a[i] != b[i] { return false }
         i += 1

@@ -50,59 +50,93 @@ struct JSONScanner {
 
     /// Walks the object at ``i`` (its `{`), filling the slots of `node`'s paths and walking
     /// on along its edges; on return ``i`` is past its `}`.
+    ///
+    /// The hot loop of every JSON format: it keeps its position in a local, skips unwanted
+    /// strings and scalars inline, and calls out only for nested containers and wanted values.
     mutating func walkObject(_ paths: JSONPaths, node: Int32, depth: Int) -> Bool {
-        i += 1
-        skipSpace()
-        guard i < count else { return fail("a key or '}'") }
-        if base[i] == UInt8(ascii: "}") {
-            i += 1
+        let base = self.base, count = self.count
+        let keys = paths.lookup
+        var j = i + 1
+        @inline(__always) func space() {
+            while j < count, case let b = base[j], b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A { j += 1 }
+        }
+        space()
+        guard j < count else { return failAt(j, "a key or '}'") }
+        if base[j] == UInt8(ascii: "}") {
+            i = j + 1
             return true
         }
         while true {
-            guard i < count, base[i] == UInt8(ascii: "\"") else { return fail("a quoted key") }
-            let keyStart = i + 1
+            guard j < count, base[j] == UInt8(ascii: "\"") else { return failAt(j, "a quoted key") }
+            let keyStart = j + 1
             var escaped = false
-            guard scanString(&escaped) else { return fail("the closing quote of a key") }
-            let keyEnd = i - 1
-            skipSpace()
-            guard i < count, base[i] == UInt8(ascii: ":") else { return fail("':' after a key") }
-            i += 1
-            skipSpace()
-            guard i < count else { return fail("a value") }
+            guard let afterKey = Self.stringEnd(base, keyStart, count, &escaped) else { return failAt(count, "the closing quote of a key") }
+            let keyEnd = afterKey - 1
+            j = afterKey
+            if j < count, base[j] != UInt8(ascii: ":") { space() }
+            guard j < count, base[j] == UInt8(ascii: ":") else { return failAt(j, "':' after a key") }
+            j += 1
+            if j < count, base[j] <= 0x20 { space() }
+            guard j < count else { return failAt(j, "a value") }
             let edge: JSONPaths.Edge?
             if escaped {
+                i = j
                 edge = lookUpEscapedKey(paths, node: node, keyStart, keyEnd)
             } else {
-                edge = paths.edge(node, base + keyStart, keyEnd - keyStart)
+                edge = keys.edge(node, base + keyStart, keyEnd - keyStart)
             }
-            if let edge {
-                let c = base[i]
+            let c = base[j]
+            if let edge, edge.slot >= 0, c == UInt8(ascii: "\"") {
+                // A wanted string, the commonest wanted value: filled here, without a call.
+                var escaped = false
+                guard let end = Self.stringEnd(base, j + 1, count, &escaped) else { return failAt(count, "the closing quote of a string") }
+                paths.fill(edge.slot, kind: escaped ? .escapedString : .string, start: j + 1, end: end - 1)
+                j = end
+            } else if let edge {
+                i = j
                 if c == UInt8(ascii: "{"), edge.child >= 0, depth < 16 {
-                    let start = i
                     guard walkObject(paths, node: edge.child, depth: depth + 1) else { return false }
-                    if edge.slot >= 0 { paths.fill(edge.slot, kind: .container, start: start, end: i) }
+                    if edge.slot >= 0 { paths.fill(edge.slot, kind: .container, start: j, end: i) }
                 } else if edge.slot >= 0 {
                     guard fillSlot(paths, edge.slot) else { return false }
                 } else {
                     guard skipValue() else { return false }
                 }
+                j = i
+            } else if c == UInt8(ascii: "\"") {
+                var ignored = false
+                guard let end = Self.stringEnd(base, j + 1, count, &ignored) else { return failAt(count, "the closing quote of a string") }
+                j = end
+            } else if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
+                i = j
+                guard skipContainer() else { return false }
+                j = i
             } else {
-                guard skipValue() else { return false }
+                // A number or a literal, skipped to its delimiter: read it to check it, never.
+                let start = j
+                while j < count, case let b = base[j], b != UInt8(ascii: ","), b != UInt8(ascii: "}"), b != UInt8(ascii: "]"), b > 0x20 { j += 1 }
+                guard j > start else { return failAt(j, "a JSON value") }
             }
-            skipSpace()
-            guard i < count else { return fail("',' or '}' after a value") }
-            let c = base[i]
-            if c == UInt8(ascii: ",") {
-                i += 1
-                skipSpace()
+            if j < count, base[j] <= 0x20 { space() }
+            guard j < count else { return failAt(j, "',' or '}' after a value") }
+            let after = base[j]
+            if after == UInt8(ascii: ",") {
+                j += 1
+                if j < count, base[j] <= 0x20 { space() }
                 continue
             }
-            if c == UInt8(ascii: "}") {
-                i += 1
+            if after == UInt8(ascii: "}") {
+                i = j + 1
                 return true
             }
-            return fail("',' or '}' after a value")
+            return failAt(j, "',' or '}' after a value")
         }
+    }
+
+    @inline(__always)
+    private mutating func failAt(_ position: Int, _ expected: StaticString) -> Bool {
+        i = position
+        return fail(expected)
     }
 
     /// Leaves the value at ``i`` in `slot` (nothing for `null`) and moves past it.
@@ -173,11 +207,13 @@ struct JSONScanner {
 
     @inline(__always)
     mutating func skipSpace() {
-        while i < count {
-            let b = base[i]
-            guard b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A else { return }
-            i += 1
+        var j = i
+        while j < count {
+            let b = base[j]
+            guard b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A else { break }
+            j += 1
         }
+        i = j
     }
 
     /// Moves past the value at ``i``.
@@ -204,30 +240,37 @@ struct JSONScanner {
     /// for a while.
     @inline(__always)
     mutating func scanString(_ escaped: inout Bool) -> Bool {
-        i += 1
+        if let end = Self.stringEnd(base, i + 1, count, &escaped) {
+            i = end
+            return true
+        }
+        i = count
+        return false
+    }
+
+    /// The index past the closing quote of the string whose body starts at `j`, or `nil`.
+    @inline(__always)
+    static func stringEnd(_ base: UnsafePointer<UInt8>, _ start: Int, _ count: Int, _ escaped: inout Bool) -> Int? {
+        var j = start
         while true {
-            while i + 8 <= count {
-                let word = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
-                let found = Self.hasByte(word, 0x22) | Self.hasByte(word, 0x5C)
+            while j + 8 <= count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self))
+                let found = hasByte(word, 0x22) | hasByte(word, 0x5C)
                 if found != 0 {
-                    i += found.trailingZeroBitCount >> 3
+                    j += found.trailingZeroBitCount >> 3
                     break
                 }
-                i += 8
+                j += 8
             }
-            guard i < count else { return false }
-            let c = base[i]
-            if c == 0x22 {
-                i += 1
-                return true
-            }
+            guard j < count else { return nil }
+            let c = base[j]
+            if c == 0x22 { return j + 1 }
             if c == 0x5C {
                 escaped = true
-                i += 2
-                guard i <= count else { return false }
+                j += 2
                 continue
             }
-            i += 1
+            j += 1
         }
     }
 
@@ -240,29 +283,46 @@ struct JSONScanner {
     }
 
     /// Moves past the object or array at ``i``, whatever it holds, checking only that its
-    /// brackets and quotes close.
+    /// brackets and quotes close. Eight bytes at a time to the next quote or bracket: `x | 0x20`
+    /// makes `[` a `{` and `]` a `}`, and nothing else either.
     mutating func skipContainer() -> Bool {
         var depth = 0
-        while i < count {
-            let c = base[i]
-            switch c {
-            case UInt8(ascii: "\""):
+        var j = i
+        while true {
+            while j + 8 <= count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self))
+                let folded = word | 0x2020_2020_2020_2020
+                let found = Self.hasByte(word, 0x22) | Self.hasByte(folded, 0x7B) | Self.hasByte(folded, 0x7D)
+                if found != 0 {
+                    j += found.trailingZeroBitCount >> 3
+                    break
+                }
+                j += 8
+            }
+            guard j < count else { break }
+            switch base[j] {
+            case 0x22:
                 var escaped = false
-                guard scanString(&escaped) else { return fail("the closing quote of a string") }
+                guard let end = Self.stringEnd(base, j + 1, count, &escaped) else {
+                    i = count
+                    return fail("the closing quote of a string")
+                }
+                j = end
                 continue
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
+            case 0x7B, 0x5B:
                 depth += 1
-            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+            case 0x7D, 0x5D:
                 depth -= 1
                 if depth == 0 {
-                    i += 1
+                    i = j + 1
                     return true
                 }
             default:
                 break
             }
-            i += 1
+            j += 1
         }
+        i = count
         return fail("the end of a nested object or array")
     }
 
@@ -277,14 +337,16 @@ struct JSONScanner {
     /// when it is read (``JSONText/number(_:)``).
     private mutating func skipNumber() -> Bool {
         let start = i
-        while i < count {
-            let c = base[i]
+        var j = i
+        while j < count {
+            let c = base[j]
             let digit = c &- UInt8(ascii: "0") < 10
             guard digit || c == UInt8(ascii: "-") || c == UInt8(ascii: "+") || c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E")
             else { break }
-            i += 1
+            j += 1
         }
-        return i > start || fail("a JSON value")
+        i = j
+        return j > start || fail("a JSON value")
     }
 
     @inline(__always)

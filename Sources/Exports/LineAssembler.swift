@@ -17,7 +17,6 @@ struct LineAssembler {
     /// The current line went past ``maxLine``: the rest of it is dropped.
     private var dropping = false
     private var number = 0
-    private var atStart = true
     /// The longest line kept: a binary file without newlines, or a file of one huge line,
     /// must not take the memory a streaming read promises to bound.
     static let maxLine = 64 << 20
@@ -27,7 +26,6 @@ struct LineAssembler {
         carry.removeAll(keepingCapacity: carry.capacity <= 1 << 20)
         dropping = false
         number = 0
-        atStart = true
     }
 
     /// Hands `chunk`'s complete lines to `handler`, keeping an unfinished last one; `false`
@@ -35,11 +33,6 @@ struct LineAssembler {
     mutating func push<H: LineHandler>(_ chunk: UnsafeRawBufferPointer, to handler: inout H) throws -> Bool {
         guard var p = chunk.baseAddress?.assumingMemoryBound(to: UInt8.self), chunk.count > 0 else { return true }
         let end = p + chunk.count
-        if atStart {
-            atStart = false
-            // A UTF-8 byte order mark, as spreadsheet tools write, is not part of the first line.
-            if chunk.count >= 3, p[0] == 0xEF, p[1] == 0xBB, p[2] == 0xBF { p += 3 }
-        }
         if !carry.isEmpty || dropping {
             guard let newline = Self.find(p, end) else {
                 append(p, end)
@@ -98,6 +91,8 @@ struct LineAssembler {
     private func emit<H: LineHandler>(_ line: UnsafeRawBufferPointer, to handler: inout H) throws -> Bool {
         var line = line
         if line.count > 0, line[line.count - 1] == 0x0D { line = UnsafeRawBufferPointer(rebasing: line[..<(line.count - 1)]) }
+        // A UTF-8 byte order mark, as spreadsheet tools write, is not part of the first line.
+        if number == 1, line.count >= 3, line[0] == 0xEF, line[1] == 0xBB, line[2] == 0xBF { line = UnsafeRawBufferPointer(rebasing: line[3...]) }
         return try handler.line(line, number: number)
     }
 }

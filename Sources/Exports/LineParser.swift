@@ -115,33 +115,35 @@ struct SlotValues {
     /// `strings` the first time; 0 without a name.
     @inline(__always)
     mutating func library(_ name: JSONSlot?, _ version: JSONSlot?, separator: UInt8 = UInt8(ascii: "/"),
-                          _ last: inout UInt64, _ strings: inout ExportStrings) -> UInt64 {
-        guard let name else { return 0 }
-        var stream = HashStream()
-        guard withBytes(name, { stream.add($0) }) != nil else { return 0 }
+                          _ cache: inout TextCache, _ strings: inout ExportStrings) -> UInt64 {
+        guard let name, name.kind != .container else { return 0 }
+        let version = version?.kind == .container ? nil : version
+        if name.kind != .escapedString, version?.kind != .escapedString {
+            let first = UnsafeRawBufferPointer(start: base + Int(name.start), count: name.count)
+            let second = version.map { UnsafeRawBufferPointer(start: base + Int($0.start), count: $0.count) }
+            return cache.hash(first, separator, second, keepingIn: &strings)
+        }
+        // Escapes in either: unescape both into one buffer first.
+        var joined = [UInt8]()
+        guard withBytes(name, { joined.append(contentsOf: $0) }) != nil else { return 0 }
         if let version {
-            stream.add(byte: separator)
-            _ = withBytes(version) { stream.add($0) }
+            joined.append(separator)
+            _ = withBytes(version) { joined.append(contentsOf: $0) }
         }
-        let hash = stream.value
-        if hash != last {
-            RecordSink.keep(hash, &last, &strings) {
-                let n = string(name)
-                guard let version else { return n }
-                return n + String(UnicodeScalar(separator)) + string(version)
-            }
-        }
-        return hash
+        return joined.withUnsafeBytes { cache.hash($0, keepingIn: &strings) }
     }
 
     /// The hash of `slot`'s text, kept in `strings` the first time.
     @inline(__always)
-    mutating func text(_ slot: JSONSlot?, _ last: inout UInt64, _ strings: inout ExportStrings) -> UInt64 {
-        guard let slot else { return 0 }
-        let hash = self.hash(slot)
-        if hash != last, hash != 0 {
-            RecordSink.keep(hash, &last, &strings) { string(slot) }
-        }
-        return hash
+    mutating func text(_ slot: JSONSlot?, _ cache: inout TextCache, _ strings: inout ExportStrings) -> UInt64 {
+        guard let slot, slot.kind != .container else { return 0 }
+        return withBytes(slot) { cache.hash($0, keepingIn: &strings) } ?? 0
+    }
+
+    /// The hash of `slot`'s text through `cache`, not kept (device ids).
+    @inline(__always)
+    mutating func hash(_ slot: JSONSlot?, _ cache: inout TextCache) -> UInt64 {
+        guard let slot, slot.kind != .container else { return 0 }
+        return withBytes(slot) { cache.hash($0) } ?? 0
     }
 }

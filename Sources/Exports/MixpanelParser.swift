@@ -77,17 +77,17 @@ struct MixpanelParser: LineParser {
             guard let ms = values.number(slot) else { return .malformed("$mp_api_timestamp_ms is not a number") }
             received = ms / 1000
         }
-        let device = values.hash(slot(.deviceID) ?? slot(.distinctID))
+        let device = values.hash(slot(.deviceID) ?? slot(.distinctID), &sink.device)
         guard device != 0 else { return .missing("properties.distinct_id") }
-        let name = values.text(slot(.event), &sink.lastName, &sink.strings)
+        let name = values.text(slot(.event), &sink.name, &sink.strings)
         guard name != 0 else { return .missing("event") }
 
         var record = ExportRecord(device: device, created: created, received: received, name: name)
         record.eventID = values.hash(slot(.insertID))
-        record.library = values.library(slot(.lib), slot(.libVersion), &sink.lastLibrary, &sink.strings)
-        record.appVersion = values.text(slot(.appVersionString) ?? slot(.appVersion) ?? slot(.appRelease), &sink.lastAppVersion, &sink.strings)
-        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.lastExperiment, &sink.strings)
-        record.variant = values.text(paths.firstScalar(variantPaths), &sink.lastVariant, &sink.strings)
+        record.library = values.library(slot(.lib), slot(.libVersion), &sink.library, &sink.strings)
+        record.appVersion = values.text(slot(.appVersionString) ?? slot(.appVersion) ?? slot(.appRelease), &sink.appVersion, &sink.strings)
+        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.experiment, &sink.strings)
+        record.variant = values.text(paths.firstScalar(variantPaths), &sink.variant, &sink.strings)
         guard !values.invalid else { return .malformed("a string has an invalid escape") }
         sink.emit(record)
         return .parsed

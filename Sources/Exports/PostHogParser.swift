@@ -74,7 +74,7 @@ struct PostHogParser: LineParser {
             received = time
         }
         let distinctID = paths.value(Path.distinctID.rawValue)
-        let name = values.text(paths.value(Path.event.rawValue), &sink.lastName, &sink.strings)
+        let name = values.text(paths.value(Path.event.rawValue), &sink.name, &sink.strings)
         guard name != 0 else { return .missing("event") }
         let eventID = values.hash(paths.value(Path.uuid.rawValue))
 
@@ -93,7 +93,7 @@ struct PostHogParser: LineParser {
         } else {
             nested = true
         }
-        let device = values.hash(distinctID)
+        let device = values.hash(distinctID, &sink.device)
         var record = ExportRecord(device: device, created: created, received: received, name: name)
         record.eventID = eventID
         if nested {
@@ -121,15 +121,15 @@ struct PostHogParser: LineParser {
     private mutating func fill(_ record: inout ExportRecord, from paths: JSONPaths, offset: Int, sink: inout RecordSink) {
         func slot(_ p: Property) -> JSONSlot? { paths.value(offset + p.rawValue) }
         if let device = slot(.deviceID) {
-            let hash = values.hash(device)
+            let hash = values.hash(device, &sink.device)
             if hash != 0 { record.device = hash }
         }
-        record.library = values.library(slot(.lib), slot(.libVersion), &sink.lastLibrary, &sink.strings)
-        record.appVersion = values.text(slot(.appVersion), &sink.lastAppVersion, &sink.strings)
+        record.library = values.library(slot(.lib), slot(.libVersion), &sink.library, &sink.strings)
+        record.appVersion = values.text(slot(.appVersion), &sink.appVersion, &sink.strings)
         let experiments = offset + Property.allCases.count
-        record.experiment = values.text(paths.firstScalar(experiments ..< experiments + experimentCount), &sink.lastExperiment, &sink.strings)
+        record.experiment = values.text(paths.firstScalar(experiments ..< experiments + experimentCount), &sink.experiment, &sink.strings)
         let variants = experiments + experimentCount
-        record.variant = values.text(paths.firstScalar(variants ..< variants + variantCount), &sink.lastVariant, &sink.strings)
+        record.variant = values.text(paths.firstScalar(variants ..< variants + variantCount), &sink.variant, &sink.strings)
         if let session = slot(.sessionID), session.isString {
             record.session = values.hash(session)
             record.sessionStart = values.withBytes(session) { UUIDText.version7Milliseconds($0) }.flatMap { $0 }.map { Double($0) / 1000 } ?? .nan

@@ -34,13 +34,14 @@ struct RecordSink {
     var records = 0
     var sawSent = false
     var sawSession = false
-    /// The last hash kept per field: consecutive lines mostly share a library and an app
-    /// version, and comparing with it skips the table.
-    var lastName: UInt64 = 0
-    var lastLibrary: UInt64 = 0
-    var lastAppVersion: UInt64 = 0
-    var lastExperiment: UInt64 = 0
-    var lastVariant: UInt64 = 0
+    /// The last text of each field and its hash: consecutive lines mostly share a library, an
+    /// app version and a device, and comparing the bytes costs less than hashing them.
+    var name = TextCache()
+    var library = TextCache()
+    var appVersion = TextCache()
+    var experiment = TextCache()
+    var variant = TextCache()
+    var device = TextCache()
 
     /// 2000-01-01T00:00:00Z: device times before it are a clock never set.
     static let earliest = 946_684_800.0
@@ -67,12 +68,69 @@ struct RecordSink {
         records += 1
         batch.append(record)
     }
+}
 
-    /// Keeps `text` behind `hash` the first time it is seen.
+/// A field's last text and its hash.
+struct TextCache {
+    private var bytes: [UInt8] = []
+    private var hash: UInt64 = 0
+
+    /// The hash of `text`: the last one's if the bytes are the same, else computed (and, with
+    /// `strings`, the text kept there the first time its hash is seen).
     @inline(__always)
-    static func keep(_ hash: UInt64, _ last: inout UInt64, _ strings: inout ExportStrings, _ text: () -> String) {
-        guard hash != last, hash != 0 else { return }
-        last = hash
-        strings.keep(text(), as: hash)
+    mutating func hash(_ text: UnsafeRawBufferPointer, keepingIn strings: inout ExportStrings) -> UInt64 {
+        if matches(text) { return hash }
+        return remember(text, ExportHash.bytes(text), &strings)
+    }
+
+    /// The hash of `text`, without keeping it (device ids are too many to keep).
+    @inline(__always)
+    mutating func hash(_ text: UnsafeRawBufferPointer) -> UInt64 {
+        if matches(text) { return hash }
+        hash = ExportHash.bytes(text)
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: text)
+        return hash
+    }
+
+    /// The hash of `first` + `separator` + `second` (just `first` without a second), kept the
+    /// first time: a library's `name/version`.
+    @inline(__always)
+    mutating func hash(_ first: UnsafeRawBufferPointer, _ separator: UInt8, _ second: UnsafeRawBufferPointer?, keepingIn strings: inout ExportStrings) -> UInt64 {
+        guard let second else { return hash(first, keepingIn: &strings) }
+        let total = first.count + 1 + second.count
+        let same = bytes.count == total && bytes.withUnsafeBytes { stored in
+            stored[first.count] == separator
+                && Self.equal(UnsafeRawBufferPointer(rebasing: stored[..<first.count]), first)
+                && Self.equal(UnsafeRawBufferPointer(rebasing: stored[(first.count + 1)...]), second)
+        }
+        if same { return hash }
+        var joined = [UInt8]()
+        joined.reserveCapacity(total)
+        joined.append(contentsOf: first)
+        joined.append(separator)
+        joined.append(contentsOf: second)
+        return joined.withUnsafeBytes { remember($0, ExportHash.bytes($0), &strings) }
+    }
+
+    @inline(__always)
+    private func matches(_ text: UnsafeRawBufferPointer) -> Bool {
+        bytes.count == text.count && bytes.withUnsafeBytes { Self.equal($0, text) }
+    }
+
+    private mutating func remember(_ text: UnsafeRawBufferPointer, _ hash: UInt64, _ strings: inout ExportStrings) -> UInt64 {
+        self.hash = hash
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: text)
+        strings.keep(String(decoding: text, as: UTF8.self), as: hash)
+        return hash
+    }
+
+    @inline(__always)
+    static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard a.count > 0, let pa = a.baseAddress, let pb = b.baseAddress else { return true }
+        return memoryEqual(pa.assumingMemoryBound(to: UInt8.self), pb.assumingMemoryBound(to: UInt8.self), a.count)
     }
 }
+

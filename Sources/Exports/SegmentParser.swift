@@ -1,3 +1,5 @@
+import Foundation
+
 /// Segment's and RudderStack's processed events, one JSON object a line: the S3 logs
 /// (`segment-logs/…`, `rudder-logs/…`) nested as the API keeps them, or a warehouse table
 /// exported as JSON lines with its flat snake_case column names.
@@ -21,6 +23,9 @@
 /// Amplitude plugin's `integrations["Actions Amplitude"].session_id` (ms) is read if present,
 /// which only S3 logs keep (§S4).
 ///
+/// A warehouse table exported as CSV (a header row of the column names, then a row an event)
+/// is read too: each row becomes the flat JSON object of its non-empty cells, read as above.
+///
 /// What the export cannot tell: which events shared a request (equal `sentAt` hints at it),
 /// retries (Segment's Swift and Kotlin libraries keep a batch's first `sentAt` on every retry,
 /// so retry time reads as clock skew; RudderStack's SDKs restamp each attempt, so it reads as
@@ -33,6 +38,11 @@ struct SegmentParser: LineParser {
     private var values = SlotValues()
     private let experimentPaths: Range<Int>
     private let variantPaths: Range<Int>
+    /// The current file's shape, told by its first line.
+    private var csv: CSVRecords?
+    private var columns: [String]?
+    private var row: [UInt8] = []
+    private var firstLine = true
 
     private enum Path: Int, CaseIterable {
         case originalTimestamp, sentAt, receivedAt, deviceID, anonymousID, messageID, event, type
@@ -90,7 +100,49 @@ struct SegmentParser: LineParser {
     @inline(__always)
     private func first(_ a: Path, _ b: Path) -> JSONSlot? { slot(a) ?? slot(b) }
 
+    mutating func startFile() {
+        csv = nil
+        columns = nil
+        firstLine = true
+    }
+
     mutating func parse(_ line: UnsafeRawBufferPointer, into sink: inout RecordSink) -> LineResult {
+        if firstLine {
+            // A file is CSV when its first line is a header naming the warehouse's columns.
+            firstLine = false
+            if line.first(where: { $0 != 0x20 }) != UInt8(ascii: "{"), ExportDetection.classify(Array(line)).map({ $0 == .segment || $0 == .rudderstack }) == true {
+                csv = CSVRecords()
+            }
+        }
+        guard csv != nil else { return parseJSON(line, into: &sink) }
+        let cells: [String]
+        switch csv!.add(line) {
+        case .pending: return .pending
+        case .malformed(let problem): return .malformed(problem)
+        case .cells(let found): cells = found
+        }
+        guard let columns else {
+            let names = cells.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            self.columns = names
+            return .skipped
+        }
+        // The row as the flat JSON object of its non-empty cells.
+        var json = JSONBuilder(reusing: row)
+        json.open()
+        for (name, cell) in zip(columns, cells) where !cell.isEmpty {
+            json.string(dynamic: name, cell)
+        }
+        json.close()
+        row = json.out
+        let text = row
+        return text.withUnsafeBytes { parseJSON($0, into: &sink) }
+    }
+
+    mutating func finishFile(into sink: inout RecordSink) -> LineResult? {
+        csv?.finish()
+    }
+
+    private mutating func parseJSON(_ line: UnsafeRawBufferPointer, into sink: inout RecordSink) -> LineResult {
         var scanner = JSONScanner(line)
         guard scanner.scanObject(paths) else { return .malformed(scanner.failureDescription) }
         values.base = scanner.base
@@ -107,7 +159,7 @@ struct SegmentParser: LineParser {
             guard let time = values.time(slot) else { return .malformed("sentAt is not a timestamp") }
             sent = time
         }
-        let device = values.hash(slot(.deviceID) ?? slot(.flatDeviceID) ?? slot(.anonymousID) ?? slot(.flatAnonymousID))
+        let device = values.hash(slot(.deviceID) ?? slot(.flatDeviceID) ?? slot(.anonymousID) ?? slot(.flatAnonymousID), &sink.device)
         guard device != 0 else { return .missing("anonymousId") }
 
         // A track call's name is its event; other calls (screen, identify, …) go by their type.
@@ -117,16 +169,16 @@ struct SegmentParser: LineParser {
         } else {
             nameSlot = slot(.type)
         }
-        let name = values.text(nameSlot, &sink.lastName, &sink.strings)
+        let name = values.text(nameSlot, &sink.name, &sink.strings)
         guard name != 0 else { return .missing("event") }
 
         var record = ExportRecord(device: device, created: created, sent: sent, received: received, name: name)
         record.eventID = values.hash(slot(.messageID) ?? slot(.flatID) ?? slot(.flatMessageID))
         record.library = values.library(first(.libraryName, .flatLibraryName), first(.libraryVersion, .flatLibraryVersion),
-                                        &sink.lastLibrary, &sink.strings)
-        record.appVersion = values.text(first(.appVersion, .flatAppVersion), &sink.lastAppVersion, &sink.strings)
-        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.lastExperiment, &sink.strings)
-        record.variant = values.text(paths.firstScalar(variantPaths), &sink.lastVariant, &sink.strings)
+                                        &sink.library, &sink.strings)
+        record.appVersion = values.text(first(.appVersion, .flatAppVersion), &sink.appVersion, &sink.strings)
+        record.experiment = values.text(paths.firstScalar(experimentPaths), &sink.experiment, &sink.strings)
+        record.variant = values.text(paths.firstScalar(variantPaths), &sink.variant, &sink.strings)
 
         let session = rudderstack ? first(.sessionID, .flatSessionID) : slot(.amplitudeSessionID)
         if let session, session.kind != .container {

@@ -1,4 +1,3 @@
-import CSV
 import Foundation
 
 /// The columns of a Snowplow enriched event that a record is made of, found by position in
@@ -171,25 +170,22 @@ struct SnowplowRecordBuilder {
             guard readUnstruct(data, wrapped: false, &extras, &sink) else { return .malformed("an unstruct_event column is not a JSON object") }
         }
 
-        let device = field(.domainUserID).map { ExportHash.bytes($0) } ?? extras.user
+        let device = field(.domainUserID).map { sink.device.hash($0) } ?? extras.user
         guard device != 0 else { return .missing("domain_userid") }
         var name: UInt64 = 0
         if let text = field(.eventName) {
-            name = ExportHash.bytes(text)
-            RecordSink.keep(name, &sink.lastName, &sink.strings) { String(decoding: text, as: UTF8.self) }
+            name = sink.name.hash(text, keepingIn: &sink.strings)
         } else if extras.schemaName != 0 {
             name = extras.schemaName
         } else if let text = field(.event) {
-            name = ExportHash.bytes(text)
-            RecordSink.keep(name, &sink.lastName, &sink.strings) { String(decoding: text, as: UTF8.self) }
+            name = sink.name.hash(text, keepingIn: &sink.strings)
         }
         guard name != 0 else { return .missing("event_name") }
 
         var record = ExportRecord(device: device, created: created, sent: sentTime ?? .nan, received: received, name: name)
         record.eventID = field(.eventID).map { ExportHash.bytes($0) } ?? 0
         if let tracker = field(.vTracker) {
-            record.library = ExportHash.bytes(tracker)
-            RecordSink.keep(record.library, &sink.lastLibrary, &sink.strings) { String(decoding: tracker, as: UTF8.self) }
+            record.library = sink.library.hash(tracker, keepingIn: &sink.strings)
         }
         record.appVersion = extras.appVersion
         record.experiment = extras.experiment
@@ -222,7 +218,7 @@ struct SnowplowRecordBuilder {
             let schemaText = UnsafeRawBufferPointer(start: entity.base + Int(schema.start), count: schema.count)
             let bodyText = UnsafeRawBufferPointer(start: entity.base + Int(body.start), count: body.count)
             if Self.hasPrefix(schemaText, "iglu:com.snowplowanalytics.snowplow/client_session/") {
-                return readSession(bodyText, &extras)
+                return readSession(bodyText, &extras, &sink)
             }
             if Self.hasPrefix(schemaText, "iglu:com.snowplowanalytics.mobile/application/") {
                 return readApplication(bodyText, &extras, &sink)
@@ -242,12 +238,12 @@ struct SnowplowRecordBuilder {
             guard first else { return true }
             first = false
             let body = UnsafeRawBufferPointer(start: entity.base + start, count: entity.i - start)
-            return session ? readSession(body, &extras) : readApplication(body, &extras, &sink)
+            return session ? readSession(body, &extras, &sink) : readApplication(body, &extras, &sink)
         }
         return ok
     }
 
-    private mutating func readSession(_ text: UnsafeRawBufferPointer, _ extras: inout Extras) -> Bool {
+    private mutating func readSession(_ text: UnsafeRawBufferPointer, _ extras: inout Extras, _ sink: inout RecordSink) -> Bool {
         var scanner = JSONScanner(text)
         guard scanner.scanObject(clientSession) else { return false }
         values.base = scanner.base
@@ -255,7 +251,7 @@ struct SnowplowRecordBuilder {
         func slot(_ camel: Int) -> JSONSlot? { paths.value(camel) ?? paths.value(camel + 4) }
         extras.session = values.hash(slot(0))
         if let index = values.number(slot(1)), let index32 = Int32(exactly: index) { extras.sessionIndex = index32 }
-        extras.user = values.hash(slot(2))
+        extras.user = values.hash(slot(2), &sink.device)
         extras.sessionStart = values.time(slot(3)) ?? .nan
         return !values.invalid
     }
@@ -264,7 +260,7 @@ struct SnowplowRecordBuilder {
         var scanner = JSONScanner(text)
         guard scanner.scanObject(application) else { return false }
         values.base = scanner.base
-        extras.appVersion = values.text(application.value(0), &sink.lastAppVersion, &sink.strings)
+        extras.appVersion = values.text(application.value(0), &sink.appVersion, &sink.strings)
         return !values.invalid
     }
 
@@ -279,13 +275,12 @@ struct SnowplowRecordBuilder {
         if wrapped, let schema = paths.value(0), schema.kind == .string {
             let bytes = UnsafeRawBufferPointer(start: scanner.base + Int(schema.start), count: schema.count)
             if let name = Self.schemaName(bytes) {
-                extras.schemaName = ExportHash.bytes(name)
-                RecordSink.keep(extras.schemaName, &sink.lastName, &sink.strings) { String(decoding: name, as: UTF8.self) }
+                extras.schemaName = sink.name.hash(name, keepingIn: &sink.strings)
             }
         }
-        extras.experiment = values.text(paths.firstScalar(first ..< first + experimentCount), &sink.lastExperiment, &sink.strings)
+        extras.experiment = values.text(paths.firstScalar(first ..< first + experimentCount), &sink.experiment, &sink.strings)
         let variants = first + experimentCount
-        extras.variant = values.text(paths.firstScalar(variants ..< variants + variantCount), &sink.lastVariant, &sink.strings)
+        extras.variant = values.text(paths.firstScalar(variants ..< variants + variantCount), &sink.variant, &sink.strings)
         return !values.invalid
     }
 
@@ -351,11 +346,8 @@ struct SnowplowCSVParser: LineParser {
     /// `unstruct_event_…` columns; `nil` until its header row is read.
     private var columns: [Int]?
     private var unstructColumns: [Int] = []
-    /// A record whose quoted field goes on past the line's end.
-    private var pending: [UInt8] = []
+    private var records = CSVRecords()
     private var row: [UInt8] = []
-    /// A record may span this many bytes before it is taken for an unclosed quote.
-    private static let pendingLimit = 1 << 22
 
     init(options: ExportReadOptions) {
         builder = SnowplowRecordBuilder(options: options)
@@ -363,25 +355,16 @@ struct SnowplowCSVParser: LineParser {
 
     mutating func startFile() {
         columns = nil
-        pending.removeAll(keepingCapacity: true)
+        records.reset()
     }
 
     mutating func parse(_ line: UnsafeRawBufferPointer, into sink: inout RecordSink) -> LineResult {
-        // A record ends where its quotes balance: an odd count leaves a field open.
-        pending.append(contentsOf: line)
-        var quotes = 0
-        for byte in pending where byte == UInt8(ascii: "\"") { quotes += 1 }
-        if quotes % 2 == 1 {
-            guard pending.count < Self.pendingLimit else {
-                pending.removeAll(keepingCapacity: true)
-                return .malformed("a quoted field is not closed")
-            }
-            pending.append(UInt8(ascii: "\n"))
-            return .pending
+        let cells: [String]
+        switch records.add(line) {
+        case .pending: return .pending
+        case .malformed(let problem): return .malformed(problem)
+        case .cells(let found): cells = found
         }
-        defer { pending.removeAll(keepingCapacity: true) }
-        let text = String(decoding: pending, as: UTF8.self)
-        guard let reader = try? CSVReader(string: text), let cells = reader.next() else { return .malformed("not a CSV row") }
         guard let columns else {
             return header(cells)
         }
@@ -430,8 +413,6 @@ struct SnowplowCSVParser: LineParser {
     }
 
     mutating func finishFile(into sink: inout RecordSink) -> LineResult? {
-        guard !pending.isEmpty else { return nil }
-        pending.removeAll(keepingCapacity: true)
-        return .malformed("the file ends inside a quoted field")
+        records.finish()
     }
 }

@@ -139,8 +139,16 @@ enum Timestamps {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends `seconds` since 1970, rounded to the style's precision, as text.
+    /// Times a text is written for: years 0001 to 9999.
+    static let writable = -62_135_596_800.0 ..< 253_402_300_800.0
+
+    /// Appends `seconds` since 1970, rounded to the style's precision, as text; a time
+    /// outside ``writable`` (a device clock gone mad) as its number of seconds.
     static func append(_ seconds: Double, _ style: Style, to out: inout [UInt8]) {
+        guard writable.contains(seconds) else {
+            out.append(contentsOf: String(describing: seconds).utf8)
+            return
+        }
         let (scale, digits): (Double, Int) = switch style {
         case .isoMillis, .spaceMillis: (1000, 3)
         case .isoMicrosOffset, .spaceMicros: (1_000_000, 6)
