@@ -42,6 +42,23 @@ public enum EventKind: UInt8, Sendable, Hashable, CaseIterable {
     case app = 4
 }
 
+extension EventKind {
+    /// The names of the app's own events (``EventKind/app``), by their ``Event/variant``: the
+    /// lifecycle events the vendors' SDKs log as the app comes to the foreground and leaves it,
+    /// and a screen between.
+    public static let appEventNames = ["Application Opened", "Screen Viewed", "Application Backgrounded"]
+
+    /// The name of the app event whose ``Event/variant`` is `type` (a screen's for any other).
+    public static func appEventName(_ type: Int32) -> String {
+        appEventNames.indices.contains(Int(type)) ? appEventNames[Int(type)] : appEventNames[1]
+    }
+
+    /// The ``Event/variant`` of the app event named `name`, or `nil` for another name.
+    public static func appEventType(named name: String) -> Int32? {
+        appEventNames.firstIndex(of: name).map(Int32.init)
+    }
+}
+
 /// One queued analytics event: a view or a conversion, waiting to be acknowledged by a server.
 ///
 /// Kept to 40 bytes so that a million devices' queues stay small (``policyVersion`` fills what

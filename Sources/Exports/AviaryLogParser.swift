@@ -16,7 +16,7 @@
 /// ingests each id once and logs only what was new); events the device never delivered.
 struct AviaryLogParser: LineParser {
     private let paths = JSONPaths([["kind"], ["time"], ["events"]])
-    private let eventPaths = JSONPaths([["id"], ["kind"], ["experiment"], ["variant"], ["created_at"]])
+    private let eventPaths = JSONPaths([["id"], ["kind"], ["experiment"], ["variant"], ["created_at"], ["name"]])
     private var values = SlotValues()
     /// Hashes of the four vendor names, kept once.
     private let names: [(kind: StaticString, name: String, hash: UInt64)] = [
@@ -79,7 +79,10 @@ struct AviaryLogParser: LineParser {
         } ?? 0
         var record = ExportRecord(device: device, eventID: eventID, created: created, received: received)
         let kind = eventPaths.value(1)
-        if let known = names.first(where: { values.equals(kind, $0.kind) }) {
+        if values.equals(kind, "app"), let name = eventPaths.value(5) {
+            // One of the app's own events: its name is what it was.
+            record.name = values.text(name, &sink.name, &sink.strings)
+        } else if let known = names.first(where: { values.equals(kind, $0.kind) }) {
             record.name = known.hash
             sink.strings.keep(known.name, as: known.hash)
         } else {

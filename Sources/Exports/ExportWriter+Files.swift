@@ -93,14 +93,15 @@ final class ZipFile {
 }
 
 /// Snowplow's `atomic.events` as one CSV: a header row of the enriched fields' names, then a
-/// row an event, fields quoted by CSV.swift where they hold commas, quotes or newlines (the
-/// `contexts` and `unstruct_event` JSON). Rows are encoded a block at a time and appended.
-/// Not `Sendable`: one writer owns it.
+/// row an event, a field quoted where it holds a comma, a quote or a line break (the `contexts`
+/// and `unstruct_event` JSON), its quotes doubled (RFC 4180, which CSV.swift reads back).
+/// Written byte by byte: CSV.swift's writer goes a character at a time through an
+/// `OutputStream`, about a hundred times slower for these wide rows. Not `Sendable`: one
+/// writer owns it.
 final class SnowplowCSVFile {
     private let url: URL
     private let file: OutputFile
-    private var rows: [[String]] = []
-    private static let block = 256
+    private var buffer: [UInt8] = []
 
     init(url: URL) throws(ExportError) {
         self.url = url
@@ -110,30 +111,35 @@ final class SnowplowCSVFile {
             throw ExportError(file: url.path, format: .snowplowCSV, problem: "cannot create the folder: \(error.localizedDescription)")
         }
         file = try OutputFile(url, .none, truncate: true)
-        rows.append(SnowplowColumn.enrichedFields)
+        try append(SnowplowColumn.enrichedFields)
     }
 
     func append(_ fields: [String]) throws(ExportError) {
-        rows.append(fields)
-        if rows.count >= Self.block { try drain() }
+        for (i, field) in fields.enumerated() {
+            if i > 0 { buffer.append(UInt8(ascii: ",")) }
+            var field = field
+            field.withUTF8 { bytes in
+                let quoted = bytes.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
+                guard quoted else {
+                    buffer.append(contentsOf: bytes)
+                    return
+                }
+                buffer.append(UInt8(ascii: "\""))
+                for byte in bytes {
+                    if byte == UInt8(ascii: "\"") { buffer.append(byte) }
+                    buffer.append(byte)
+                }
+                buffer.append(UInt8(ascii: "\""))
+            }
+        }
+        buffer.append(0x0A)
+        if buffer.count >= 1 << 20 { try drain() }
     }
 
     private func drain() throws(ExportError) {
-        guard !rows.isEmpty else { return }
-        let stream = OutputStream(toMemory: ())
-        stream.open()
-        do {
-            let writer = try CSVWriter(stream: stream)
-            for row in rows { try writer.write(row: row) }
-        } catch {
-            throw ExportError(file: url.path, format: .snowplowCSV, problem: "cannot encode a CSV row: \(error)")
-        }
-        stream.close()
-        guard let data = stream.property(forKey: .dataWrittenToMemoryStreamKey) as? Data else {
-            throw ExportError(file: url.path, format: .snowplowCSV, problem: "cannot encode the CSV rows")
-        }
-        try file.write(Array(data) + [0x0A])
-        rows.removeAll(keepingCapacity: true)
+        guard !buffer.isEmpty else { return }
+        try file.write(buffer)
+        buffer.removeAll(keepingCapacity: true)
     }
 
     func finish() throws(ExportError) -> URL {
@@ -151,8 +157,8 @@ struct AviaryBatch {
     private var events = JSONBuilder()
     private var count = 0
 
-    /// The wire kind of a vendor event name (`Wire.kind(vendorEventName:)`), or `nil` for an
-    /// event the server does not log.
+    /// The wire kind of a vendor event name (`Wire.kind(vendorEventName:)`), or `nil` for one
+    /// of the app's own events (logged as `app`, by name).
     static func kind(of name: String) -> String? {
         switch name {
         case "Experiment Viewed": "view"
@@ -175,10 +181,11 @@ struct AviaryBatch {
         }
         events.openElement()
         events.number("created_at", created)
-        events.string("experiment", experiment)
+        if kind != "app" { events.string("experiment", experiment) }
         events.string("id", "\(event.device)#\(event.sequence)")
         events.string("kind", kind)
-        events.string("variant", variant)
+        if kind == "app" { events.string("name", event.name) }
+        if kind != "app" { events.string("variant", variant) }
         events.close()
         count += 1
         return done

@@ -134,7 +134,11 @@ public struct ExportWriter {
             let time = mixpanelLine(event, device, times)
             try files.append(line, to: "mixpanel/\(options.source)/\(Timestamps.format(time, .day)).json", .none)
         case .aviary:
-            guard let kind = AviaryBatch.kind(of: event.name), let experiment = event.experiment, let variant = event.variant else {
+            // An experiment's event names its experiment and variant; any other is one of the
+            // app's own, logged by name (the server takes `kind: app` events).
+            let kind = AviaryBatch.kind(of: event.name) ?? "app"
+            let experiment = kind == "app" ? "" : event.experiment ?? "", variant = kind == "app" ? "" : event.variant ?? ""
+            if kind != "app", experiment.isEmpty || variant.isEmpty {
                 dropped += 1
                 return
             }

@@ -50,7 +50,7 @@ extension FleetFit {
             let shape = self["population.sessions_per_day.shape"]
             if let shape, shape.estimate < 1e4 {
                 lines.append("  sessions_per_day: {mean: \(Self.figure(mean.estimate)), shape: \(Self.figure(shape.estimate))}\(comment("population.sessions_per_day.mean"))")
-                lines.append("  #   shape\(comment("population.sessions_per_day.shape").dropFirst(2))")
+                lines.append("  #   shape:\(comment("population.sessions_per_day.shape").dropFirst(4))")
             } else {
                 lines.append("  sessions_per_day: \(Self.figure(mean.estimate))\(comment("population.sessions_per_day.mean"))")
             }
@@ -116,12 +116,14 @@ extension FleetFit {
         }
         lines.append("server:")
         lines.append("  update: {every: 1h}   # the server's cadence is not in an export: choose it")
+        lines.append("analysis: {looks: 1d}   # what the analyst concludes, looking daily (inference.csv)")
         return lines.joined(separator: "\n") + "\n"
     }
 
     /// `   # 3.02 [2.95, 3.09], 12,345 devices, zero-truncated negative binomial`.
     private func comment(_ name: String) -> String {
         guard let p = self[name] else { return "" }
+        if name == "client.profile" { return "   # \(p.note)" }
         var text = "   # \(Self.figure(p.estimate))"
         if p.low.isFinite, p.high.isFinite { text += " [\(Self.figure(p.low)), \(Self.figure(p.high))]" }
         text += p.unit.isEmpty ? "" : " \(p.unit)"

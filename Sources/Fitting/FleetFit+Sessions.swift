@@ -42,7 +42,7 @@ extension FleetFit {
         parameters.append(FitParameter(
             name: "population.devices", estimate: n.rounded(), low: max(Double(seen), n - 1.96 * se), high: n + 1.96 * se, n: seen, sample: "devices",
             estimator: "devices seen / (1 − P̂(no session in the window))",
-            note: "\(seen) devices seen; \(Int((n - Double(seen)).rounded())) estimated to have had no session in \(Self.text(days)) days"))
+            note: "\(seen) devices seen; \(Int((n - Double(seen)).rounded())) estimated to have had no session in \(String(format: "%.1f", days)) days"))
         curves.append(Self.countCurve(table, mean: fit.mean, shape: fit.shape))
         limits.append("Devices are taken to be in the fleet for the whole window (no installs or churn): a device that joined late looks like a light user.")
     }

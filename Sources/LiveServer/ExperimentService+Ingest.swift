@@ -78,8 +78,18 @@ extension ExperimentService {
             guard Wire.eventID(event.id) != nil else {
                 throw .badField("\(path).id", expected: "DEVICE#SEQUENCE: a device number (0 to 2^64−1), '#', a sequence number (0 to 2^32−1), in decimal without sign or leading zeros")
             }
-            guard Wire.kind(named: event.kind) != nil else {
+            guard let kind = Wire.kind(named: event.kind) else {
                 throw .badField("\(path).kind", expected: "one of \(names)")
+            }
+            if kind == .app {
+                // The app's own event: no experiment, a name of at most a line.
+                guard let name = event.name, !name.isEmpty, name.utf8.count <= 256 else {
+                    throw .badField("\(path).name", expected: "the app event's name, 1 to 256 bytes (an app event names no experiment)")
+                }
+                if bounded, let created = event.createdAt {
+                    try Bounds.check(created, in: Bounds.createdAt, field: "\(path).created_at", what: "seconds since 1970")
+                }
+                continue
             }
             guard let experiment = experiments.first(where: { $0.id == event.experiment }) else {
                 throw .badField("\(path).experiment", expected: "one of the served experiments: \(experiments.map(\.id).joined(separator: ", "))")
@@ -106,8 +116,12 @@ extension ExperimentService {
 
     /// A validated wire event as the server's ``Event``.
     static func event(_ wire: Wire.Event, experiments: [ExperimentDefinition]) -> Event {
-        let experiment = experiments.firstIndex { $0.id == wire.experiment }!
         let kind = Wire.kind(named: wire.kind)!
+        if kind == .app {
+            return Event(id: Wire.eventID(wire.id)!, kind: .app, experiment: -1, variant: EventKind.appEventType(named: wire.name ?? "") ?? 1, value: 0,
+                         createdAt: wire.createdAt ?? 0)
+        }
+        let experiment = experiments.firstIndex { $0.id == wire.experiment }!
         let value = wire.value ?? (kind == .conversion || kind == .goal ? 1 : 0)
         return Event(
             id: Wire.eventID(wire.id)!, kind: kind, experiment: Int32(experiment),
@@ -131,6 +145,8 @@ extension ExperimentService {
         var accepted: [EventID] = []
         let result = state.server.ingest(events, at: time) { event in
             accepted.append(event.id)
+            // The app's own events are counted among the accepted, of no experiment's results.
+            guard event.kind != .app else { return }
             state.results[Int(event.experiment)][Int(event.variant)].add(event)
             state.analysis[Int(event.experiment)].ingested(event)
         }

@@ -151,6 +151,12 @@ struct VendorBatch {
 
 /// Reads one format's events into Aviary's, checking each as it goes.
 private struct Reader {
+    /// An experiment's event by its vendor name, or one of the app's own events by the names
+    /// Aviary's devices give them; `nil` for any other, which is acknowledged and not kept.
+    static func kind(vendorEventName name: String) -> EventKind? {
+        Wire.kind(vendorEventName: name) ?? (EventKind.appEventType(named: name) != nil ? .app : nil)
+    }
+
     let format: VendorFormat
     let experiments: [ExperimentDefinition]
     var events: [Wire.Event] = []
@@ -179,12 +185,12 @@ private struct Reader {
         let anonymous = try VendorBatch.string(item["anonymousId"], field: field(path, "anonymousId"))
         let timestamp = try VendorBatch.string(item["timestamp"], field: field(path, "timestamp"))
         if implied != nil, name == nil { throw .badField(field(path, "event"), expected: "the event's name", status: 400) }
-        guard type == "track", let name, let kind = Wire.kind(vendorEventName: name) else {
+        guard type == "track", let name, let kind = Self.kind(vendorEventName: name) else {
             ignored += 1
             return
         }
         let createdAt = try timestamp.map { text throws(APIError) in try Self.seconds(iso8601: text, field: field(path, "timestamp")) }
-        try add(kind, properties: properties, path: field(path, "properties"), key: key, actor: user ?? anonymous, time: timestamp, createdAt: createdAt, timeField: field(path, "timestamp"))
+        try add(kind, properties: properties, path: field(path, "properties"), key: key, actor: user ?? anonymous, time: timestamp, createdAt: createdAt, timeField: field(path, "timestamp"), name: name)
     }
 
     /// A Snowplow event: string values, `e` its type; a self-describing one (`ue`) carries its
@@ -216,7 +222,7 @@ private struct Reader {
         guard case .string(let schema)? = envelope["data"]?["schema"] else {
             throw .badField(payloadField + ".data.schema", expected: "the event's Iglu schema", status: 400)
         }
-        guard let kind = Wire.kind(snowplowSchema: schema) else {
+        guard let kind = Wire.kind(snowplowSchema: schema) ?? (schema == Wire.snowplowSchema(.app) ? .app : nil) else {
             ignored += 1
             return
         }
@@ -245,11 +251,11 @@ private struct Reader {
         case .number(let milliseconds)? where milliseconds == milliseconds.rounded(): createdAt = milliseconds / 1000
         default: throw .badField(field(path, "time"), expected: "milliseconds since 1970, a whole number", status: 400)
         }
-        guard let kind = Wire.kind(vendorEventName: name) else {
+        guard let kind = Self.kind(vendorEventName: name) else {
             ignored += 1
             return
         }
-        try add(kind, properties: properties, path: field(path, "event_properties"), key: key, actor: device ?? user, time: createdAt.map { "\($0)" }, createdAt: createdAt, timeField: field(path, "time"))
+        try add(kind, properties: properties, path: field(path, "event_properties"), key: key, actor: device ?? user, time: createdAt.map { "\($0)" }, createdAt: createdAt, timeField: field(path, "time"), name: name)
     }
 
     /// A PostHog event: `{"event":NAME,"distinct_id":…,"uuid":…,"properties":{…},
@@ -262,22 +268,32 @@ private struct Reader {
         let key = try VendorBatch.string(item["uuid"], field: field(path, "uuid"))
         let distinct = try VendorBatch.string(item["distinct_id"], field: field(path, "distinct_id"))
         let timestamp = try VendorBatch.string(item["timestamp"], field: field(path, "timestamp"))
-        guard let kind = Wire.kind(vendorEventName: name) else {
+        guard let kind = Self.kind(vendorEventName: name) else {
             ignored += 1
             return
         }
         let createdAt = try timestamp.map { text throws(APIError) in try Self.seconds(iso8601: text, field: field(path, "timestamp")) }
         try add(
             kind, properties: properties, path: field(path, "properties"), key: key, actor: distinct ?? properties?["distinct_id"]?.stringValue, time: timestamp,
-            createdAt: createdAt, timeField: field(path, "timestamp"))
+            createdAt: createdAt, timeField: field(path, "timestamp"), name: name)
     }
 
     /// Checks an experiment event's properties and keeps it. Without the vendor's
     /// de-duplication key the event is keyed by what it says (its sender, kind, time,
     /// experiment, variant and value), so that a retried copy still counts once.
     mutating func add(
-        _ kind: EventKind, properties: JSONValue?, path: String, key: String?, actor: String?, time: String?, createdAt: Double?, timeField: String
+        _ kind: EventKind, properties: JSONValue?, path: String, key: String?, actor: String?, time: String?, createdAt: Double?, timeField: String,
+        name: String? = nil
     ) throws(APIError) {
+        if kind == .app {
+            // One of the app's own events (Aviary's devices' lifecycle and screens): kept by name,
+            // of no experiment.
+            let appName = name ?? properties?["name"]?.stringValue ?? EventKind.appEventNames[1]
+            if let createdAt { try Self.within(createdAt, Bounds.createdAt, field: timeField, what: "a time from 1970 to 2100, in seconds") }
+            let id = Wire.eventID(vendorKey: key ?? [format.rawValue, actor ?? "", Wire.name(kind), time ?? "", appName].joined(separator: "\u{1F}"))
+            events.append(Wire.Event(id: Wire.id(id), kind: Wire.name(kind), experiment: "", variant: "", createdAt: createdAt, name: appName))
+            return
+        }
         let served = experiments.map(\.id).joined(separator: ", ")
         guard let experimentID = try VendorBatch.string(properties?["experiment"], field: field(path, "experiment")) else {
             throw .badField(field(path, "experiment"), expected: "the experiment's id, one of the served experiments: \(served)", status: 400)

@@ -35,7 +35,8 @@ extension Wire {
     /// The kind a vendor event name stands for, or `nil` for an event that is not an
     /// experiment's.
     package static func kind(vendorEventName name: String) -> EventKind? {
-        EventKind.allCases.first { vendorEventName($0) == name }
+        // An app event is not an experiment's: the vendor ingestion acknowledges and skips it.
+        EventKind.allCases.first { $0 != .app && vendorEventName($0) == name }
     }
 
     /// The Iglu schema of a Snowplow self-describing event of `kind`, e.g.
@@ -55,6 +56,7 @@ extension Wire {
     /// `nil` for another schema.
     package static func kind(snowplowSchema schema: String) -> EventKind? {
         EventKind.allCases.first { kind in
+            guard kind != .app else { return false }
             let known = snowplowSchema(kind)
             let stem = known.dropLast("1-0-0".count)
             return schema.hasPrefix(stem) && schema.dropFirst(stem.count).hasPrefix("1-")

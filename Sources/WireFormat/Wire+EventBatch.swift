@@ -22,7 +22,13 @@ extension Wire {
             buffer.writeString(#"","kind":""#)
             buffer.writeString(name(event.kind))
             buffer.writeString(#"","#)
-            buffer.writeString(names.fields(of: event))
+            if event.kind == .app {
+                // The app's own event names no experiment: its name says what it was.
+                buffer.writeString(#""name":"#)
+                buffer.writeString(JSONText.string(EventKind.appEventName(event.variant)))
+            } else {
+                buffer.writeString(names.fields(of: event))
+            }
             buffer.writeString(#","value":"#)
             if event.value == 0 || !event.value.isFinite { buffer.writeString("0") } else { buffer.writeString("\(event.value)") }
             buffer.writeString(#","created_at":"#)

@@ -162,7 +162,7 @@ private struct VendorBatchWriter {
         for (position, event) in events.enumerated() {
             if position > 0 { buffer.writeString(",") }
             buffer.writeString(shape.open)
-            buffer.writeString(Wire.vendorEventName(event.kind))
+            buffer.writeString(event.kind == .app ? EventKind.appEventName(event.variant) : Wire.vendorEventName(event.kind))
             buffer.writeString(shape.device)
             Wire.writeDecimal(event.id.device &+ context.deviceOffset, into: &buffer)
             buffer.writeString(shape.key)
@@ -181,6 +181,13 @@ private struct VendorBatchWriter {
 
     /// `{"experiment":…,"variant":…}`, with `"value":…` for conversions and goals.
     mutating func writeProperties(_ event: EngineEvent, into buffer: inout ByteBuffer) {
+        if event.kind == .app {
+            // The app's own event: no experiment; Snowplow's self-describing data names it.
+            buffer.writeString(#"{"name":"#)
+            buffer.writeString(JSONText.string(EventKind.appEventName(event.variant)))
+            buffer.writeString("}")
+            return
+        }
         buffer.writeString("{")
         buffer.writeString(names.fields(of: event))
         if event.kind == .conversion || event.kind == .goal {

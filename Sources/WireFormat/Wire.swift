@@ -20,10 +20,15 @@ package enum Wire {
     package struct Event: Codable, Sendable, Hashable {
         /// `DEVICE#SEQUENCE`, unique per event; the server ingests each id once.
         package var id: String
-        /// `view`, `conversion`, `goal` or `participation`.
+        /// `view`, `conversion`, `goal`, `participation`, or `app` for one of the app's own
+        /// events, which names no experiment (``name`` says what it was).
         package var kind: String
+        /// The experiment's id; empty for an `app` event (absent on the wire).
         package var experiment: String
+        /// The variant's id; empty for an `app` event.
         package var variant: String
+        /// An `app` event's name (`Application Opened`, `Screen Viewed`, …).
+        package var name: String?
         /// The conversion's value; defaults to 1 for conversions and goals, 0 for views.
         package var value: Double?
         /// When the device created the event, in seconds since 1970.
@@ -37,11 +42,12 @@ package enum Wire {
         package var propensity: Double?
 
         package init(id: String, kind: String, experiment: String, variant: String, value: Double? = nil, createdAt: Double? = nil,
-                    policyVersion: Int? = nil, propensity: Double? = nil) {
+                    policyVersion: Int? = nil, propensity: Double? = nil, name: String? = nil) {
             self.id = id
             self.kind = kind
             self.experiment = experiment
             self.variant = variant
+            self.name = name
             self.value = value
             self.createdAt = createdAt
             self.policyVersion = policyVersion
@@ -49,10 +55,38 @@ package enum Wire {
         }
 
         enum CodingKeys: String, CodingKey {
-            case id, kind, experiment, variant, value
+            case id, kind, experiment, variant, value, name
             case createdAt = "created_at"
             case policyVersion = "policy_version"
             case propensity
+        }
+
+        // An app event's experiment and variant are absent on the wire and in the log.
+        package init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            id = try c.decode(String.self, forKey: .id)
+            kind = try c.decode(String.self, forKey: .kind)
+            let isApp = kind == "app"
+            experiment = isApp ? try c.decodeIfPresent(String.self, forKey: .experiment) ?? "" : try c.decode(String.self, forKey: .experiment)
+            variant = isApp ? try c.decodeIfPresent(String.self, forKey: .variant) ?? "" : try c.decode(String.self, forKey: .variant)
+            value = try c.decodeIfPresent(Double.self, forKey: .value)
+            createdAt = try c.decodeIfPresent(Double.self, forKey: .createdAt)
+            policyVersion = try c.decodeIfPresent(Int.self, forKey: .policyVersion)
+            propensity = try c.decodeIfPresent(Double.self, forKey: .propensity)
+            name = try c.decodeIfPresent(String.self, forKey: .name)
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(kind, forKey: .kind)
+            if kind != "app" || !experiment.isEmpty { try c.encode(experiment, forKey: .experiment) }
+            if kind != "app" || !variant.isEmpty { try c.encode(variant, forKey: .variant) }
+            try c.encodeIfPresent(value, forKey: .value)
+            try c.encodeIfPresent(createdAt, forKey: .createdAt)
+            try c.encodeIfPresent(policyVersion, forKey: .policyVersion)
+            try c.encodeIfPresent(propensity, forKey: .propensity)
+            try c.encodeIfPresent(name, forKey: .name)
         }
     }
 

@@ -155,7 +155,8 @@ struct TemplateFormat: Sendable {
     private func write(_ event: ExperimentModel.Event, naming data: ExperimentData, fallback: ExperimentData, offset: UInt64, sentAt: Int64, createdAt: (Double) -> Int64, into buffer: inout ByteBuffer) {
         let id = EventID(device: event.id.device &+ offset, sequence: event.id.sequence)
         let source = data.experiments.indices.contains(Int(event.experiment)) ? data : fallback
-        let experiment = source.experiments[Int(event.experiment)]
+        // The app's own events name no experiment: their experiment and variant are empty.
+        let experiment: ExperimentDefinition? = event.kind == .app ? nil : source.experiments[Int(event.experiment)]
         for part in template.event {
             switch part {
             case .text(let text): buffer.writeString(text)
@@ -164,10 +165,10 @@ struct TemplateFormat: Sendable {
                 case .id: buffer.writeString(Wire.vendorKey(id))
                 case .eventID: buffer.writeString(Wire.id(id))
                 case .kind: buffer.writeString(Wire.name(event.kind))
-                case .name: buffer.writeString(Wire.vendorEventName(event.kind))
+                case .name: buffer.writeString(event.kind == .app ? Self.escaped(EventKind.appEventName(event.variant)) : Wire.vendorEventName(event.kind))
                 case .device: buffer.writeString(Wire.vendorDeviceID(id.device))
-                case .experiment: buffer.writeString(Self.escaped(experiment.id))
-                case .variant: buffer.writeString(Self.escaped(experiment.variants[Int(event.variant)].id))
+                case .experiment: buffer.writeString(Self.escaped(experiment?.id ?? ""))
+                case .variant: buffer.writeString(Self.escaped(experiment?.variants[Int(event.variant)].id ?? ""))
                 case .value: buffer.writeString(event.value.isFinite ? "\(event.value)" : "0")
                 case .time: Wire.writeISO8601(milliseconds: createdAt(event.createdAt), into: &buffer)
                 case .timeMilliseconds: buffer.writeString("\(createdAt(event.createdAt))")

@@ -1,3 +1,4 @@
+import ExperimentModel
 import Foundation
 import Randomness
 
@@ -60,7 +61,7 @@ extension Scenario {
         }
 
         /// The names the events are tracked under, by ``Event/variant`` of an app event.
-        public static let names = ["Application Opened", "Screen Viewed", "Application Backgrounded"]
+        public static let names = EventKind.appEventNames
     }
 
     /// The UTC time of the run's time 0 where the scenario gives one (`start:`), in seconds

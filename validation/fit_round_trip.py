@@ -1,0 +1,145 @@
+"""Coverage of aviary fit's intervals over seeds and formats, and the fitted fleets' runs
+against the truth's (scripts/fit-round-trip)."""
+import argparse
+import csv
+import math
+import os
+import statistics
+import sys
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def truth():
+    """Every figure the fit reports, as Scenarios/fit-round-trip.yaml states it."""
+    with open(os.path.join(ROOT, "Scenarios", "fit-round-trip.yaml")) as f:
+        s = yaml.safe_load(f)
+    p = s["population"]
+    t = {
+        "population.devices": p["devices"],
+        "population.sessions_per_day.mean": p["sessions_per_day"]["mean"],
+        "population.sessions_per_day.shape": p["sessions_per_day"]["shape"],
+        "population.session_length.median": 240.0,
+        "population.session_length.sigma": p["session_length"]["sigma"],
+        "population.app_events.per_session": p["app_events"]["per_session"],
+        "population.app_events.shape": p["app_events"]["shape"],
+        "client.batch_size": 20,
+        "client.flush_interval": 30,
+        "network.mean_offline": 7200.0,
+        "network.offline_fraction": s["network"]["offline_fraction"],
+        "network.latency.median": 0.2,
+        "network.latency.sigma": 0.5,
+        # aviary run --export's default: a tenth of the devices' clocks off.
+        "devices.clock_skewed": 0.1,
+    }
+    daily, weekly = p["daily_profile"], p["weekly_profile"]
+    for h, w in enumerate(daily):
+        t[f"population.daily_profile[{h}]"] = w / (sum(daily) / 24)
+    for d, w in enumerate(weekly):
+        t[f"population.weekly_profile[{d}]"] = w / (sum(weekly) / 7)
+    for e in s["experiments"]:
+        for v in e["variants"]:
+            t[f"experiments[{e['id']}].{v['id']}.rate"] = v["rate"]
+            t[f"experiments[{e['id']}].{v['id']}.share"] = 1 / len(e["variants"])
+    return t
+
+
+def coverage(work, seeds, formats):
+    t = truth()
+    rows = []
+    failed = []
+    for f in formats:
+        hits, seen, estimates = {}, {}, {}
+        for seed in range(1, seeds + 1):
+            path = os.path.join(work, str(seed), f"fit-{f}", "fit.csv")
+            with open(path) as handle:
+                for r in csv.DictReader(handle):
+                    name = r["parameter"]
+                    if name not in t or r["ci95_low"] == "" or r["ci95_high"] == "":
+                        continue
+                    low, high = float(r["ci95_low"]), float(r["ci95_high"])
+                    seen[name] = seen.get(name, 0) + 1
+                    hits[name] = hits.get(name, 0) + (low <= t[name] <= high)
+                    estimates.setdefault(name, []).append(float(r["estimate"]))
+        for name in sorted(t):
+            if name not in seen:
+                rows.append([f, name, t[name], "", "", 0, "not fitted"])
+                continue
+            share = hits[name] / seen[name]
+            mean = statistics.fmean(estimates[name])
+            rows.append([f, name, t[name], f"{mean:.6g}", f"{share:.3f}", seen[name], "ok" if share >= 0.9 else "LOW"])
+            if share < 0.9:
+                failed.append(f"{f} {name}: {hits[name]}/{seen[name]} (mean estimate {mean:.4g}, truth {t[name]:.4g})")
+    return rows, failed
+
+
+def summary(folder):
+    """Per allocator: expected regret and queue p95 over replicates."""
+    out = {}
+    with open(os.path.join(folder, "summary.csv")) as handle:
+        for r in csv.DictReader(handle):
+            out.setdefault(r["allocator"], {"regret": [], "p95": []})
+            out[r["allocator"]]["regret"].append(float(r["expected_regret"]))
+            out[r["allocator"]]["p95"].append(float(r["queue_latency_p95_s"]))
+    return out
+
+
+def interval(values):
+    m = statistics.fmean(values)
+    half = 2.262 * statistics.stdev(values) / math.sqrt(len(values))  # t(0.975, 9)
+    return m, m - half, m + half
+
+
+def runs(work, formats):
+    rows = []
+    failed = []
+    base = summary(os.path.join(work, "run-truth"))
+    for f in formats:
+        fitted = summary(os.path.join(work, f"run-{f}"))
+        for allocator in sorted(base):
+            for figure in ("regret", "p95"):
+                m, low, high = interval(base[allocator][figure])
+                fm, flow, fhigh = interval(fitted[allocator][figure])
+                # The two fleets' means agree when their intervals overlap.
+                ok = flow <= high and low <= fhigh
+                rows.append([f, allocator, figure, f"{m:.6g}", f"{low:.6g}", f"{high:.6g}", f"{fm:.6g}", f"{flow:.6g}", f"{fhigh:.6g}", "ok" if ok else "APART"])
+                if not ok:
+                    failed.append(f"{f} {allocator} {figure}: fitted {fm:.4g} [{flow:.4g}, {fhigh:.4g}] vs truth {m:.4g} [{low:.4g}, {high:.4g}]")
+    return rows, failed
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--seeds", type=int, required=True)
+    parser.add_argument("--formats", required=True)
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    formats = args.formats.split(",")
+    rows, failed = coverage(args.work, args.seeds, formats)
+    with open(os.path.join(ROOT, "validation", "fit-round-trip.csv"), "w", newline="") as handle:
+        w = csv.writer(handle)
+        w.writerow(["format", "parameter", "truth", "mean_estimate", "coverage", "seeds", "verdict"])
+        w.writerows(rows)
+    print(f"{'format':13} {'parameter':40} {'truth':>9} {'mean est.':>10} {'coverage':>8}")
+    for r in rows:
+        print(f"{r[0]:13} {r[1]:40} {r[2]:9.4g} {r[3]:>10} {r[4]:>8} {r[6]}")
+    if args.runs:
+        run_rows, run_failed = runs(args.work, formats)
+        failed += run_failed
+        with open(os.path.join(ROOT, "validation", "fit-round-trip-runs.csv"), "w", newline="") as handle:
+            w = csv.writer(handle)
+            w.writerow(["format", "allocator", "figure", "truth_mean", "truth_low", "truth_high", "fitted_mean", "fitted_low", "fitted_high", "verdict"])
+            w.writerows(run_rows)
+        print()
+        for r in run_rows:
+            print(f"{r[0]:13} {r[1]:10} {r[2]:7} truth {r[3]:>9} [{r[4]}, {r[5]}]  fitted {r[6]:>9} [{r[7]}, {r[8]}]  {r[9]}")
+    if failed:
+        print("\nBelow 90 % or apart:\n  " + "\n  ".join(failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
