@@ -119,6 +119,11 @@ struct FitCommand: ParsableCommand {
             throw CommandFailure("cannot write the fit to \(folder.path): \(error.localizedDescription)")
         }
         for file in files { print("Wrote \(file.path)") }
+        do {
+            _ = try Scenario(contentsOf: files[0])
+        } catch {
+            throw CommandFailure("the fitted scenario does not read as a scenario (\(error)); fit.csv holds what was fitted")
+        }
         print("Run it: aviary run \(files[0].path)")
     }
 

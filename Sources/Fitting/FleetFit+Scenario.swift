@@ -30,9 +30,11 @@ extension FleetFit {
     public func scenarioText(_ provenance: Provenance) -> String {
         var lines: [String] = []
         let start = (window.lowerBound / 3_600).rounded(.down) * 3_600
-        let hours = max(1, ((window.upperBound - start) / 3_600).rounded(.up))
+        let spanned = max(1, ((window.upperBound - start) / 3_600).rounded(.up))
+        // Every figure within what a scenario may hold (Scenario.Limits), whatever the export.
+        let hours = min(spanned, 3_650 * 24)
         let horizon = hours.truncatingRemainder(dividingBy: 24) == 0 ? "\(Int(hours / 24))d" : "\(Int(hours))h"
-        let devices = Int(self["population.devices"]?.estimate ?? Double(sketch.deviceCount))
+        let devices = Int(min(2e8, max(1, self["population.devices"]?.estimate ?? Double(sketch.deviceCount))))
         lines.append("# Fitted by aviary fit from \(provenance.files) \(provenance.format) file(s): \(Self.grouped(provenance.events)) events of \(Self.grouped(Int64(sketch.deviceCount))) devices,")
         lines.append("# \(Self.date(window.lowerBound)) to \(Self.date(window.upperBound)). Beside each fitted key: the estimate's 95 % interval, what it")
         lines.append("# rests on and its estimator; fit.csv lists every figure, fit.html draws each fit against its data.")
@@ -49,10 +51,10 @@ extension FleetFit {
         if let mean = self["population.sessions_per_day.mean"] {
             let shape = self["population.sessions_per_day.shape"]
             if let shape, shape.estimate < 1e4 {
-                lines.append("  sessions_per_day: {mean: \(Self.figure(mean.estimate)), shape: \(Self.figure(shape.estimate))}\(comment("population.sessions_per_day.mean"))")
+                lines.append("  sessions_per_day: {mean: \(Self.figure(Self.clamp(mean.estimate, 0.001, 100_000))), shape: \(Self.figure(Self.clamp(shape.estimate, 0.001, 1e6)))}\(comment("population.sessions_per_day.mean"))")
                 lines.append("  #   shape:\(comment("population.sessions_per_day.shape").dropFirst(4))")
             } else {
-                lines.append("  sessions_per_day: \(Self.figure(mean.estimate))\(comment("population.sessions_per_day.mean"))")
+                lines.append("  sessions_per_day: \(Self.figure(Self.clamp(mean.estimate, 0.001, 100_000)))\(comment("population.sessions_per_day.mean"))")
             }
         }
         let daily = (0..<24).compactMap { self["population.daily_profile[\($0)]"]?.estimate }
@@ -63,13 +65,13 @@ extension FleetFit {
         let weekly = (0..<7).compactMap { self["population.weekly_profile[\($0)]"]?.estimate }
         if weekly.count == 7 { lines.append("  weekly_profile: [\(weekly.map { Self.figure($0) }.joined(separator: ", "))]") }
         if let median = self["population.session_length.median"], let sigma = self["population.session_length.sigma"] {
-            lines.append("  session_length: {distribution: lognormal, median: \(Self.figure(median.estimate)), sigma: \(Self.figure(sigma.estimate))}\(comment("population.session_length.median"))")
+            lines.append("  session_length: {distribution: lognormal, median: \(Self.figure(Self.clamp(median.estimate, 0.001, 86_400))), sigma: \(Self.figure(Self.clamp(sigma.estimate, 0.001, 10)))}\(comment("population.session_length.median"))")
         } else {
             lines.append("  session_length: 5m   # not in the export: Aviary's default")
         }
         if let perSession = self["population.app_events.per_session"] {
-            var value = "{per_session: \(Self.figure(perSession.estimate))"
-            if let shape = self["population.app_events.shape"], shape.estimate < 1e6 { value += ", shape: \(Self.figure(shape.estimate))" }
+            var value = "{per_session: \(Self.figure(Self.clamp(perSession.estimate, 0, 10_000)))"
+            if let shape = self["population.app_events.shape"], shape.estimate < 1e6 { value += ", shape: \(Self.figure(Self.clamp(shape.estimate, 0.001, 1e6)))" }
             lines.append("  app_events: \(value)}\(comment("population.app_events.per_session"))")
         }
         lines.append("  conversion_delay: {distribution: exponential, mean: 10m}   # not fitted: Aviary's default")
@@ -100,17 +102,17 @@ extension FleetFit {
                 if let p = self[key] { lines.append("  # the profile's own \(key.dropFirst(7)); the export shows \(Self.figure(p.estimate))\(p.unit.isEmpty ? "" : " \(p.unit)")") }
             }
         } else {
-            if let batch = self["client.batch_size"] { lines.append("  batch_size: \(Int(batch.estimate))\(comment("client.batch_size"))") }
-            if let flush = self["client.flush_interval"] { lines.append("  flush_interval: \(Self.figure(flush.estimate))\(comment("client.flush_interval"))") }
+            if let batch = self["client.batch_size"] { lines.append("  batch_size: \(Int(Self.clamp(batch.estimate, 1, 1e9)))\(comment("client.batch_size"))") }
+            if let flush = self["client.flush_interval"], flush.estimate > 0 { lines.append("  flush_interval: \(Self.figure(min(flush.estimate, 86_400)))\(comment("client.flush_interval"))") }
         }
         lines.append("  background_sync: true   # a device sends when its network returns")
         lines.append("network:")
         if let fraction = self["network.offline_fraction"], fraction.estimate > 0, let mean = self["network.mean_offline"] {
-            lines.append("  offline_fraction: \(Self.figure(fraction.estimate))\(comment("network.offline_fraction"))")
-            lines.append("  mean_offline: \(Self.figure(mean.estimate))\(comment("network.mean_offline"))")
+            lines.append("  offline_fraction: \(Self.figure(Self.clamp(fraction.estimate, 0, 0.999)))\(comment("network.offline_fraction"))")
+            lines.append("  mean_offline: \(Self.figure(Self.clamp(mean.estimate, 1, 3_650 * 86_400)))\(comment("network.mean_offline"))")
         }
         if let median = self["network.latency.median"], let sigma = self["network.latency.sigma"] {
-            lines.append("  latency: {distribution: lognormal, median: \(Self.figure(median.estimate)), sigma: \(Self.figure(sigma.estimate))}\(comment("network.latency.median"))")
+            lines.append("  latency: {distribution: lognormal, median: \(Self.figure(Self.clamp(median.estimate, 1e-6, 86_400))), sigma: \(Self.figure(Self.clamp(sigma.estimate, 0.001, 10)))}\(comment("network.latency.median"))")
         } else {
             lines.append("  latency: {distribution: lognormal, median: 200ms, sigma: 0.5}   # not in the export: Aviary's default")
         }
@@ -119,6 +121,8 @@ extension FleetFit {
         lines.append("analysis: {looks: 1d}   # what the analyst concludes, looking daily (inference.csv)")
         return lines.joined(separator: "\n") + "\n"
     }
+
+    static func clamp(_ x: Double, _ low: Double, _ high: Double) -> Double { min(high, max(low, x)) }
 
     /// `   # 3.02 [2.95, 3.09], 12,345 devices, zero-truncated negative binomial`.
     private func comment(_ name: String) -> String {

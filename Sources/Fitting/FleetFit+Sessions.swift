@@ -20,6 +20,10 @@ extension FleetFit {
             return
         }
         let fit = Self.truncatedNegativeBinomial(table)
+        guard fit.mean.isFinite, fit.shape.isFinite, fit.mean > 0, fit.p0 < 1 else {
+            limits.append("The devices' session counts fit no negative binomial (too few devices, or too few sessions each): sessions a day and the fleet's size are not fitted.")
+            return
+        }
         let perDay = fit.mean / days
         let cov = fit.covariance
         // Parameters are fitted on log scales: intervals are exp(θ ± 1.96 se).

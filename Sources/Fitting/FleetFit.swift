@@ -77,6 +77,13 @@ public struct FleetFit: Sendable {
         fitDelivery()
         fitProfileSDK()
         fitExperiments()
+        // An estimator with too little or too odd data to go on (a handful of devices, times
+        // all alike) gives no finite figure: it is left out, and said so.
+        let dropped = parameters.filter { !$0.estimate.isFinite }.map(\.name)
+        if !dropped.isEmpty {
+            parameters.removeAll { !$0.estimate.isFinite }
+            limits.append("Too little data to fit \(dropped.joined(separator: ", ")): Aviary's defaults stand for them.")
+        }
         if !sketch.traits.hasSentTime {
             limits.append("The export has no device-side sent time: the wait on the device and the network's time cannot be told apart (delays are creation to arrival), batches are grouped by arrival, and the clock skew is \(sketch.traits.createdIsCorrected ? "already removed by the vendor, so it cannot be measured" : "estimated per device as its least delay (a device that never sent at once looks skewed)").")
         }
