@@ -35,6 +35,14 @@ let package = Package(
             ]
         ),
         suite(
+            "FitBenchmarks",
+            dependencies: [
+                .product(name: "Exports", package: "Aviary"),
+                .product(name: "Fitting", package: "Aviary"),
+                .product(name: "Simulation", package: "Aviary"),
+            ]
+        ),
+        suite(
             "QueueBenchmarks",
             dependencies: [
                 .product(name: "ClientEngine", package: "Aviary"),

@@ -60,6 +60,11 @@ struct FitCommand: ParsableCommand {
     @Flag(name: .long, help: "No progress bar on stderr.")
     var quiet = false
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Read only shard K of N of the export's files (the K-th of N contiguous runs by size) and write fit-shard.json for aviary merge; auto/N takes K from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.",
+        valueName: "K/N"))
+    var shard: String?
+
     func validate() throws {
         guard jobs >= 1 else { throw ValidationError("--jobs is \(jobs); it must be at least 1") }
         if let format, ExportFormat(rawValue: format) == nil {
@@ -89,6 +94,25 @@ struct FitCommand: ParsableCommand {
         if !conversionEvent.isEmpty { fit.fit.conversionEvents = conversionEvent }
         fit.fit.sessionGap = Scenario.parseDuration(sessionGap) ?? 1_800
         fit.fit.cutoff = cutoff.flatMap(Self.instant)
+        if let shard {
+            let parsed: Shard
+            do {
+                parsed = try Shard(parsing: shard, environment: ProcessInfo.processInfo.environment)
+            } catch {
+                throw CommandFailure(error.message)
+            }
+            let folder = URL(fileURLWithPath: output ?? "aviary-out/fit/shard-\(parsed.index)-of-\(parsed.count)", isDirectory: true)
+            do {
+                let part = try fit.shard(parsed.index, of: parsed.count)
+                let file = try part.write(to: folder)
+                print("fit shard \(parsed.index)/\(parsed.count): \(part.records) events from \(part.files.count) file(s); wrote \(file.path)")
+            } catch let error as ExportError {
+                throw CommandFailure(error.description)
+            } catch {
+                throw CommandFailure("cannot write the shard to \(folder.path): \(error.localizedDescription)")
+            }
+            return
+        }
         let bar = ByteProgress(enabled: !quiet && isatty(2) == 1)
         let start = Date()
         let outcome: ExportFit.Outcome

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Fitting
 import Simulation
 #if Live
 import LiveDevices
@@ -30,6 +31,7 @@ struct MergeCommand: ParsableCommand {
     var output: String?
 
     func run() throws {
+        if try mergeFit() { return }
         #if Live
         if try mergeLive() { return }
         #endif
@@ -64,6 +66,40 @@ struct MergeCommand: ParsableCommand {
         print(table.rendered)
         for file in files { print("Wrote \(file.path)") }
         try writeHTMLReport(in: folder, commandLine: commandLine(singleRunArguments(manifest.arguments)), scenarioText: shards.scenarioText)
+    }
+}
+
+extension MergeCommand {
+    /// Merges the shards of `aviary fit --shard K/N` (folders holding fit-shard.json) into the
+    /// fit one process writes; `false` when the folders hold no fit shard.
+    func mergeFit() throws -> Bool {
+        let files = directories.map { URL(fileURLWithPath: $0, isDirectory: true).appendingPathComponent(FitShard.fileName) }
+        guard files.contains(where: { FileManager.default.fileExists(atPath: $0.path) }) else { return false }
+        var shards: [FitShard] = []
+        for file in files {
+            do {
+                shards.append(try FitShard.read(file))
+            } catch {
+                throw CommandFailure("\(file.path): not a fit shard (\(error.localizedDescription)); expected the folders of aviary fit --shard K/N")
+            }
+        }
+        let merged: (fleet: FleetFit, records: Int, files: Int, format: String)
+        do {
+            merged = try FitShard.merge(shards)
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        let folder = URL(fileURLWithPath: output ?? "aviary-out/fit", isDirectory: true)
+        let provenance = FleetFit.Provenance(name: "fitted", format: merged.format, files: merged.files, events: Int64(merged.records))
+        print("fit: merged \(shards.count) shard(s), \(merged.records) events from \(merged.files) file(s)")
+        do {
+            for file in try FitReport.write(merged.fleet, provenance: provenance, command: "aviary merge " + directories.joined(separator: " "), to: folder) {
+                print("Wrote \(file.path)")
+            }
+        } catch {
+            throw CommandFailure("cannot write the fit to \(folder.path): \(error.localizedDescription)")
+        }
+        return true
     }
 }
 

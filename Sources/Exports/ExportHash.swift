@@ -38,7 +38,7 @@ public enum ExportHash {
 /// too many to keep).
 ///
 /// `Sendable`: a plain value.
-public struct ExportStrings: Sendable, Equatable {
+public struct ExportStrings: Sendable, Equatable, Codable {
     /// Text by hash.
     public private(set) var texts: [UInt64: String] = [:]
 

@@ -20,7 +20,7 @@ import Foundation
 /// are exact to within a bin's width, about 4.7 %.
 ///
 /// `Sendable`: a plain value.
-public struct DelaySketch: Sendable, Equatable {
+public struct DelaySketch: Sendable, Equatable, Codable {
     /// Bins a decade of delays is split into.
     public static let binsPerDecade = 50
     /// The lowest bin's upper edge, in seconds.
@@ -188,7 +188,7 @@ public struct TruncatedDistribution: Sendable, Equatable {
 /// the span they cover: an export's window of a few weeks is a few tens of thousands of slots.
 ///
 /// `Sendable`: a plain value.
-public struct MinuteCounts: Sendable, Equatable {
+public struct MinuteCounts: Sendable, Equatable, Codable {
     /// The minute of the first slot.
     public private(set) var base: Int64 = 0
     /// Counts from ``base`` on.

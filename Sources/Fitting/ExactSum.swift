@@ -7,7 +7,7 @@
 /// 10¹⁸ of them fit.
 ///
 /// `Sendable`: a plain value.
-public struct ExactSum: Sendable, Hashable {
+public struct ExactSum: Sendable, Hashable, Codable {
     private var units: Int128 = 0
     private static let scale = 4_294_967_296.0
 
@@ -29,13 +29,26 @@ public struct ExactSum: Sendable, Hashable {
 
     /// The sum.
     public var value: Double { Double(units) / Self.scale }
+
+    /// Its exact units, as two halves, so that every decoder reads them back alike.
+    public init(from decoder: any Decoder) throws {
+        var c = try decoder.unkeyedContainer()
+        let high = try c.decode(Int64.self), low = try c.decode(UInt64.self)
+        units = Int128(high) << 64 | Int128(low)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.unkeyedContainer()
+        try c.encode(Int64(truncatingIfNeeded: units >> 64))
+        try c.encode(UInt64(truncatingIfNeeded: units))
+    }
 }
 
 /// The count, sum and sum of squares of a quantity, exactly (``ExactSum``): its mean and
 /// variance, mergeable.
 ///
 /// `Sendable`: a plain value.
-public struct Moments: Sendable, Hashable {
+public struct Moments: Sendable, Hashable, Codable {
     /// Terms added.
     public private(set) var count: Int64 = 0
     private var sum = ExactSum(), squares = ExactSum()

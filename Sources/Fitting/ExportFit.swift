@@ -107,12 +107,12 @@ public struct ExportFit: Sendable {
 
     /// Each device's clock ahead of the collector's: the least of its events' creation minus
     /// arrival, where the export has neither a sent time nor the vendor's correction.
-    private func skewPass(_ files: [URL], options: ExportReadOptions, counter: ByteCounter) throws -> [UInt64: Double] {
+    private func skewPass(_ files: [URL], options: ExportReadOptions, counter: ByteCounter?) throws -> [UInt64: Double] {
         var least: [UInt64: Double] = [:]
         let reader = ExportReader(options: options)
         for file in files {
             var last: Int64 = 0
-            _ = try reader.read(file, progress: { done in counter.add(done - last); last = done }) { batch in
+            _ = try reader.read(file, progress: { done in counter?.add(done - last); last = done }) { batch in
                 for r in batch where r.created.isFinite && r.received.isFinite {
                     let lag = r.received - r.created
                     if lag < least[r.device] ?? .infinity { least[r.device] = lag }
@@ -123,8 +123,9 @@ public struct ExportFit: Sendable {
         return least.compactMapValues { abs($0) < 1 ? nil : -$0 }
     }
 
-    /// `sizes` split into `count` contiguous runs of about equal bytes.
-    static func runs(of sizes: [Int64], into count: Int) -> [Range<Int>] {
+    /// `sizes` split into `count` contiguous runs of about equal bytes; empty runs are dropped
+    /// unless `keepingEmpty` (a shard's number must name the same run whatever the sizes).
+    static func runs(of sizes: [Int64], into count: Int, keepingEmpty: Bool = false) -> [Range<Int>] {
         guard count > 1 else { return [0..<sizes.count] }
         let total = max(1, sizes.reduce(0, +))
         var runs: [Range<Int>] = [], start = 0, acc: Int64 = 0
@@ -137,6 +138,10 @@ public struct ExportFit: Sendable {
             }
         }
         runs.append(start..<sizes.count)
+        if keepingEmpty {
+            while runs.count < count { runs.append(sizes.count..<sizes.count) }
+            return runs
+        }
         return runs.filter { !$0.isEmpty }
     }
 
@@ -184,5 +189,98 @@ private final class ByteCounter: @unchecked Sendable {
             return done
         }
         report(now, total)
+    }
+}
+
+/// One shard of a fit too big for one machine (`aviary fit --shard K/N`): the sketch of its
+/// contiguous run of the export's files, unfinished, so that ``merge(_:)`` joins the shards in
+/// order into the fit one process gives, sessions carried across their boundaries included.
+///
+/// `Sendable`: a plain value.
+public struct FitShard: Sendable, Codable {
+    /// The shard's number, 1 … ``count``.
+    public var index: Int
+    /// How many shards share the export.
+    public var count: Int
+    /// The export's format.
+    public var format: String
+    /// The files this shard read, in order.
+    public var files: [String]
+    /// Lines, records, malformed lines and out-of-range events read.
+    public var lines: Int, records: Int, malformed: Int, outOfRange: Int
+    /// The texts behind the records' hashes.
+    public var strings: ExportStrings
+    /// What the fit was told.
+    public var options: FitOptions
+    /// The sketch of the shard's records, unfinished.
+    public var sketch: FleetSketch
+
+    /// The file a shard writes into its folder.
+    public static let fileName = "fit-shard.json"
+
+    /// Writes the shard as JSON into `folder`.
+    public func write(to folder: URL) throws -> URL {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        let url = folder.appendingPathComponent(Self.fileName)
+        try encoder.encode(self).write(to: url)
+        return url
+    }
+
+    /// Reads a shard's file.
+    public static func read(_ url: URL) throws -> FitShard {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+        return try decoder.decode(FitShard.self, from: Data(contentsOf: url))
+    }
+
+    /// The fit of every shard of one export, merged in order.
+    ///
+    /// - Throws: ``ExportError`` when a shard is missing or doubled, or the shards were made
+    ///   of different formats, shard counts or options.
+    public static func merge(_ shards: [FitShard]) throws(ExportError) -> (fleet: FleetFit, records: Int, files: Int, format: String) {
+        guard let first = shards.first else { throw ExportError(problem: "no fit shards to merge") }
+        let sorted = shards.sorted { $0.index < $1.index }
+        guard sorted.map(\.index) == Array(1...first.count), sorted.allSatisfy({ $0.count == first.count }) else {
+            throw ExportError(problem: "the shards are \(sorted.map { "\($0.index)/\($0.count)" }.joined(separator: ", ")); expected each of 1/\(first.count) to \(first.count)/\(first.count) once")
+        }
+        guard sorted.allSatisfy({ $0.format == first.format }) else {
+            throw ExportError(problem: "the shards read different formats (\(Set(sorted.map(\.format)).sorted().joined(separator: ", "))); expected one export")
+        }
+        guard sorted.allSatisfy({ $0.options == first.options }) else {
+            throw ExportError(problem: "the shards were fitted with different options; fit every shard with the same flags")
+        }
+        var sketch = sorted[0].sketch, strings = sorted[0].strings
+        for shard in sorted.dropFirst() {
+            sketch.merge(shard.sketch)
+            strings.merge(shard.strings)
+        }
+        sketch.finish()
+        guard sketch.records > 0 else { throw ExportError(problem: "the shards hold no events") }
+        return (FleetFit(sketch, strings: strings, cutoff: first.options.cutoff), sorted.reduce(0) { $0 + $1.records }, sorted.reduce(0) { $0 + $1.files.count }, first.format)
+    }
+}
+
+extension ExportFit {
+    /// Reads shard `index` of `count`: the same contiguous run of files that `--jobs count`
+    /// would give one thread, sketched but not finished.
+    public func shard(_ index: Int, of count: Int) throws -> FitShard {
+        let files = try files()
+        var options = read
+        if options.format == nil { options.format = try ExportDetection.format(of: files[0]) }
+        let format = options.format!
+        let traits = FormatTraits(format)
+        let sizes = files.map { Int64((try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0) }
+        let runs = Self.runs(of: sizes, into: count, keepingEmpty: true)
+        var sketch = FleetSketch(traits: traits, options: fit)
+        if traits.needsSkewPass { sketch.skewHints = try skewPass(Array(files[runs[index - 1]]), options: options, counter: nil) }
+        var summary = ExportReadSummary(format: format)
+        let reader = ExportReader(options: options)
+        for i in runs[index - 1] {
+            summary.merge(try reader.read(files[i]) { batch in for r in batch { sketch.add(r) } })
+        }
+        return FitShard(index: index, count: count, format: format.rawValue, files: runs[index - 1].map { files[$0].path }, lines: summary.lines, records: summary.records,
+                        malformed: summary.malformed, outOfRange: summary.outOfRange, strings: summary.strings, options: fit, sketch: sketch)
     }
 }

@@ -5,7 +5,7 @@ import Exports
 /// session ids, and where the export was cut.
 ///
 /// `Sendable`: a plain value.
-public struct FitOptions: Sendable {
+public struct FitOptions: Sendable, Codable, Equatable {
     /// Events that expose a device to a variant: the vendors' own exposure events and the
     /// names Aviary's devices send.
     public var viewEvents: [String] = ["Experiment Viewed", "$feature_flag_called", "[Experiment] Exposure", "$experiment_started", "experiment_viewed"]
@@ -13,9 +13,9 @@ public struct FitOptions: Sendable {
     public var conversionEvents: [String] = ["Experiment Converted", "experiment_converted"]
     /// Events an app logs when it comes to the foreground (Segment's and PostHog's lifecycle
     /// event, Amplitude's session start, Snowplow's foreground event).
-    public var sessionStartEvents: [String] = ["Application Opened", "session_start", "application_foreground", "$app_opened"]
+    public var sessionStartEvents: [String] = ["Application Opened", "session_start", "application_foreground", "application_opened", "$app_opened"]
     /// Events an app logs when it leaves the foreground.
-    public var sessionEndEvents: [String] = ["Application Backgrounded", "session_end", "application_background", "$app_backgrounded"]
+    public var sessionEndEvents: [String] = ["Application Backgrounded", "session_end", "application_background", "application_backgrounded", "$app_backgrounded"]
     /// Where the export has no session ids and no lifecycle events: a gap between a device's
     /// events longer than this starts a new session (Amplitude's and Snowplow's mobile SDKs
     /// time a session out after 5 and 30 minutes; 30 is the common rule).
@@ -41,7 +41,7 @@ public struct FitOptions: Sendable {
 /// there, and whether the event's time is already on the collector's clock.
 ///
 /// `Sendable`: a plain value.
-public struct FormatTraits: Sendable, Hashable {
+public struct FormatTraits: Sendable, Hashable, Codable {
     /// Records carry the device's clock when the request was sent.
     public var hasSentTime: Bool
     /// ``ExportRecord/created`` is already corrected to the collector's clock by the vendor

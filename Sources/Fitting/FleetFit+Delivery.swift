@@ -24,9 +24,12 @@ extension FleetFit {
         if let mode = (1..<6_000).max(by: { sketch.oldestWaits[$0] < sketch.oldestWaits[$1] }), sketch.oldestWaits[mode] > 0 {
             flush = Double(mode) / 10
             let share = Double(sketch.oldestWaits[mode]) / Double(batches)
-            parameters.append(FitParameter(name: "client.flush_interval", estimate: flush, low: flush - 0.05, high: flush + 0.05, n: Int64(batches), sample: "batches", unit: "s",
+            // Without a sent time the wait is to the arrival, on times some vendors keep to the
+            // second (Mixpanel's `time`): the mode is good to a second, not to a step.
+            let step = sketch.traits.hasSentTime ? 0.05 : 1.0
+            parameters.append(FitParameter(name: "client.flush_interval", estimate: flush, low: flush - step, high: flush + step, n: Int64(batches), sample: "batches", unit: "s",
                                            estimator: "the commonest wait of a batch's oldest event (0.1 s steps)",
-                                           note: "\(Int((share * 100).rounded())) % of batches waited exactly this long"))
+                                           note: "\(Int((share * 100).rounded())) % of batches waited this long\(sketch.traits.hasSentTime ? " exactly" : ", to their arrival")"))
         }
         fitOffline(flush: flush)
         fitNetwork()
@@ -95,7 +98,7 @@ extension FleetFit {
         var perDevice: [(n: Double, long: Double)] = []
         perDevice.reserveCapacity(sketch.devices.count)
         for d in sketch.devices {
-            let l = Double([d.long.0, d.long.1, d.long.2, d.long.3][level])
+            let l = Double(d.long[level])
             events += Double(d.events)
             long += l
             perDevice.append((Double(d.events), l))

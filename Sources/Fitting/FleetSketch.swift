@@ -15,7 +15,7 @@ import Exports
 /// device in a first pass (``skewHints``) where the export has neither.
 ///
 /// `Sendable`: a plain value.
-public struct FleetSketch: Sendable {
+public struct FleetSketch: Sendable, Codable {
     /// What the format carries.
     public let traits: FormatTraits
     let options: FitOptions
@@ -75,7 +75,7 @@ public struct FleetSketch: Sendable {
     }
 
     /// An experiment's variant, by their hashes.
-    public struct VariantKey: Sendable, Hashable {
+    public struct VariantKey: Sendable, Hashable, Codable {
         /// The experiment's hash.
         public var experiment: UInt64
         /// The variant's hash.
@@ -83,7 +83,7 @@ public struct FleetSketch: Sendable {
     }
 
     /// Views and conversions of a variant.
-    public struct Exposure: Sendable, Hashable {
+    public struct Exposure: Sendable, Hashable, Codable {
         /// Exposure events.
         public var views: Int64 = 0
         /// Conversion events.
@@ -91,21 +91,21 @@ public struct FleetSketch: Sendable {
     }
 
     /// A device in an experiment.
-    struct UnitKey: Hashable {
+    struct UnitKey: Hashable, Codable {
         var device: UInt64
         var experiment: UInt64
     }
 
     /// What a device did in an experiment: sessions are numbered from 1 in the part of the
     /// export read; 0 where the part did not see it.
-    struct Unit {
+    struct Unit: Codable {
         var variant: UInt64
         var view: Int32 = 0
         var conversion: Int32 = 0
     }
 
     /// What a day's sessions add up to.
-    public struct SessionStats: Sendable, Hashable {
+    public struct SessionStats: Sendable, Hashable, Codable {
         /// Sessions closed.
         public var count: Int64 = 0
         /// ln of the length of sessions whose start and end events were both seen.
@@ -133,7 +133,7 @@ public struct FleetSketch: Sendable {
     // MARK: - Devices
 
     /// A session as far as it has been seen.
-    struct Session: Sendable {
+    struct Session: Sendable, Codable {
         var key: UInt64
         /// Whether the export gave no session id, so the session was told by a start event or a
         /// gap (its key then only tells it from the device's other sessions in this part).
@@ -155,7 +155,7 @@ public struct FleetSketch: Sendable {
     }
 
     /// What the sketch keeps of one device.
-    struct DeviceState: Sendable {
+    struct DeviceState: Sendable, Codable {
         var events: UInt32 = 0
         var closedSessions: UInt32 = 0
         /// The first session seen, held open until the end so that a part read elsewhere can
@@ -178,7 +178,18 @@ public struct FleetSketch: Sendable {
         var trips = Moments()
         /// Events, and those that waited longer than each of ``FleetSketch/longWaits`` before
         /// they could be sent: the share of events created offline, by device for its interval.
-        var long: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)
+        var long = LongWaits()
+    }
+
+    /// A device's events that waited longer than each of ``FleetSketch/longWaits``.
+    struct LongWaits: Sendable, Codable {
+        var over60: UInt32 = 0, over120: UInt32 = 0, over300: UInt32 = 0, over900: UInt32 = 0
+
+        subscript(level: Int) -> UInt32 { [over60, over120, over300, over900][level] }
+
+        static func + (a: Self, b: Self) -> Self {
+            LongWaits(over60: a.over60 + b.over60, over120: a.over120 + b.over120, over300: a.over300 + b.over300, over900: a.over900 + b.over900)
+        }
     }
 
     /// The thresholds a device counts its long waits against: whichever is just above twice
@@ -218,10 +229,10 @@ public struct FleetSketch: Sendable {
             if wait.isNaN { wait = r.received - time }
         }
         if wait > 60 {
-            devices[slot].long.0 += 1
-            if wait > 120 { devices[slot].long.1 += 1 }
-            if wait > 300 { devices[slot].long.2 += 1 }
-            if wait > 900 { devices[slot].long.3 += 1 }
+            devices[slot].long.over60 += 1
+            if wait > 120 { devices[slot].long.over120 += 1 }
+            if wait > 300 { devices[slot].long.over300 += 1 }
+            if wait > 900 { devices[slot].long.over900 += 1 }
         }
         batch(slot, r, time: time, offset: offset)
 
@@ -412,7 +423,7 @@ public struct FleetSketch: Sendable {
         a.events += b.events
         a.leastOffset = min(a.leastOffset, b.leastOffset)
         a.trips.merge(b.trips)
-        a.long = (a.long.0 + b.long.0, a.long.1 + b.long.1, a.long.2 + b.long.2, a.long.3 + b.long.3)
+        a.long = a.long + b.long
         // The later part's sessions, first to last: its held-back first one may continue ours.
         let theirs = [b.head, b.tail].compactMap { $0 }
         var closed = b.closedSessions
