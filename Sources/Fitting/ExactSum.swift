@@ -24,6 +24,9 @@ public struct ExactSum: Sendable, Hashable, Codable {
     @usableFromInline
     mutating func addUnits(_ u: Int128) { units &+= u }
 
+    /// Adds a sum kept in 2⁻²⁴ units (exactly: 2⁻³² units are finer).
+    public mutating func add(fixed24 units: Int64) { self.units &+= Int128(units) << 8 }
+
     /// Adds another sum.
     public mutating func add(_ other: ExactSum) { units &+= other.units }
 
@@ -61,6 +64,14 @@ public struct Moments: Sendable, Hashable, Codable {
         count += 1
         sum.add(x)
         squares.add(x * x)
+    }
+
+    /// Adds `count` terms whose sum and sum of squares are given in fixed point, `2⁻²⁴` a
+    /// unit: exactly, as the terms themselves would have been added.
+    public mutating func add(count: Int64, fixedSum: Int64, fixedSquares: Int64) {
+        self.count += count
+        sum.add(fixed24: fixedSum)
+        squares.add(fixed24: fixedSquares)
     }
 
     /// Adds another set of moments.

@@ -148,10 +148,10 @@ extension FleetFit {
         for d in sketch.devices where d.leastOffset.isFinite {
             timed += 1
             if abs(d.leastOffset) < 1 {
-                trips.merge(d.trips)
+                trips.add(count: Int64(d.trips.count), fixedSum: d.trips.sum, fixedSquares: d.trips.squares)
             } else {
                 skewed += 1
-                skews.append(abs(d.leastOffset))
+                skews.append(Double(abs(d.leastOffset)))
             }
         }
         if trips.count >= 30 {

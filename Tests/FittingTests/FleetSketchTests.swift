@@ -50,3 +50,12 @@ struct FleetSketchTests {
         #expect(s.sessionsPerDevice == [2: 1])
     }
 }
+
+extension FleetSketchTests {
+    /// What a device costs while the export streams past: its state stays within 200 bytes, as
+    /// a simulated device's does (the index that finds it adds a dictionary entry).
+    @Test func aDevicesStateFitsInTwoHundredBytes() {
+        #expect(MemoryLayout<FleetSketch.DeviceState>.size <= 200)
+        #expect(MemoryLayout<FleetSketch.Session>.size == 56)
+    }
+}
