@@ -37,6 +37,8 @@ network:
   loss: 0.01
 server:
   update: {every: 1h}
+analysis:
+  looks: 1d                   # the analyst reads the experiment daily (inference.csv)
 
 """
 
