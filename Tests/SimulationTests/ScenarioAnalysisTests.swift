@@ -44,10 +44,14 @@ struct ScenarioAnalysisTests {
         #expect(try Tiny.scenario(extra: "analysis: null").analysis == nil)
     }
 
-    @Test func theShippedScenariosAskForNoAnalysis() throws {
+    /// The main job shows what the analyst concludes beside regret: the default scenario reads
+    /// its experiment daily, with every other setting at the plan's defaults.
+    @Test func theDefaultScenarioReadsItsExperimentDaily() throws {
         let scenarios = try Scenario.scenarios(contentsOf: packageRoot.appendingPathComponent("Scenarios/default.yaml"))
-        #expect(!scenarios.isEmpty)
-        #expect(scenarios.allSatisfy { $0.analysis == nil })
+        #expect(scenarios.count == 1)
+        var plan = AnalysisPlan()
+        plan.lookEvery = 86_400
+        #expect(scenarios[0].analysis == plan)
     }
 
     @Test func anUnknownKeyIsNamedWithASuggestion() throws {

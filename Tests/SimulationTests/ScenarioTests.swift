@@ -214,7 +214,7 @@ struct ScenarioErrorTests {
         let e = try error(["replicates": "replicate: 3"])
         #expect(e.key == "replicate")
         #expect(e.problem.contains("unknown key (did you mean 'replicates'?)"))
-        #expect(e.problem.contains("expected one of name, description, seed, replicates"))
+        #expect(e.problem.contains("expected one of name, description, seed, start, replicates"))
     }
 
     @Test func unknownNestedKeySuggestsTheNearestOne() throws {
