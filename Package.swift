@@ -91,7 +91,7 @@ let package = Package(
         ),
         // A scenario calibrated to a team's own fleet from its export: mergeable sketches,
         // the estimators, fit.csv and fit.html. Writes a Scenario; knows no kernel.
-        .target(name: "Fitting", dependencies: ["Exports", "Simulation", "Randomness"]),
+        .target(name: "Fitting", dependencies: ["Analysis", "Exports", "Simulation", "Randomness"]),
         // The HTTP API's bodies, below both the server and the load generator (trait `Live`).
         .target(
             name: "WireFormat",

@@ -64,12 +64,7 @@ public struct ExportFit: Sendable {
     /// - Throws: ``ExportError`` for an input that cannot be read, an unrecognised format,
     ///   or more malformed lines than `read.maxBadFraction` allows.
     public func run(progress: (@Sendable (Int64, Int64) -> Void)? = nil) throws -> Outcome {
-        let files = try files()
-        var options = read
-        if options.format == nil { options.format = try ExportDetection.format(of: files[0]) }
-        let format = options.format!
-        let traits = FormatTraits(format)
-        let sizes = files.map { Int64((try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0) }
+        let (files, options, format, traits, sizes) = try prepared()
         let total = sizes.reduce(0, +) * (traits.needsSkewPass ? 2 : 1)
         let counter = ByteCounter(total: total, report: progress)
         var hints: [UInt64: Double] = [:]
@@ -103,6 +98,17 @@ public struct ExportFit: Sendable {
             throw ExportError(file: files.count == 1 ? files[0].path : nil, format: format, problem: "holds no events; expected \(format.rawValue) events")
         }
         return Outcome(fleet: FleetFit(sketch, strings: summary.strings, cutoff: fit.cutoff), summary: summary, files: files)
+    }
+
+    /// The export's files, the read options with its format found, what the format carries,
+    /// and each file's size.
+    private func prepared() throws -> (files: [URL], options: ExportReadOptions, format: ExportFormat, traits: FormatTraits, sizes: [Int64]) {
+        let files = try files()
+        var options = read
+        if options.format == nil { options.format = try ExportDetection.format(of: files[0]) }
+        let format = options.format!
+        let sizes = files.map { Int64((try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0) }
+        return (files, options, format, FormatTraits(format), sizes)
     }
 
     /// Each device's clock ahead of the collector's: the least of its events' creation minus
@@ -266,12 +272,7 @@ extension ExportFit {
     /// Reads shard `index` of `count`: the same contiguous run of files that `--jobs count`
     /// would give one thread, sketched but not finished.
     public func shard(_ index: Int, of count: Int) throws -> FitShard {
-        let files = try files()
-        var options = read
-        if options.format == nil { options.format = try ExportDetection.format(of: files[0]) }
-        let format = options.format!
-        let traits = FormatTraits(format)
-        let sizes = files.map { Int64((try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? NSNumber)?.int64Value ?? 0) }
+        let (files, options, format, traits, sizes) = try prepared()
         let runs = Self.runs(of: sizes, into: count, keepingEmpty: true)
         var sketch = FleetSketch(traits: traits, options: fit)
         if traits.needsSkewPass { sketch.skewHints = try skewPass(Array(files[runs[index - 1]]), options: options, counter: nil) }

@@ -1,3 +1,4 @@
+import Analysis
 import Exports
 import Foundation
 import Simulation

@@ -1,3 +1,4 @@
+import Analysis
 import Foundation
 import Randomness
 
@@ -61,7 +62,7 @@ extension FleetFit {
     /// The maximum likelihood zero-truncated negative binomial of `table` (count → devices),
     /// fitted on (ln mean, ln shape).
     static func truncatedNegativeBinomial(_ table: [Int: Int64]) -> NegativeBinomialFit {
-        let cells: [(n: Double, c: Double, lfact: Double)] = table.filter { $0.key > 0 && $0.value > 0 }.sorted { $0.key < $1.key }.map { (Double($0.key), Double($0.value), logGamma(Double($0.key) + 1)) }
+        let cells: [(n: Double, c: Double, lfact: Double)] = table.filter { $0.key > 0 && $0.value > 0 }.sorted { $0.key < $1.key }.map { (Double($0.key), Double($0.value), Distributions.logGamma(Double($0.key) + 1)) }
         var total = 0.0, sum = 0.0
         for cell in cells {
             total += cell.c
@@ -78,9 +79,9 @@ extension FleetFit {
             let logZero = k * log(k / (k + m))
             let logSeen = log(-expm1(logZero))
             var sum = 0.0
-            let a = k * log(k / (k + m)), b = log(m / (k + m)), lk = logGamma(k)
+            let a = k * log(k / (k + m)), b = log(m / (k + m)), lk = Distributions.logGamma(k)
             for (n, c, lfact) in cells {
-                sum += c * (logGamma(n + k) - lk - lfact + a + n * b - logSeen)
+                sum += c * (Distributions.logGamma(n + k) - lk - lfact + a + n * b - logSeen)
             }
             return -sum
         }
@@ -95,7 +96,7 @@ extension FleetFit {
     }
 
     static func nbLogPMF(_ n: Double, mean m: Double, shape k: Double) -> Double {
-        logGamma(n + k) - logGamma(k) - logGamma(n + 1) + k * log(k / (k + m)) + n * log(m / (k + m))
+        Distributions.logGamma(n + k) - Distributions.logGamma(k) - Distributions.logGamma(n + 1) + k * log(k / (k + m)) + n * log(m / (k + m))
     }
 
     /// The largest gap between the devices' counts and the truncated model's, as shares.
@@ -239,7 +240,6 @@ extension FleetFit {
                 name: "population.session_length.median", estimate: exp(mu), low: exp(mu - half), high: exp(mu + half), n: logs.count, sample: "sessions", unit: "s",
                 estimator: "lognormal, maximum likelihood (mean of ln length)", ks: curve.ks,
                 note: lifecycle ? "from each session's start and end events" : "no lifecycle events: from the span of each session's events, stretched by (k+1)/(k−1)"))
-            // sigma² (n−1)/s² ~ χ²(n−1): by Wilson and Hilferty's cube root.
             let (low, high) = Self.sigmaInterval(sigma, n: n)
             parameters.append(FitParameter(name: "population.session_length.sigma", estimate: sigma, low: low, high: high, n: logs.count, sample: "sessions",
                                            estimator: "lognormal, maximum likelihood (sd of ln length)", ks: curve.ks))
@@ -279,13 +279,17 @@ extension FleetFit {
                                        note: shape.isFinite ? "" : "no more spread than Poisson"))
     }
 
+    /// The 95 % interval of a normal sample's standard deviation: (n − 1)s²/σ² is χ²(n − 1).
+    /// Past a thousand degrees of freedom GSL's inverse does not converge (it answers NaN), and
+    /// Wilson and Hilferty's cube root is exact to far below the interval's own width there.
     static func sigmaInterval(_ s: Double, n: Double) -> (Double, Double) {
         let df = n - 1
-        func chiQuantile(_ p: Double) -> Double {
-            let z = normalQuantile(p), c = 2 / (9 * df)
+        func quantile(_ p: Double) -> Double {
+            if df <= 1_000 { return Distributions.chiSquaredQuantile(p, degreesOfFreedom: df) }
+            let z = Distributions.normalQuantile(p), c = 2 / (9 * df)
             return df * pow(1 - c + z * c.squareRoot(), 3)
         }
-        return (s * (df / chiQuantile(0.975)).squareRoot(), s * (df / chiQuantile(0.025)).squareRoot())
+        return (s * (df / quantile(0.975)).squareRoot(), s * (df / quantile(0.025)).squareRoot())
     }
 
     /// A lognormal against a histogram in ``DelaySketch``'s bins.
@@ -301,7 +305,7 @@ extension FleetFit {
             let edge = DelaySketch.upperEdge(b)
             points.append(edge)
             data.append(running / total)
-            model.append(normalCDF((log(edge) - log(median)) / sigma))
+            model.append(Distributions.normalCDF((log(edge) - log(median)) / sigma))
         }
         return FitCurve(title: title, unit: "s", points: points, data: data, model: model, logScale: true)
     }

@@ -61,10 +61,12 @@ struct EstimatorTests {
         #expect(abs(x[1] - 1) < 1e-3)
     }
 
-    /// The normal quantile against tabled values.
-    @Test func normalQuantile() {
-        #expect(abs(Fitting.normalQuantile(0.975) - 1.959963984540054) < 1e-9)
-        #expect(abs(Fitting.normalQuantile(0.001) + 3.090232306167813) < 1e-9)
+    /// The interval of a standard deviation against the closed form's tabled χ² quantiles:
+    /// n = 11, s = 2: [2 √(10/20.483), 2 √(10/3.247)] = [1.397, 3.510].
+    @Test func sigmaInterval() {
+        let (low, high) = FleetFit.sigmaInterval(2, n: 11)
+        #expect(abs(low - 1.3975) < 1e-3)
+        #expect(abs(high - 3.5101) < 1e-3)
     }
 
     /// Sums kept exactly come out the same in any order.
