@@ -65,7 +65,7 @@ let package = Package(
         .target(name: "ExperimentModel", dependencies: ["Randomness"]),
         // What an experiment concludes: estimators, tests and sample-ratio checks over what a
         // server ingested, the same code for the fleet, the bare bandit and the live server.
-        .target(name: "Analysis", dependencies: ["CGSL"]),
+        .target(name: "Analysis", dependencies: ["CGSL", "ExperimentModel"]),
         .target(name: "Allocators", dependencies: ["Analysis", "ExperimentModel", "Randomness", "CGSL"]),
         .target(name: "ClientEngine", dependencies: ["ExperimentModel", "Randomness"]),
         .target(name: "ClientFeatures", dependencies: ["DataStructures", "ExperimentModel", "Randomness"]),

@@ -154,26 +154,26 @@ public struct AugmentedIPW: Hashable, Sendable {
 
     /// A variant's value and the variance of the estimate; `nil` before it had any weight (per
     /// view: any views).
-    public func value(of variant: Int) -> (estimate: Double, variance: Double)? {
+    public func value(of variant: Int) -> Estimate? {
         let arm = arms[variant]
         guard arm.weights > 0 else { return nil }
         let q = arm.weightedScores / arm.weights
         switch outcome {
         case .conversionsPerUnit:
             let variance = (arm.squaredWeightedSquares - 2 * q * arm.squaredWeightedScores + q * q * arm.squaredWeights) / (arm.weights * arm.weights)
-            return (q, max(variance, 0))
+            return Estimate(estimate: q, variance: max(variance, 0))
         case .conversionsPerView:
             let views = arm.weightedViews / arm.weights
             guard views > 0 else { return nil }
             let r = q / views, scale = arm.weights * views
             let variance = (arm.squaredWeightedSquares - 2 * r * arm.squaredWeightedProducts + r * r * arm.squaredWeightedViewSquares) / (scale * scale)
-            return (r, max(variance, 0))
+            return Estimate(estimate: r, variance: max(variance, 0))
         }
     }
 
     /// The lift of `variant` over the control (variant 0) and its variance, the two estimates'
     /// covariance included; `nil` before both had any weight.
-    public func lift(of variant: Int) -> (estimate: Double, variance: Double)? {
+    public func lift(of variant: Int) -> Estimate? {
         precondition(variant != 0, "the control's lift over itself")
         guard let a = value(of: variant), let c = value(of: 0) else { return nil }
         let arm = arms[variant], control = arms[0]
@@ -188,72 +188,6 @@ public struct AugmentedIPW: Hashable, Sendable {
             covariance = (arm.crossProducts - q0 * arm.crossConversionsViews - qa * arm.crossViewsConversions + qa * q0 * arm.crossViews)
                 / (arm.weightedViews * control.weightedViews)
         }
-        return (qa - q0, max(a.variance + c.variance - 2 * covariance, 0))
+        return Estimate(estimate: qa - q0, variance: max(a.variance + c.variance - 2 * covariance, 0))
     }
-}
-
-/// The epoch-stratified estimator (Optimizely's for adaptive allocation): within each epoch of
-/// fixed allocation the variants are compared as in a fixed split, and the epochs' differences
-/// are averaged with weights proportional to their units. Unbiased when the allocation changes
-/// only between epochs, whatever it changes to; it pays in variance for epochs where a variant
-/// got few units.
-///
-/// An epoch counts for a variant only once the variant (and, for a lift, the control) has two
-/// units in it, the least a variance needs.
-///
-/// `Sendable`: a value.
-public struct EpochStratified: Hashable, Sendable {
-    private struct Sums: Hashable, Sendable {
-        var units = 0.0, weighted = 0.0, weightedVariance = 0.0
-        mutating func add(units: Double, value: Double, variance: Double) {
-            self.units += units
-            weighted += units * value
-            weightedVariance += units * units * variance
-        }
-        var estimate: (estimate: Double, variance: Double)? {
-            units > 0 ? (weighted / units, weightedVariance / (units * units)) : nil
-        }
-    }
-
-    private var values: [Sums]
-    private var lifts: [Sums]
-
-    /// No epochs.
-    public init(variantCount: Int) {
-        values = Array(repeating: Sums(), count: variantCount)
-        lifts = Array(repeating: Sums(), count: variantCount)
-    }
-
-    /// Adds an epoch: each variant's units in it. `metric` makes a variant's statistic from its
-    /// totals (conversions per view, or per unit).
-    public mutating func addEpoch(_ totals: [UnitTotals], metric: (UnitTotals) -> Statistic = \.perView) {
-        let n = Double(totals.reduce(0) { $0 + $1.units })
-        let statistics = totals.map { $0.units >= 2 ? metric($0) : nil }
-        for (index, statistic) in statistics.enumerated() {
-            guard let statistic else { continue }
-            values[index].add(units: n, value: statistic.mean, variance: statistic.variance / Double(statistic.n))
-            guard index != 0, let control = statistics[0] else { continue }
-            lifts[index].add(units: n, value: statistic.mean - control.mean,
-                             variance: statistic.variance / Double(statistic.n) + control.variance / Double(control.n))
-        }
-    }
-
-    /// The variant's value over the epochs it counts in, with the estimate's variance.
-    public func value(of variant: Int) -> (estimate: Double, variance: Double)? { values[variant].estimate }
-
-    /// The variant's lift over the control (variant 0), with the estimate's variance.
-    public func lift(of variant: Int) -> (estimate: Double, variance: Double)? { lifts[variant].estimate }
-}
-
-/// Wilson's score interval for a proportion: the interval the comparisons give a coverage or a
-/// rejection rate, honest near 0 and 1 where the normal one is not.
-///
-/// - Returns: the interval; (0, 1) without trials.
-public func wilsonInterval(successes: Int, trials: Int, confidence: Double = 0.95) -> (lower: Double, upper: Double) {
-    guard trials > 0 else { return (0, 1) }
-    let z = Distributions.normalQuantile(1 - (1 - confidence) / 2)
-    let n = Double(trials), p = Double(successes) / n
-    let centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    let half = z / (1 + z * z / n) * (p * (1 - p) / n + z * z / (4 * n * n)).squareRoot()
-    return (max(0, centre - half), min(1, centre + half))
 }

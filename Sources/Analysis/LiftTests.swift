@@ -3,7 +3,7 @@ import Foundation
 /// A lift of a variant over the control with its interval and the test's p-value.
 ///
 /// `Sendable`: a value.
-public struct LiftResult: Hashable, Sendable {
+public struct LiftResult: EstimatedInterval, Hashable, Sendable {
     /// The estimate: variant minus control (or, for a relative lift, that over the control).
     public var estimate: Double
     /// The interval's lower end.
@@ -23,6 +23,29 @@ public struct LiftResult: Hashable, Sendable {
 
     /// Whether the interval holds `value`.
     public func covers(_ value: Double) -> Bool { lower <= value && value <= upper }
+}
+
+/// A Bayesian lift: the posterior's mean and credible interval, and the chance that the variant
+/// beats the control (gbstats keeps it apart from any p-value, as `chance_to_win`).
+///
+/// `Sendable`: a value.
+public struct BayesianLift: EstimatedInterval, Hashable, Sendable {
+    /// The posterior mean of variant minus control.
+    public var estimate: Double
+    /// The credible interval's lower end.
+    public var lower: Double
+    /// The credible interval's upper end.
+    public var upper: Double
+    /// P(variant > control) under the posterior.
+    public var chanceToBeatControl: Double
+
+    /// A result given directly.
+    public init(estimate: Double, lower: Double, upper: Double, chanceToBeatControl: Double) {
+        self.estimate = estimate
+        self.lower = lower
+        self.upper = upper
+        self.chanceToBeatControl = chanceToBeatControl
+    }
 }
 
 /// The tests an analyst runs on a variant against the control, each as gbstats 0.8 computes it
@@ -88,14 +111,14 @@ public enum LiftTests {
     /// The chance that the variant beats the control and a credible interval for the absolute
     /// lift: gbstats' `EffectBayesianABTest` with its default (flat) prior on the effect.
     ///
-    /// - Returns: the lift and its interval, with ``LiftResult/pValue`` holding the chance to
-    ///   beat the control; `nil` without units in either or a variance that is not positive.
-    public static func bayesian(control a: Statistic, variant b: Statistic, alpha: Double = 0.05) -> LiftResult? {
+    /// - Returns: the lift, its credible interval and the chance to beat the control; `nil`
+    ///   without units in either or a variance that is not positive.
+    public static func bayesian(control a: Statistic, variant b: Statistic, alpha: Double = 0.05) -> BayesianLift? {
         guard a.n > 0, b.n > 0, a.variance > 0, b.variance > 0 else { return nil }
         let (estimate, variance) = difference(a, b, relative: false)
         return normal(estimate: estimate, variance: variance, alpha: alpha).map {
-            LiftResult(estimate: $0.estimate, lower: $0.lower, upper: $0.upper,
-                       pValue: Distributions.normalCDF(estimate / variance.squareRoot()))
+            BayesianLift(estimate: $0.estimate, lower: $0.lower, upper: $0.upper,
+                         chanceToBeatControl: Distributions.normalCDF(estimate / variance.squareRoot()))
         }
     }
 

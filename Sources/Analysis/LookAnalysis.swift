@@ -9,40 +9,6 @@ public enum Estimator: String, CaseIterable, Hashable, Sendable {
     case aipw
 }
 
-/// What an analysis at one look of one experiment reads.
-///
-/// `Sendable`: a value.
-public struct LookInput: Sendable {
-    /// Per variant (the first is the control), the units the server has ingested.
-    public var totals: [UnitTotals]
-    /// Per variant, the units expected under the published split: for a fixed split its
-    /// weights, for an adaptive allocator Σ over periods of arrivals × published weights.
-    public var expectedUnits: [Double]
-    /// Per variant, the units expected under the weights the units actually drew with (stale
-    /// caches included): what only a simulator knows.
-    public var oracleUnits: [Double]
-    /// The sequential SRM p-value over the looks so far (``SampleRatio/Sequential``).
-    public var sequentialSRM: Double
-    /// Per variant, the true conversions per view for the units exposed.
-    public var truth: [Double]
-    /// The epoch-stratified estimates, where periods are known.
-    public var stratified: EpochStratified?
-    /// The AIPW estimates, where propensities are known.
-    public var weighted: AugmentedIPW?
-
-    /// An input given directly.
-    public init(totals: [UnitTotals], expectedUnits: [Double], oracleUnits: [Double], sequentialSRM: Double, truth: [Double],
-                stratified: EpochStratified? = nil, weighted: AugmentedIPW? = nil) {
-        self.totals = totals
-        self.expectedUnits = expectedUnits
-        self.oracleUnits = oracleUnits
-        self.sequentialSRM = sequentialSRM
-        self.truth = truth
-        self.stratified = stratified
-        self.weighted = weighted
-    }
-}
-
 /// One variant's figures by one estimator at a look.
 ///
 /// `Sendable`: a value.
@@ -51,8 +17,8 @@ public struct VariantResult: Hashable, Sendable {
     public var variant: Int
     /// The estimator.
     public var estimator: Estimator
-    /// The variant's value with its 95 % interval (``LiftResult/pValue`` unused: NaN).
-    public var value: LiftResult?
+    /// The variant's value with its 95 % interval.
+    public var value: IntervalEstimate?
     /// The absolute lift over the control with its 95 % interval and two-sided p-value (Welch for
     /// the naive estimator, z otherwise); `nil` for the control.
     public var lift: LiftResult?
@@ -62,6 +28,13 @@ public struct VariantResult: Hashable, Sendable {
     public var sequential: LiftResult?
     /// The posterior chance that the variant beats the control (flat prior on the effect).
     public var chanceToBeatControl: Double?
+}
+
+extension LookAnalysis {
+    /// A value's interval, without the test of "no value" that comes with it.
+    static func interval(_ result: LiftResult?) -> IntervalEstimate? {
+        result.map { IntervalEstimate(estimate: $0.estimate, lower: $0.lower, upper: $0.upper) }
+    }
 }
 
 /// The analyst's view of one experiment at one look: sample ratio, each estimator's estimates
@@ -103,17 +76,17 @@ public struct LookAnalysis: Hashable, Sendable {
                 switch estimator {
                 case .naive:
                     let s = statistics[variant]
-                    row.value = s.n > 1 ? LiftTests.normal(estimate: s.mean, variance: s.variance / Double(s.n)) : nil
+                    row.value = s.n > 1 ? Self.interval(LiftTests.normal(estimate: s.mean, variance: s.variance / Double(s.n))) : nil
                     if variant != 0 {
                         row.lift = LiftTests.welch(control: statistics[0], variant: s)
                         row.relativeLift = LiftTests.welch(control: statistics[0], variant: s, relative: true)
                         row.sequential = LiftTests.sequential(control: statistics[0], variant: s, tuning: plan.sequentialTuning)
-                        row.chanceToBeatControl = LiftTests.bayesian(control: statistics[0], variant: s)?.pValue
+                        row.chanceToBeatControl = LiftTests.bayesian(control: statistics[0], variant: s)?.chanceToBeatControl
                     }
                 case .stratified, .aipw:
                     let value = estimator == .stratified ? input.stratified?.value(of: variant) : input.weighted?.value(of: variant)
                     guard let value else { break }
-                    row.value = LiftTests.normal(estimate: value.estimate, variance: value.variance)
+                    row.value = Self.interval(LiftTests.normal(estimate: value.estimate, variance: value.variance))
                     guard variant != 0 else { break }
                     let lift = estimator == .stratified ? input.stratified?.lift(of: variant) : input.weighted?.lift(of: variant)
                     guard let lift else { break }

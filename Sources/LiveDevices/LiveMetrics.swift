@@ -1,3 +1,4 @@
+import Analysis
 import Histogram
 import Simulation
 

@@ -1,3 +1,4 @@
+import Analysis
 import Allocators
 import ExperimentModel
 import ExperimentServer
@@ -32,7 +33,7 @@ extension ExperimentService {
             server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: configuration.cadence, at: now),
             recent: RecentEvents(capacity: configuration.dedupeWindow),
             results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } },
-            analysis: configuration.experiments.map { IngestedExperiment(variantCount: $0.variants.count, sticky: $0.sticky) })
+            analysis: configuration.experiments.map { UnitLedger(variantCount: $0.variants.count, sticky: $0.sticky) })
         guard let snapshot else { return state }
         // A snapshot written before results were kept has none: they count from it on.
         if let results = snapshot.results {
@@ -66,7 +67,7 @@ extension ExperimentService {
         return state
     }
 
-    static func check(_ analysis: [IngestedExperiment], of generation: Int, against configuration: ServerConfiguration) throws(ServeError) {
+    static func check(_ analysis: [UnitLedger], of generation: Int, against configuration: ServerConfiguration) throws(ServeError) {
         let experiments = configuration.experiments
         guard analysis.count == experiments.count,
               zip(analysis, experiments).allSatisfy({ $0.variantCount == $1.variants.count && $0.sticky == $1.sticky }) else {

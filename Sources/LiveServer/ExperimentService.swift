@@ -177,7 +177,7 @@ package final class ExperimentService: Sendable {
         /// Per served experiment, per variant: what the events ingested add up to.
         var results: [[VariantResults]]
         /// Per served experiment, its units and publications, for the analysis.
-        var analysis: [IngestedExperiment]
+        var analysis: [UnitLedger]
         var busyUntil = 0.0
         var inFlight = 0
     }

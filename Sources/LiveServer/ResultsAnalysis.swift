@@ -135,7 +135,7 @@ extension ResultsAnalysis.Figures {
         return value
     }
 
-    private static func interval(_ result: LiftResult?) -> [Double]? {
+    private static func interval(_ result: (some EstimatedInterval)?) -> [Double]? {
         guard let result, result.lower.isFinite, result.upper.isFinite else { return nil }
         return [result.lower, result.upper]
     }

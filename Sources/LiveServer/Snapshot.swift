@@ -1,3 +1,4 @@
+import Analysis
 import Allocators
 import ExperimentModel
 import WireFormat
@@ -42,7 +43,7 @@ package struct Snapshot: Codable, Sendable {
     var results: [[ExperimentService.VariantResults]]?
     /// Per served experiment, the units and publications of the analysis in
     /// `GET /v1/results`; absent from a snapshot written before they were kept.
-    var analysis: [IngestedExperiment]?
+    var analysis: [UnitLedger]?
 
     /// Whether a snapshot can stand for the records of an allocator of `spec`: true for those
     /// whose state is their arms' statistics (and a random stream). Explore-then-commit also

@@ -43,7 +43,7 @@ struct LiftTestsTests {
     @Test func bayesianAgreesWithGbstatsEffectBayesianABTest() throws {
         // EffectBayesianABTest(a, b, EffectBayesianConfig(difference_type="absolute")).
         let result = try #require(LiftTests.bayesian(control: control.perView, variant: variant.perView))
-        #expect(abs(result.pValue - 0.975727488961865) < 1e-9)
+        #expect(abs(result.chanceToBeatControl - 0.975727488961865) < 1e-9)
         #expect(abs(result.lower - 0.00017423659651139012) < 1e-9)
         #expect(abs(result.upper - 0.05437121794894312) < 1e-9)
     }

@@ -25,6 +25,8 @@ struct NoBanditObserver: BanditObserver {
 /// Policy periods run between two updates of the allocator; an epoch (the stratified
 /// estimator's stratum, and the sequential SRM test's segment) is a run of periods with the
 /// same propensities, so a fixed split is one epoch and its estimators agree with the naive one.
+/// The expected units and the sequential SRM test are the ledger's own (``PublishedSplits``):
+/// each change of the allocator's propensities is a publication.
 struct BanditInference: BanditObserver {
     let rates: [Double]
     let plan: AnalysisPlan
@@ -36,13 +38,14 @@ struct BanditInference: BanditObserver {
     private var total: [UnitTotals]
     private var period: [UnitTotals]
     private var epoch: [UnitTotals]
-    private var srmPending: [Int]
     private var propensities: [Double]?
     private var model: [Double]
-    private var expected: [Double]
     private var weighted: AugmentedIPW
     private var stratified: EpochStratified
-    private var srm = SampleRatio.Sequential()
+    /// The splits "published" (the allocator's propensities as they changed), the units that
+    /// arrived under each, and the sequential SRM test.
+    private var splits: PublishedSplits
+    private var publications = 0
     private var views = 0
     /// When an explore-then-commit allocator committed, and what it had seen then.
     private(set) var commit: InferenceCommit?
@@ -55,17 +58,17 @@ struct BanditInference: BanditObserver {
         total = Array(repeating: UnitTotals(), count: k)
         period = total
         epoch = total
-        srmPending = Array(repeating: 0, count: k)
         model = Array(repeating: 0, count: k)
-        expected = Array(repeating: 0, count: k)
         weighted = AugmentedIPW(variantCount: k)
         stratified = EpochStratified(variantCount: k)
+        splits = PublishedSplits(variantCount: k)
         propensities = allocator.choiceProbabilities()
+        if let propensities { splits.publish(version: 0, weights: propensities) }
     }
 
     mutating func view(_ variant: Int, converted: Bool) {
         period[variant].addSingleViews(1, converted: converted ? 1 : 0)
-        srmPending[variant] += 1
+        splits.arrived(variant: variant)
     }
 
     mutating func policyChanged(_ allocator: inout some Allocator) {
@@ -83,6 +86,9 @@ struct BanditInference: BanditObserver {
         if next != propensities {
             closeEpoch()
             propensities = next
+            publications += 1
+            // A changed split shows the sequential test what arrived under the old one.
+            if let next { splits.publish(version: publications, weights: next) }
         }
     }
 
@@ -94,20 +100,19 @@ struct BanditInference: BanditObserver {
         }
     }
 
-    /// The propensities to weight and to expect units by: the allocator's, or where it cannot
-    /// say, the split the units fell in (which makes the SRM tests vacuous, as they should be).
-    private var weights: [Double] {
-        propensities ?? period.map { Double($0.units) }
-    }
-
     private mutating func closePeriod() {
         let units = period.reduce(0) { $0 + $1.units }
         guard units > 0 else { return }
-        let weights = self.weights, sum = weights.reduce(0, +)
-        for v in expected.indices { expected[v] += Double(units) * weights[v] / sum }
-        if propensities != nil {
-            weighted.addPeriod(period, propensities: weights.map { $0 / sum }, model: model)
+        if let propensities {
+            let sum = propensities.reduce(0, +)
+            weighted.addPeriod(period, propensities: propensities.map { $0 / sum }, model: model)
+        } else {
+            // An allocator that cannot say its propensities: the split the units fell in stands
+            // for them, which makes the SRM tests vacuous, as they should be.
+            publications += 1
+            splits.publish(version: publications, weights: period.map { Double($0.units) })
         }
+        splits.closePeriod()
         for v in total.indices {
             total[v] = total[v] + period[v]
             epoch[v] = epoch[v] + period[v]
@@ -125,13 +130,6 @@ struct BanditInference: BanditObserver {
     private mutating func closeEpoch() {
         stratified.addEpoch(epoch)
         for v in epoch.indices { epoch[v] = UnitTotals() }
-        observeSRM()
-    }
-
-    private mutating func observeSRM() {
-        guard srmPending.contains(where: { $0 > 0 }) else { return }
-        srm.observe(srmPending, expected: weights)
-        for v in srmPending.indices { srmPending[v] = 0 }
     }
 
     private mutating func look(_ views: Int) {
@@ -141,35 +139,14 @@ struct BanditInference: BanditObserver {
         probe.closePeriod()
         var stratifiedNow = probe.stratified
         stratifiedNow.addEpoch(probe.epoch)
-        probe.observeSRM()
-        srm = probe.srm
-        srmPending = probe.srmPending
+        // The look shows the test what arrived (that much of the probe is kept).
+        let sequential = probe.splits.look()
+        splits = probe.splits
         let input = LookInput(
-            totals: probe.total, expectedUnits: probe.expected, oracleUnits: probe.expected, sequentialSRM: srm.pValue,
-            truth: rates, stratified: stratifiedNow, weighted: propensities == nil ? nil : probe.weighted
+            totals: probe.total, expectedUnits: probe.splits.expected, oracleUnits: probe.splits.expected, sequentialSRM: sequential,
+            stratified: stratifiedNow, weighted: propensities == nil ? nil : probe.weighted
         )
         looks.append(InferenceLook(views: views, totals: probe.total, truth: rates, analysis: LookAnalysis(input, plan: plan)))
-    }
-}
-
-/// One look at one experiment: what the server had ingested, the truth, and the analysis.
-///
-/// `Sendable`: a value.
-public struct InferenceLook: Hashable, Sendable {
-    /// Views ingested by the look, all variants.
-    public var views: Int
-    /// Per variant, the units ingested.
-    public var totals: [UnitTotals]
-    /// Per variant, the true conversions per view for the units exposed.
-    public var truth: [Double]
-    /// The analysis.
-    public var analysis: LookAnalysis
-
-    package init(views: Int, totals: [UnitTotals], truth: [Double], analysis: LookAnalysis) {
-        self.views = views
-        self.totals = totals
-        self.truth = truth
-        self.analysis = analysis
     }
 }
 

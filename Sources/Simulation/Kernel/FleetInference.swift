@@ -30,30 +30,21 @@ struct FleetInference {
     /// The first device of the replicate (events carry fleet device numbers).
     private let firstDevice: Int
 
-    /// A sticky experiment's unit: a device, once the server ingested its first view.
-    private struct Unit {
-        var variant: Int16 = -1
-        var version: UInt16 = 0
-        var views: UInt32 = 0
-        var conversions: UInt32 = 0
-    }
+    /// Per experiment, what the server has ingested: the analyst's ledger, the same as
+    /// `aviary serve`'s.
+    private var ledgers: [UnitLedger]
 
-    /// Per (device, experiment), flat.
-    private var units: [Unit]
-    /// Per (device, experiment, variant), flat: Σ ln(1 − rᵥ(t)) over the device's shows.
+    /// The oracle's half, which only a simulation knows. Per (device, experiment, variant),
+    /// flat: Σ ln(1 − rᵥ(t)) over the device's shows.
     private var survival: [Double]
     /// Per experiment, the variant offsets into `survival`'s per-device block.
     private let offsets: [Int]
     private let variantsPerDevice: Int
-
-    /// A view experiment's units per variant, and its truth so far. A conversion event does not
-    /// say which view it follows, so these are not split by policy: such an experiment gets the
-    /// pooled analysis only.
-    private var viewUnits: [[UnitTotals]]
+    /// Per experiment, the devices whose first view the server has ingested (the sticky
+    /// units the truth is averaged over), and for a view experiment Σ over its views of the
+    /// rates in force at each.
+    private var counted: [[Bool]]
     private var viewTruth: [[Double]]
-
-    /// Per experiment, the published splits and the units that arrived under each.
-    private var splits: [PublishedSplits]
 
     init(plan: AnalysisPlan, scenario: Scenario, devices: Range<Int>) {
         self.plan = plan
@@ -63,7 +54,6 @@ struct FleetInference {
         sticky = scenario.experiments.map(\.sticky)
         firstDevice = devices.lowerBound
         let experiments = variantCounts.count
-        units = Array(repeating: Unit(), count: devices.count * experiments)
         var offsets: [Int] = [], offset = 0
         for count in variantCounts {
             offsets.append(offset)
@@ -72,9 +62,9 @@ struct FleetInference {
         self.offsets = offsets
         variantsPerDevice = offset
         survival = Array(repeating: 0, count: devices.count * offset)
-        viewUnits = variantCounts.map { Array(repeating: UnitTotals(), count: $0) }
+        counted = Array(repeating: Array(repeating: false, count: devices.count), count: experiments)
         viewTruth = variantCounts.map { Array(repeating: 0, count: $0) }
-        splits = variantCounts.map { PublishedSplits(variantCount: $0) }
+        ledgers = scenario.experiments.map { UnitLedger(variantCount: $0.rates.count, sticky: $0.sticky) }
         looks = Array(repeating: [], count: experiments)
     }
 
@@ -86,9 +76,8 @@ struct FleetInference {
     /// The server published `data`: its weights are the propensities of the devices that draw
     /// from it, and the units that arrived before it are expected under the weights before it.
     mutating func notePublication(_ data: ExperimentData) {
-        for e in splits.indices { splits[e].closePeriod() }
-        for e in splits.indices where e < data.experiments.count {
-            splits[e].publish(version: data.version, weights: data.experiments[e].snapshot.weights)
+        for e in ledgers.indices where e < data.experiments.count {
+            ledgers[e].published(version: data.version, weights: data.experiments[e].snapshot.weights)
         }
     }
 
@@ -107,46 +96,17 @@ struct FleetInference {
     /// The server took in `event` for the first time.
     mutating func ingested(_ event: Event) {
         let e = Int(event.experiment)
-        guard e >= 0, e < variantCounts.count, Int(event.variant) < variantCounts[e] else { return }
-        if !sticky[e] {
-            ingestedView(event)
-            return
-        }
-        let index = (Int(event.id.device) - firstDevice) * variantCounts.count + e
-        guard units.indices.contains(index) else { return }
-        switch event.kind {
-        case .view:
-            if units[index].variant < 0 {
-                units[index].variant = Int16(event.variant)
-                units[index].version = event.policyVersion
-                splits[e].arrived(variant: Int(event.variant))
-            }
-            units[index].views += 1
-        case .conversion:
-            // A conversion before its view reached the server waits for the view to count.
-            units[index].conversions += 1
-        case .goal, .participation, .app:
-            break
-        }
-    }
-
-    private mutating func ingestedView(_ event: Event) {
-        let e = Int(event.experiment), v = Int(event.variant), k = variantCounts[e]
-        switch event.kind {
-        case .view:
-            viewUnits[e][v].addSingleViews(1, converted: 0)
-            splits[e].arrived(variant: v)
+        guard event.kind != .app, e >= 0, e < variantCounts.count, Int(event.variant) < variantCounts[e] else { return }
+        let d = Int(event.id.device) - firstDevice
+        if sticky[e] {
+            guard counted[e].indices.contains(d) else { return }
+            if event.kind == .view { counted[e][d] = true }
+        } else if event.kind == .view {
             // The rates in force when the view was shown.
             let rates = experiments[e].rates(at: event.createdAt)
-            for w in 0..<k { viewTruth[e][w] += rates[w] }
-        case .conversion:
-            // A view's conversion, one at most: conversions per view of the variant.
-            viewUnits[e][v].conversions += 1
-            viewUnits[e][v].conversionsSquares += 1
-            viewUnits[e][v].viewsConversions += 1
-        case .goal, .participation, .app:
-            break
+            for w in 0..<variantCounts[e] { viewTruth[e][w] += rates[w] }
         }
+        ledgers[e].ingested(event)
     }
 
     // MARK: - Looks
@@ -154,8 +114,10 @@ struct FleetInference {
     /// The look due at `now`: every experiment analysed as the server has it.
     mutating func look(at now: Double) {
         for e in variantCounts.indices {
-            _ = splits[e].look()
-            looks[e].append((now / 3_600, analyse(experiment: e)))
+            let input = ledgers[e].look()
+            let truth = truth(experiment: e).value
+            looks[e].append((now / 3_600, InferenceLook(views: Int(input.totals.reduce(0) { $0 + $1.views }), totals: input.totals, truth: truth,
+                                                        analysis: LookAnalysis(input, plan: plan))))
         }
         nextLook += 1
     }
@@ -165,45 +127,14 @@ struct FleetInference {
     /// true conversions per view. Sums, so that shards of a live run add theirs up.
     func truth(experiment e: Int) -> TruthSums {
         let k = variantCounts[e]
-        guard sticky[e] else { return TruthSums(sums: viewTruth[e], views: Double(viewUnits[e].reduce(0) { $0 + $1.units })) }
+        let views = Double(ledgers[e].unitTotals.reduce(0) { $0 + $1.views })
+        guard sticky[e] else { return TruthSums(sums: viewTruth[e], views: Double(ledgers[e].unitTotals.reduce(0) { $0 + $1.units })) }
         var sums = [Double](repeating: 0, count: k)
-        var views = 0.0
-        for d in 0..<(units.count / variantCounts.count) {
-            let unit = units[d * variantCounts.count + e]
-            guard unit.variant >= 0 else { continue }
+        for d in counted[e].indices where counted[e][d] {
             let base = d * variantsPerDevice + offsets[e]
             for v in 0..<k { sums[v] += 1 - exp(survival[base + v]) }
-            views += Double(unit.views)
         }
         return TruthSums(sums: sums, views: views)
-    }
-
-    private func analyse(experiment e: Int) -> InferenceLook {
-        let k = variantCounts[e]
-        // Units by the publication they drew with (index into the splits' publications, or −1 if unknown).
-        var byPublication: [Int: [UnitTotals]] = [:]
-        if sticky[e] {
-            for d in 0..<(units.count / variantCounts.count) {
-                let unit = units[d * variantCounts.count + e]
-                guard unit.variant >= 0 else { continue }
-                let index = splits[e].publication(versionBits: unit.version) ?? -1
-                var totals = byPublication[index] ?? Array(repeating: UnitTotals(), count: k)
-                totals[Int(unit.variant)].add(views: Double(unit.views), conversions: Double(unit.conversions))
-                byPublication[index] = totals
-            }
-        } else {
-            // Not split by policy (see `viewUnits`): the unknown publication, −1.
-            byPublication[-1] = viewUnits[e]
-        }
-        let truth = truth(experiment: e).value
-        let publications = splits[e].publications
-        let periods = byPublication.keys.filter { $0 >= 0 }.sorted().map { (propensities: publications[$0].propensities, totals: byPublication[$0]!) }
-        // Units whose device drew with a policy the replicate never saw published (none in a
-        // simulation of Myna's sticky devices; a style whose events carry no version, or a
-        // non-sticky experiment) leave the propensities unknown.
-        let input = LookInput(periods: periods, unattributed: byPublication[-1], splits: splits[e], truth: truth)
-        let total = input.totals
-        return InferenceLook(views: Int(total.reduce(0) { $0 + $1.views }), totals: total, truth: truth, analysis: LookAnalysis(input, plan: plan))
     }
 }
 

@@ -308,7 +308,7 @@ public enum InferenceReport {
         }
     }
 
-    private static func interval(_ result: LiftResult?) -> [CSVCell] {
+    private static func interval(_ result: (some EstimatedInterval)?) -> [CSVCell] {
         [stat(result?.estimate), stat(result?.lower), stat(result?.upper)]
     }
 }

@@ -1,8 +1,10 @@
-import Analysis
 import ExperimentModel
 
-/// What `aviary serve` has ingested of one experiment, unit by unit, for the analyst's view in
-/// `GET /v1/results`: the fleet's analysis (``LookAnalysis``) on the server's own data.
+/// The analyst's ledger of one experiment: what a server has ingested of it, unit by unit, the
+/// splits it published and the looks the sequential SRM test has taken. One type for every
+/// clock: the fleet's replicates (`FleetInference`), `aviary serve`'s `GET /v1/results` and
+/// its snapshots keep one per experiment, so `inference.csv` and the live results read the same
+/// ledger through the same ``LookAnalysis``.
 ///
 /// The unit is the device for a sticky experiment (its variant is the one of its first
 /// ingested view: intention to treat) and the view for one that is not. A view that names the
@@ -15,28 +17,36 @@ import ExperimentModel
 /// adding it back, so an analysis costs O(periods × variants) whatever the number of devices.
 ///
 /// `Sendable` and `Codable`: a value, kept in the server's snapshots.
-struct IngestedExperiment: Sendable, Codable {
+public struct UnitLedger: Sendable, Codable {
     /// A sticky experiment's device, from its first ingested event.
-    struct Unit: Sendable, Hashable {
+    public struct Unit: Sendable, Hashable {
         /// −1 until its first view is ingested (a conversion may come first).
-        var variant: Int32 = -1
+        public var variant: Int32 = -1
         /// The publication its device drew with, −1 if unknown.
-        var period: Int32 = -1
-        var views: UInt32 = 0
-        var conversions: UInt32 = 0
+        public var period: Int32 = -1
+        /// Views ingested.
+        public var views: UInt32 = 0
+        /// Conversions ingested.
+        public var conversions: UInt32 = 0
     }
 
-    let variantCount: Int
-    let sticky: Bool
-    private(set) var splits: PublishedSplits
+    /// The experiment's variants.
+    public let variantCount: Int
+    /// Whether a device keeps its variant (its unit is the device) or each view draws anew
+    /// (each view its own unit).
+    public let sticky: Bool
+    /// The splits published and the units that arrived under each.
+    public private(set) var splits: PublishedSplits
     /// The plan's looks passed so far, counted from the clock's zero (the embedded server's is
     /// the run's start, `aviary serve`'s 1970): each made the sequential SRM test's look.
-    private(set) var looksTaken = 0
-    private(set) var units: [UInt64: Unit] = [:]
+    public private(set) var looksTaken = 0
+    /// A sticky experiment's units, by device.
+    public private(set) var units: [UInt64: Unit] = [:]
     /// Per period (publication index, −1 unknown), per variant, the units' sums.
     private var totals: [Int32: [UnitTotals]] = [:]
 
-    init(variantCount: Int, sticky: Bool) {
+    /// An empty ledger.
+    public init(variantCount: Int, sticky: Bool) {
         self.variantCount = variantCount
         self.sticky = sticky
         splits = PublishedSplits(variantCount: variantCount)
@@ -47,7 +57,7 @@ struct IngestedExperiment: Sendable, Codable {
     /// (or the fleet at its looks) shows it. Called before anything at `now` changes the
     /// experiment, live and in a replay alike, so the test's state depends on the events and
     /// their times, never on when the results were read.
-    mutating func takeLooks(until now: Double, every interval: Double) {
+    public mutating func takeLooks(until now: Double, every interval: Double) {
         guard interval > 0, interval.isFinite, now.isFinite else { return }
         let due = Int(min((now / interval).rounded(.down), Double(Int.max / 2)))
         guard due > looksTaken else { return }
@@ -56,17 +66,19 @@ struct IngestedExperiment: Sendable, Codable {
         looksTaken = due
     }
 
-    /// The server served data `version` with these weights for the first time.
-    mutating func published(version: Int, weights: [Double]) {
+    /// The server served data `version` with these weights for the first time: the units that
+    /// arrived before belong to the weights before.
+    public mutating func published(version: Int, weights: [Double]) {
         splits.closePeriod()
         splits.publish(version: version, weights: weights)
     }
 
     /// The newest data version noted, if any.
-    var lastVersion: Int? { splits.publications.last?.version }
+    public var lastVersion: Int? { splits.publications.last?.version }
 
-    /// The server took in `event` for the first time.
-    mutating func ingested(_ event: Event) {
+    /// The server took in `event` for the first time. A sticky unit's period is the
+    /// publication its view names (`Event/policyVersion`), as the ledger knows it now.
+    public mutating func ingested(_ event: Event) {
         let variant = Int(event.variant)
         guard variant >= 0, variant < variantCount else { return }
         guard sticky else {
@@ -119,14 +131,30 @@ struct IngestedExperiment: Sendable, Codable {
     /// The analysis as of now: what a look now would show, the sequential SRM test included,
     /// without making it one (the test's state moves only at the plan's looks and when the
     /// split changes, so the figures do not depend on how often they are read).
-    func analysis(plan: AnalysisPlan) -> (input: LookInput, analysis: LookAnalysis) {
-        var splits = splits
+    public func analysis(plan: AnalysisPlan) -> (input: LookInput, analysis: LookAnalysis) {
+        var ledger = self
+        let input = ledger.look()
+        return (input, LookAnalysis(input, plan: plan))
+    }
+
+    /// A look: the open period closed, the sequential SRM test shown what arrived, and the
+    /// units by the publication they drew with as the analysis reads them.
+    ///
+    /// - Complexity: O(periods × variants).
+    public mutating func look() -> LookInput {
         _ = splits.look()
         let publications = splits.publications
         let periods = totals.keys.filter { $0 >= 0 }.sorted().map { (propensities: publications[Int($0)].propensities, totals: totals[$0]!) }
-        let truth = Array(repeating: Double.nan, count: variantCount)
-        let input = LookInput(periods: periods, unattributed: totals[-1], splits: splits, truth: truth)
-        return (input, LookAnalysis(input, plan: plan))
+        return LookInput(periods: periods, unattributed: totals[-1], splits: splits)
+    }
+
+    /// Per variant, the units ingested so far (what a look's totals add up to).
+    public var unitTotals: [UnitTotals] {
+        var sum = Array(repeating: UnitTotals(), count: variantCount)
+        for key in totals.keys.sorted() {
+            for v in 0..<variantCount { sum[v] = sum[v] + totals[key]![v] }
+        }
+        return sum
     }
 
     // MARK: - Codable
@@ -137,7 +165,7 @@ struct IngestedExperiment: Sendable, Codable {
 
     /// Units as `[device, variant, period, views, conversions]` rows, sorted by device; a
     /// non-sticky experiment's view units as their per-variant sums.
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(variantCount, forKey: .variantCount)
         try container.encode(sticky, forKey: .sticky)
@@ -154,7 +182,7 @@ struct IngestedExperiment: Sendable, Codable {
         }
     }
 
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         variantCount = try container.decode(Int.self, forKey: .variantCount)
         sticky = try container.decode(Bool.self, forKey: .sticky)

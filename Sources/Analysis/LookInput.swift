@@ -1,3 +1,34 @@
+/// What an analysis at one look of one experiment reads.
+///
+/// `Sendable`: a value.
+public struct LookInput: Sendable {
+    /// Per variant (the first is the control), the units the server has ingested.
+    public var totals: [UnitTotals]
+    /// Per variant, the units expected under the published split: for a fixed split its
+    /// weights, for an adaptive allocator Σ over periods of arrivals × published weights.
+    public var expectedUnits: [Double]
+    /// Per variant, the units expected under the weights the units actually drew with (stale
+    /// caches included): what only a simulator knows.
+    public var oracleUnits: [Double]
+    /// The sequential SRM p-value over the looks so far (``SampleRatio/Sequential``).
+    public var sequentialSRM: Double
+    /// The epoch-stratified estimates, where periods are known.
+    public var stratified: EpochStratified?
+    /// The AIPW estimates, where propensities are known.
+    public var weighted: AugmentedIPW?
+
+    /// An input given directly.
+    public init(totals: [UnitTotals], expectedUnits: [Double], oracleUnits: [Double], sequentialSRM: Double,
+                stratified: EpochStratified? = nil, weighted: AugmentedIPW? = nil) {
+        self.totals = totals
+        self.expectedUnits = expectedUnits
+        self.oracleUnits = oracleUnits
+        self.sequentialSRM = sequentialSRM
+        self.stratified = stratified
+        self.weighted = weighted
+    }
+}
+
 extension LookInput {
     /// A look's input from the units grouped by the publication their devices drew with.
     ///
@@ -14,8 +45,7 @@ extension LookInput {
     ///     the units that drew with it.
     ///   - unattributed: Per variant, the units whose publication is unknown, if any.
     ///   - splits: The experiment's publications and arrivals, closed at this look.
-    ///   - truth: Per variant, the true conversions per view, NaN where unknown.
-    public init(periods: [(propensities: [Double], totals: [UnitTotals])], unattributed: [UnitTotals]?, splits: PublishedSplits, truth: [Double]) {
+    public init(periods: [(propensities: [Double], totals: [UnitTotals])], unattributed: [UnitTotals]?, splits: PublishedSplits) {
         let k = splits.expected.count
         var total = unattributed ?? Array(repeating: UnitTotals(), count: k)
         var oracle = [Double](repeating: 0, count: k)
@@ -48,6 +78,6 @@ extension LookInput {
         let complete = unattributed == nil && !periods.isEmpty
         self.init(
             totals: total, expectedUnits: splits.expected, oracleUnits: complete ? oracle : splits.expected, sequentialSRM: splits.sequentialPValue,
-            truth: truth, stratified: complete ? stratified : nil, weighted: complete ? weighted : nil)
+            stratified: complete ? stratified : nil, weighted: complete ? weighted : nil)
     }
 }
