@@ -102,7 +102,7 @@ struct CampaignSettingsParsingTests {
         #expect {
             _ = try Campaign.parseSettings(payload)
         } throws: { error in
-            (error as? CampaignSettingsError)?.path == path
+            (error as? SettingsError)?.path == path
         }
     }
 
@@ -137,12 +137,12 @@ struct CampaignSettingsParsingTests {
         let good: JSONValue = [campaignJSON(id: 34, weights: [0, 100]), campaignJSON(id: 29, status: "PAUSED")]
         let bad: JSONValue = [campaignJSON(id: 34), campaignJSON(id: 34)]
         var shared = client([campaignJSON(id: 1)]), own = client([campaignJSON(id: 1)])
-        let parsed = Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(good) }
+        let parsed = Result { () throws(SettingsError) in try Campaign.parseSettings(good) }
         #expect(shared.applySettings(parsed: parsed, at: 3) == own.applySettings(good, at: 3))
         #expect(shared.campaigns == own.campaigns && shared.campaigns.map(\.id) == [34, 29])
         var rng = Xoshiro256(seed: 1)
         #expect(shared.variation(forCampaign: 34, at: 4, using: &rng).variation?.id == 2)
-        let rejected = Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(bad) }
+        let rejected = Result { () throws(SettingsError) in try Campaign.parseSettings(bad) }
         #expect(shared.applySettings(parsed: rejected, at: 5) == own.applySettings(bad, at: 5))
         #expect(shared.lastRejection == own.lastRejection)
         #expect(shared.lastRejection?.error.path == "[1].id")

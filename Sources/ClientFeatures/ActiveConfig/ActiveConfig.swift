@@ -135,7 +135,7 @@ public struct ActiveConfig<Store: ConfigStore> {
         do {
             return apply(payload: try JSONValue(parsing: text), forUser: userID, at: now)
         } catch {
-            let rejection = ActiveConfigError(path: "(root)", expected: "JSON text", found: error.reason)
+            let rejection = SettingsError(path: "(root)", expected: "JSON text", found: error.reason)
             self.rejection = Rejection(ConfigRejection(error: rejection, userID: userID, receivedAt: now))
             return .rejected(rejection)
         }

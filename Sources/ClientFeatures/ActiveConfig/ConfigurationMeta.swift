@@ -148,17 +148,17 @@ public struct ConfigurationMeta: Hashable, Sendable {
         self.init(formatVersion: version, creationTimeText: time, otherKeys: others)
     }
 
-    init(parsing value: JSONValue?, path: String) throws(ActiveConfigError) {
+    init(parsing value: JSONValue?, path: String) throws(SettingsError) {
         guard let members = value?.objectValue else {
-            throw ActiveConfigError(path: path, expected: "an object", value: value)
+            throw SettingsError(path: path, expected: "an object", value: value)
         }
         let versionPath = "\(path).\(Self.formatVersionKey)"
         guard let version = members[Self.formatVersionKey]?.stringValue else {
-            throw ActiveConfigError(path: versionPath, expected: "a string", value: members[Self.formatVersionKey])
+            throw SettingsError(path: versionPath, expected: "a string", value: members[Self.formatVersionKey])
         }
         let timePath = "\(path).\(Self.creationTimeKey)"
         guard let time = members[Self.creationTimeKey]?.stringValue else {
-            throw ActiveConfigError(path: timePath, expected: "a string", value: members[Self.creationTimeKey])
+            throw SettingsError(path: timePath, expected: "a string", value: members[Self.creationTimeKey])
         }
         var others = members
         others[Self.formatVersionKey] = nil

@@ -42,9 +42,9 @@ public struct ConfigurationState: Hashable, Sendable {
     /// Parses a configuration in the exchange format.
     ///
     /// - Parameter payload: The decoded JSON dictionary.
-    /// - Throws: ``ActiveConfigError`` naming the first path that does not follow the format.
+    /// - Throws: ``SettingsError`` naming the first path that does not follow the format.
     /// - Complexity: O(*n*) in the number of settings.
-    public init(parsing payload: JSONValue) throws(ActiveConfigError) {
+    public init(parsing payload: JSONValue) throws(SettingsError) {
         // Almost every payload is good: it is read in one pass, and only a bad one is read again
         // in a fixed order, with the paths, to name its first problem.
         if let configuration = Self.parsedQuickly(payload) {
@@ -52,30 +52,30 @@ public struct ConfigurationState: Hashable, Sendable {
             return
         }
         guard let root = payload.objectValue else {
-            throw ActiveConfigError(path: "(root)", expected: "an object", value: payload)
+            throw SettingsError(path: "(root)", expected: "an object", value: payload)
         }
         meta = try ConfigurationMeta(parsing: root["meta"], path: "meta")
         guard let sectionMembers = root["config_sections"]?.objectValue else {
-            throw ActiveConfigError(path: "config_sections", expected: "an object", value: root["config_sections"])
+            throw SettingsError(path: "config_sections", expected: "an object", value: root["config_sections"])
         }
         var sections: [String: ConfigSection] = [:]
         // Sorted so that, of several problems, the same one is always reported.
         for name in sectionMembers.keys.sorted() {
             let sectionPath = "config_sections.\(name)"
             guard let section = sectionMembers[name]?.objectValue else {
-                throw ActiveConfigError(path: sectionPath, expected: "an object", value: sectionMembers[name])
+                throw SettingsError(path: sectionPath, expected: "an object", value: sectionMembers[name])
             }
             guard let settingMembers = section["settings"]?.objectValue else {
-                throw ActiveConfigError(path: "\(sectionPath).settings", expected: "an object", value: section["settings"])
+                throw SettingsError(path: "\(sectionPath).settings", expected: "an object", value: section["settings"])
             }
             var settings: [String: JSONValue] = [:]
             for key in settingMembers.keys.sorted() {
                 let settingPath = "\(sectionPath).settings.\(key)"
                 guard let setting = settingMembers[key]?.objectValue else {
-                    throw ActiveConfigError(path: settingPath, expected: "an object", value: settingMembers[key])
+                    throw SettingsError(path: settingPath, expected: "an object", value: settingMembers[key])
                 }
                 guard let value = setting["value"], value != .null else {
-                    throw ActiveConfigError(
+                    throw SettingsError(
                         path: "\(settingPath).value",
                         expected: "a string, number, Boolean, array or object",
                         value: setting["value"]

@@ -66,7 +66,7 @@ public enum ApplyOutcome: Hashable, Sendable {
     /// The payload was for a user who is not current; it was persisted for later.
     case storedForOtherUser(String?)
     /// The payload did not follow the exchange format; nothing changed.
-    case rejected(ActiveConfigError)
+    case rejected(SettingsError)
 
     /// The update, when the payload became current.
     public var update: ConfigurationUpdate? {
@@ -75,7 +75,7 @@ public enum ApplyOutcome: Hashable, Sendable {
     }
 
     /// The error, when the payload was rejected.
-    public var error: ActiveConfigError? {
+    public var error: SettingsError? {
         if case .rejected(let error) = self { return error }
         return nil
     }
@@ -86,7 +86,7 @@ public enum ApplyOutcome: Hashable, Sendable {
 /// `ConfigRejection` is `Sendable`: it is a plain value.
 public struct ConfigRejection: Hashable, Sendable {
     /// Why the payload was rejected.
-    public let error: ActiveConfigError
+    public let error: SettingsError
     /// The user it was downloaded for.
     public let userID: String?
     /// When it arrived, in seconds.

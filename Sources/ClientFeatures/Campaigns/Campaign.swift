@@ -113,9 +113,9 @@ public struct Campaign: Hashable, Sendable {
     /// positive weight.
     ///
     /// - Parameter payload: The decoded response.
-    /// - Throws: ``CampaignSettingsError`` naming the first offending path.
+    /// - Throws: ``SettingsError`` naming the first offending path.
     /// - Complexity: O(*n*) in the size of the payload.
-    public static func parseSettings(_ payload: JSONValue) throws(CampaignSettingsError) -> [Campaign] {
+    public static func parseSettings(_ payload: JSONValue) throws(SettingsError) -> [Campaign] {
         do {
             return try parseSettings(payload, tracking: false)
         } catch {
@@ -124,7 +124,7 @@ public struct Campaign: Hashable, Sendable {
         }
     }
 
-    private static func parseSettings(_ payload: JSONValue, tracking: Bool) throws(CampaignSettingsError) -> [Campaign] {
+    private static func parseSettings(_ payload: JSONValue, tracking: Bool) throws(SettingsError) -> [Campaign] {
         let elements: [JSONValue]
         let prefix: String
         switch payload {
@@ -133,12 +133,12 @@ public struct Campaign: Hashable, Sendable {
             prefix = ""
         case .object(let members):
             guard let list = members["campaigns"]?.arrayValue else {
-                throw CampaignSettingsError(path: "campaigns", expected: "an array", value: members["campaigns"])
+                throw SettingsError(path: "campaigns", expected: "an array", value: members["campaigns"])
             }
             elements = list
             prefix = "campaigns"
         default:
-            throw CampaignSettingsError(path: "(root)", expected: "an array of campaigns", value: payload)
+            throw SettingsError(path: "(root)", expected: "an array of campaigns", value: payload)
         }
         var campaigns: [Campaign] = []
         campaigns.reserveCapacity(elements.count)
@@ -148,44 +148,44 @@ public struct Campaign: Hashable, Sendable {
             let campaign = try Campaign(parsing: element, path: path)
             // An app's campaigns are few: compared in place, not hashed into a set.
             guard campaigns.firstIndex(where: { $0.id == campaign.id }) == nil else {
-                throw CampaignSettingsError(path: path.child("id"), expected: "an id not used by another campaign", found: "\(campaign.id)")
+                throw SettingsError(path: path.child("id"), expected: "an id not used by another campaign", found: "\(campaign.id)")
             }
             campaigns.append(campaign)
         }
         return campaigns
     }
 
-    init(parsing value: JSONValue, path: SettingsPath) throws(CampaignSettingsError) {
+    init(parsing value: JSONValue, path: SettingsPath) throws(SettingsError) {
         let reader = try SettingsReader(value, path: path)
         let id = try reader.id("id")
         let name = try reader.optionalString("name") ?? ""
         let statusText = try reader.string("status")
         guard let status = CampaignStatus(rawValue: statusText) else {
-            throw CampaignSettingsError(
+            throw SettingsError(
                 path: reader.childPath("status"), expected: "RUNNING, PAUSED or EXCLUDED", value: reader.members["status"])
         }
 
         let variationsPath = reader.childPath("variations")
         let variationValues = try reader.array("variations")
         guard !variationValues.isEmpty else {
-            throw CampaignSettingsError(path: variationsPath, expected: "at least one variation", found: "[]")
+            throw SettingsError(path: variationsPath, expected: "at least one variation", found: "[]")
         }
         var variations: [CampaignVariation] = []
         for (index, element) in variationValues.enumerated() {
             let variation = try SettingsReader(element, path: variationsPath.element(index))
             let variationID = try variation.id("id")
             guard variations.firstIndex(where: { $0.id == variationID }) == nil else {
-                throw CampaignSettingsError(
+                throw SettingsError(
                     path: variation.childPath("id"), expected: "an id not used by another variation", found: "\(variationID)")
             }
             guard let weight = variation.members["weight"]?.doubleValue, weight.isFinite, weight >= 0 else {
-                throw CampaignSettingsError(
+                throw SettingsError(
                     path: variation.childPath("weight"), expected: "a non-negative number", value: variation.members["weight"])
             }
             variations.append(CampaignVariation(id: variationID, name: try variation.optionalString("name") ?? "", weight: weight))
         }
         if status == .running, !variations.contains(where: { $0.weight > 0 }) {
-            throw CampaignSettingsError(path: variationsPath, expected: "at least one positive weight", found: "all weights 0")
+            throw SettingsError(path: variationsPath, expected: "at least one positive weight", found: "all weights 0")
         }
 
         var goals: [CampaignGoal] = []
@@ -193,12 +193,12 @@ public struct Campaign: Hashable, Sendable {
             let goal = try SettingsReader(element, path: reader.childPath("goals").element(index))
             let goalID = try goal.id("id")
             guard goals.firstIndex(where: { $0.id == goalID }) == nil else {
-                throw CampaignSettingsError(path: goal.childPath("id"), expected: "an id not used by another goal", found: "\(goalID)")
+                throw SettingsError(path: goal.childPath("id"), expected: "an id not used by another goal", found: "\(goalID)")
             }
             var identifier = try goal.optionalString("identifier")
             if identifier == nil { identifier = try goal.optionalString("name") }
             guard let identifier else {
-                throw CampaignSettingsError(path: goal.childPath("identifier"), expected: "a string", value: nil)
+                throw SettingsError(path: goal.childPath("identifier"), expected: "a string", value: nil)
             }
             goals.append(CampaignGoal(id: goalID, identifier: identifier))
         }

@@ -91,8 +91,8 @@ public struct CampaignClient: Sendable {
     /// - Returns: The new campaigns, or the error; on error the previous campaigns stay and
     ///   ``lastRejection`` records it.
     @discardableResult
-    public mutating func applySettings(_ payload: JSONValue, at now: Double) -> Result<[Campaign], CampaignSettingsError> {
-        applySettings(parsed: Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(payload) }, at: now)
+    public mutating func applySettings(_ payload: JSONValue, at now: Double) -> Result<[Campaign], SettingsError> {
+        applySettings(parsed: Result { () throws(SettingsError) in try Campaign.parseSettings(payload) }, at: now)
     }
 
     /// Replaces the campaigns with settings already read by ``Campaign/parseSettings(_:)``, as
@@ -104,7 +104,7 @@ public struct CampaignClient: Sendable {
     ///   - now: The time of arrival, in seconds.
     /// - Returns: `parsed`; on error the previous campaigns stay and ``lastRejection`` records it.
     @discardableResult
-    public mutating func applySettings(parsed: Result<[Campaign], CampaignSettingsError>, at now: Double) -> Result<[Campaign], CampaignSettingsError> {
+    public mutating func applySettings(parsed: Result<[Campaign], SettingsError>, at now: Double) -> Result<[Campaign], SettingsError> {
         switch parsed {
         case .success(let new):
             campaigns = new

@@ -142,11 +142,11 @@ public indirect enum SegmentExpression: Hashable, Sendable {
         }
     }
 
-    init(parsing value: JSONValue?, path: SettingsPath) throws(CampaignSettingsError) {
+    init(parsing value: JSONValue?, path: SettingsPath) throws(SettingsError) {
         let reader = try SettingsReader(value, path: path)
         let combinators = ["and", "or", "not"].filter { reader.members[$0] != nil }
         if combinators.count > 1 || (combinators.count == 1 && reader.members.count > 1) {
-            throw CampaignSettingsError(
+            throw SettingsError(
                 path: path, expected: "exactly one of and, or, not, or a condition",
                 found: "keys " + reader.members.keys.sorted().joined(separator: ", "))
         }
@@ -155,7 +155,7 @@ public indirect enum SegmentExpression: Hashable, Sendable {
             let key = combinators[0]
             let elements = try reader.array(key)
             guard !elements.isEmpty else {
-                throw CampaignSettingsError(path: reader.childPath(key), expected: "a non-empty array", found: "[]")
+                throw SettingsError(path: reader.childPath(key), expected: "a non-empty array", found: "[]")
             }
             var parts: [SegmentExpression] = []
             for (index, element) in elements.enumerated() {
@@ -169,12 +169,12 @@ public indirect enum SegmentExpression: Hashable, Sendable {
         }
     }
 
-    private static func parseCondition(_ reader: SettingsReader) throws(CampaignSettingsError) -> SegmentCondition {
+    private static func parseCondition(_ reader: SettingsReader) throws(SettingsError) -> SegmentCondition {
         let attribute: SegmentAttribute
         switch (reader.members["attribute"], reader.members["custom_attribute"]) {
         case (let builtIn?, nil):
             guard let name = builtIn.stringValue, let known = SegmentAttribute.builtIn[name] else {
-                throw CampaignSettingsError(
+                throw SettingsError(
                     path: reader.childPath("attribute"),
                     expected: "one of " + SegmentAttribute.builtIn.keys.sorted().joined(separator: ", "),
                     value: builtIn)
@@ -183,20 +183,20 @@ public indirect enum SegmentExpression: Hashable, Sendable {
         case (nil, _?):
             attribute = .custom(try reader.string("custom_attribute"))
         default:
-            throw CampaignSettingsError(
+            throw SettingsError(
                 path: reader.path, expected: "a condition with exactly one of attribute, custom_attribute",
                 found: "keys " + reader.members.keys.sorted().joined(separator: ", "))
         }
         let operatorName = try reader.string("operator")
         guard let comparison = SegmentOperator(rawValue: operatorName) else {
-            throw CampaignSettingsError(
+            throw SettingsError(
                 path: reader.childPath("operator"),
                 expected: "one of " + SegmentOperator.allCases.map(\.rawValue).joined(separator: ", "),
                 value: reader.members["operator"])
         }
         let operand = try reader.string("value")
         guard let condition = SegmentCondition(attribute: attribute, comparison: comparison, operand: operand) else {
-            throw CampaignSettingsError(
+            throw SettingsError(
                 path: reader.childPath("value"),
                 expected: comparison == .matchesRegex ? "a regular expression" : "a version such as 2.1.0",
                 value: reader.members["value"])

@@ -35,7 +35,7 @@ public struct VariationOutcome: Hashable, Sendable {
 /// `CampaignSettingsRejection` is `Sendable`: it is a plain value.
 public struct CampaignSettingsRejection: Hashable, Sendable {
     /// Why it was rejected.
-    public let error: CampaignSettingsError
+    public let error: SettingsError
     /// When it arrived, in seconds.
     public let receivedAt: Double
 }

@@ -108,16 +108,16 @@ package enum VWOStyle: DeviceStyle {
     /// mode by the one device whose answer it is.
     package final class SettingsDownload: @unchecked Sendable {
         package let payload: JSONValue
-        private var read: Result<[Campaign], CampaignSettingsError>?
+        private var read: Result<[Campaign], SettingsError>?
 
         package init(_ payload: JSONValue) {
             self.payload = payload
         }
 
         /// The payload's campaigns, or why it is rejected.
-        var campaigns: Result<[Campaign], CampaignSettingsError> {
+        var campaigns: Result<[Campaign], SettingsError> {
             if let read { return read }
-            let result = Result { () throws(CampaignSettingsError) in try Campaign.parseSettings(payload) }
+            let result = Result { () throws(SettingsError) in try Campaign.parseSettings(payload) }
             read = result
             return result
         }

@@ -89,6 +89,11 @@ struct InferenceCharts {
         srmSeries.append(LineChart.Series(name: "no mismatch", points: [LineChart.Point(x: 0, y: 0), LineChart.Point(x: 1, y: 1)], color: allocators.count))
         let srmChart = LineChart(title: "SRM p-values at the last look\(suffix)", xLabel: "χ² p-value against the expected split",
                                  yLabel: "share of replicates at or below", series: srmSeries, yPercent: true, yTop: 1)
+        // An A/A experiment (every variant's truth alike at the last look) makes every rejection
+        // a false one; otherwise a rejection may be right, and the caption says so.
+        let truthColumn = try looks.index("truth")
+        let truths = rows.filter { number($0[look]) == last }.map { number($0[truthColumn]) }.filter(\.isFinite)
+        let equal = !truths.isEmpty && (truths.max()! - truths.min()!) <= 1e-12 * max(1, abs(truths.max()!))
         let rejectionChart = LineChart(title: "Rejections by look\(suffix)", xLabel: clocked ? "hours" : "look",
                                        yLabel: "share of replicates with p < 0.05 (naive, fixed test)", series: rejectionSeries, yPercent: true, yTop: 1)
         return [
@@ -96,7 +101,9 @@ struct InferenceCharts {
                   question: "Where the units split as expected, the p-values are uniform and follow the diagonal; a curve that rises at once toward 100 % is a sample ratio mismatch in most replicates.",
                   svg: srmChart.svg(kind: "inference-srm")),
             Chart(id: "inference-rejections" + id, kind: "inference-rejections", title: rejectionChart.title,
-                  question: "How often would an analyst reading this look declare a difference at 5 %? With equal variants every rejection is false; reading several looks, the chance of some false rejection grows beyond any single look's.",
+                  question: equal
+                      ? "How often would an analyst reading this look declare a difference at 5 %? The variants are equal here, so every rejection is false; reading several looks, the chance of some false rejection grows beyond any single look's."
+                      : "How often would an analyst reading this look declare a difference at 5 %? The variants differ here, so a rejection is right (the test's power); peeking at several looks raises it, as it raises false rejections when variants are equal.",
                   svg: rejectionChart.svg(kind: "inference-rejections")),
         ]
     }
