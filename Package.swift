@@ -144,7 +144,7 @@ let package = Package(
         .target(
             name: "AviaryCommands",
             dependencies: [
-                "Simulation", "Allocators", "Analysis", "ClientEngine", "ClientFeatures", "Exports", "ExperimentModel", "Fitting",
+                "Simulation", "Allocators", "Analysis", "ClientEngine", "Exports", "ExperimentModel", "Fitting",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
                 .target(name: "LiveRuns", condition: .when(traits: ["Live"])),

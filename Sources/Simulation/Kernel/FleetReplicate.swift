@@ -14,9 +14,10 @@ import Randomness
 /// allocator, because they depend on what the allocator did.
 ///
 /// Reading order: this file (state, set-up, the event loop), then `+Occurrence` (what the event
-/// queue holds), `+Sessions` (a session, its views and conversions), the styles
+/// queue holds), `+Sessions` (a session, its views, conversions and app events), the styles
 /// (`MynaStyle`, `ConductricsStyle`, …), `+Network` (reachability, loss, latency, the device's
-/// link), `+ServerLink` (the server's capacity and what it ingests) and `+MemoryHints`.
+/// link), `+ServerLink` (the server's capacity, what it ingests and the delivery log),
+/// `+MemoryHints`, and `+Live` (the same replicate on the wall clock).
 ///
 /// `~Copyable`: a replicate owns its devices (in place, not copy-on-write), so a copy would
 /// share them; the compiler now refuses one, and helpers that only read borrow the replicate.

@@ -3,12 +3,12 @@ import ClientEngine
 import ExperimentServer
 import Randomness
 
-/// Myna's mobile API on every device: the client engine caches the server's policy snapshot,
-/// assigns locally (sticky), queues view and conversion events and syncs them in batches, with
-/// backoff, offline mode and app-version invalidation as the engine implements them.
 /// The engine's request, named apart from the style's associated type.
 package typealias EngineRequest = Request
 
+/// Myna's mobile API on every device: the client engine caches the server's policy snapshot,
+/// assigns locally (sticky), queues view and conversion events and syncs them in batches, with
+/// backoff, offline mode and app-version invalidation as the engine implements them.
 package enum MynaStyle: DeviceStyle {
     package typealias Client = ClientEngine<InMemoryEventStore>
     package typealias Request = EngineRequest
