@@ -21,7 +21,8 @@ package enum VendorFormat: String, CaseIterable, Sendable {
 // for conversions and goals), and the event's id as the vendor's de-duplication key.
 extension Wire {
     /// The vendor event name for `kind`: `Experiment Viewed`, `Experiment Converted`,
-    /// `Experiment Goal Reached` or `Experiment Participated`.
+    /// `Experiment Goal Reached` or `Experiment Participated`; an app event's stands in as
+    /// `Screen Viewed`, though each is sent under its own name (``EventKind/appEventName(_:)``).
     package static func vendorEventName(_ kind: EventKind) -> String {
         switch kind {
         case .app: "Screen Viewed"

@@ -177,8 +177,8 @@ struct BoundsTests {
         #expect(patterns.contains("^\(code)(,\(code)){0,\(Bounds.choices - 1)}$"))
         #expect(patterns.contains("^\(code):\(code)(,\(code)){0,\(Bounds.choices - 1)}$"))
         // The names: experiment and session of decisions and goals, the goal's name, the owner,
-        // the agent, and the two forms of the session parameter.
+        // the agent, the two forms of the session parameter, and an app event's name.
         let names = mappings.filter { $0["maxLength"] as? Int == Bounds.nameLength }
-        #expect(names.count == 11, "the Conductrics routes', the VWO routes' u and the configuration's user")
+        #expect(names.count == 12, "the Conductrics routes', the VWO routes' u, the configuration's user and the event's name")
     }
 }

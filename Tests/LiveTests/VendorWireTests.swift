@@ -36,10 +36,13 @@ struct VendorWireTests {
     }
 
     @Test func namesAndSchemasReadBackAsTheirKinds() {
-        for kind in EventKind.allCases {
+        for kind in EventKind.allCases where kind != .app {
             #expect(Wire.kind(vendorEventName: Wire.vendorEventName(kind)) == kind)
             #expect(Wire.kind(snowplowSchema: Wire.snowplowSchema(kind)) == kind)
         }
+        // An app event is the app's, not an experiment's: its names read as no experiment kind.
+        for name in EventKind.appEventNames { #expect(Wire.kind(vendorEventName: name) == nil) }
+        #expect(Wire.kind(snowplowSchema: Wire.snowplowSchema(.app)) == nil)
         #expect(Wire.kind(vendorEventName: "Order Completed") == nil)
         #expect(Wire.kind(snowplowSchema: "iglu:dev.aviary/experiment_viewed/jsonschema/1-0-3") == .view)
         #expect(Wire.kind(snowplowSchema: "iglu:dev.aviary/experiment_viewed/jsonschema/2-0-0") == nil)
