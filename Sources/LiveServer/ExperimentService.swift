@@ -161,9 +161,6 @@ package final class ExperimentService: Sendable {
         /// The ids of the snapshot this state was restored from: the server's own set of ids
         /// starts empty then.
         var recovered: Set<EventID> = []
-        /// Whether feedback may wait for the next policy update (so a snapshot of the
-        /// allocators' statistics would miss it).
-        var feedbackPending = false
         /// Whether a snapshot is being written.
         var compacting = false
         /// A snapshot taken under the lock, for the request that took it to write outside (its
@@ -267,7 +264,7 @@ package final class ExperimentService: Sendable {
     package func published() -> Published {
         let now = clock()
         return state.withLock { state in
-            Self.tick(&state, at: now, cadence: configuration.cadence)
+            Self.tick(&state, at: now)
             let data = state.server.published
             if let cached = state.published, cached.version == data.version { return cached }
             Self.note(data, in: &state, at: now, configuration: configuration)
@@ -285,7 +282,7 @@ package final class ExperimentService: Sendable {
     package func publishedData() -> ExperimentData {
         let now = clock()
         return state.withLock { state in
-            Self.tick(&state, at: now, cadence: configuration.cadence)
+            Self.tick(&state, at: now)
             let data = state.server.published
             Self.note(data, in: &state, at: now, configuration: configuration)
             state.stats.dataVersion = data.version
@@ -402,12 +399,14 @@ package final class ExperimentService: Sendable {
     /// every earlier one its answer may depend on.
     func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
         let (outcome, end, snapshot) = state.withLock { state -> (Swift.Result<Result, APIError>, Int, SnapshotToWrite?) in
+            let version = state.server.latestVersion
             let outcome: Swift.Result<Result, APIError>
             do throws(APIError) {
                 outcome = .success(try change(&state))
             } catch {
                 outcome = .failure(error)
             }
+            Self.compactAfterUpdate(&state, since: version, at: clock(), configuration: configuration)
             // Taken whether or not the change went through: the log has already rotated.
             let snapshot = state.snapshotToWrite
             state.snapshotToWrite = nil
