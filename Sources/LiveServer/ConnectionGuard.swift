@@ -9,12 +9,13 @@ import WireFormat
 
 /// How long the server waits on a client, and how many connections it keeps: what lets
 /// `aviary serve` outlive a flood of connections that send nothing, or a request's head and then
-/// too little of its body (slowloris).
+/// too little of its body (slowloris), or its body a byte at a time (a trickle).
 ///
-/// A connection that waits on its client past a timeout is closed; so is, at the cap, the one
-/// that has waited longest, to make room for a new one; a new connection finds the cap full of
-/// connections whose requests the server is working on gets `503` with `Retry-After` instead.
-/// Each closing is counted in `/v1/stats` and `/metrics`.
+/// A connection that waits on its client past a timeout is closed, as is one whose body
+/// arrives slower than the least rate, or whose request takes longer than the request timeout;
+/// so is, at the cap, the one that has waited longest, to make room for a new one; a new
+/// connection that finds the cap full of connections whose requests the server is working on
+/// gets `503` with `Retry-After` instead. Each closing is counted in `/v1/stats` and `/metrics`.
 ///
 /// `Sendable`: a plain value.
 package struct ConnectionLimits: Sendable, Hashable {
@@ -23,6 +24,15 @@ package struct ConnectionLimits: Sendable, Hashable {
     package var headerTimeout: Duration = .seconds(10)
     /// The longest pause in a request body's arrival while the server reads it.
     package var bodyTimeout: Duration = .seconds(30)
+    /// The least rate, in bytes a second, a request body must arrive at on average from its
+    /// start once ``bodyRateGrace`` has passed; 0 for none. Kestrel's default: a client that
+    /// sends a byte every few seconds meets no pause timeout, and this closes it.
+    package var minBodyRate: Double = 240
+    /// The time a request body has to reach ``minBodyRate``.
+    package var bodyRateGrace: Duration = .seconds(5)
+    /// The longest a request may take to arrive whole, head and body, from its first bytes (a
+    /// connection's first request: from the connection's opening), as Go's `ReadTimeout`.
+    package var requestTimeout: Duration = .seconds(60)
     /// How long a kept-alive connection may wait for its next request.
     package var idleTimeout: Duration = .seconds(60)
     /// The most connections served at once, or `nil` for the open-file limit less
@@ -71,6 +81,8 @@ final class ConnectionRegistry: Sendable {
         var shed = 0
         var headerTimeouts = 0
         var bodyTimeouts = 0
+        var bodyRateTimeouts = 0
+        var requestTimeouts = 0
         var idleTimeouts = 0
     }
 
@@ -208,7 +220,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 }
 
 /// Watches one connection for the server's timeouts and its cap: admits it or answers 503,
-/// closes it when its client is too slow with a request's head or body or idles too long.
+/// closes it when its client is too slow with a request's head or body (``RequestDeadlines``)
+/// or idles too long.
 ///
 /// It sits right after the request decoder, so it sees request heads as soon as they are
 /// complete, body parts as they arrive, and each read from the socket (`channelReadComplete`)
@@ -243,6 +256,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Whether the server asked for more bytes since the last read: a body stalled while the
     /// server does not read it is not the client's doing.
     private var reading = false
+    /// The deadlines of the request being read (phases `head` and `body`).
+    private var request: RequestDeadlines
+    /// The deadline of phase `idle`.
     private var deadline = NIODeadline.distantFuture
     private var timer: Scheduled<Void>?
     private var timerDeadline = NIODeadline.distantFuture
@@ -250,6 +266,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     init(limits: ConnectionLimits, registry: ConnectionRegistry) {
         self.limits = limits
         self.registry = registry
+        self.request = RequestDeadlines(limits: limits, startedAt: .now())
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -273,11 +290,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
+            let now = NIODeadline.now()
             unanswered += 1
-            if phase != .closed { phase = .body }
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
-        case .body:
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+            if phase != .closed {
+                // A head that came in the same read as the end of the request before it has
+                // had no read of its own to start its clock.
+                if phase != .head { request = RequestDeadlines(limits: limits, startedAt: now) }
+                phase = .body
+                request.headRead(at: now)
+                arm(context)
+            }
+        case .body(let part):
+            if phase == .body {
+                request.bodyRead(part.readableBytes, at: .now())
+                arm(context)
+            }
         case .end:
             if unanswered > 0 {
                 phase = .responding
@@ -285,7 +312,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             } else {
                 // Answered before its body was read (a 401, a 413): the connection is idle.
                 phase = .idle
-                arm(.now() + TimeAmount(limits.idleTimeout), context)
+                deadline = .now() + TimeAmount(limits.idleTimeout)
+                arm(context)
             }
         }
         context.fireChannelRead(data)
@@ -297,9 +325,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .idle:
             // The next request's first bytes: its head has the header timeout from now.
             phase = .head
-            arm(.now() + TimeAmount(limits.headerTimeout), context)
+            request = RequestDeadlines(limits: limits, startedAt: .now())
+            arm(context)
         case .body:
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+            // Until the server asks for more, the body's clocks stop.
+            request.heldBack(at: .now())
         default:
             break
         }
@@ -309,7 +339,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func read(context: ChannelHandlerContext) {
         if !reading, phase == .body {
             // The server reads again after holding back: the client gets a whole pause.
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+            request.resumed(at: .now())
+            arm(context)
         }
         reading = true
         context.read()
@@ -321,7 +352,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if unanswered == 0, phase == .responding {
                 phase = .idle
                 registry.waiting(context.channel)
-                arm(.now() + TimeAmount(limits.idleTimeout), context)
+                deadline = .now() + TimeAmount(limits.idleTimeout)
+                arm(context)
             }
         }
         context.write(data, promise: promise)
@@ -343,31 +375,47 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         phase = .head
-        arm(.now() + TimeAmount(limits.headerTimeout), context)
+        request = RequestDeadlines(limits: limits, startedAt: .now())
+        arm(context)
     }
 
     /// Answers 503 with `Retry-After` before any request, and closes.
     private func refuse(_ context: ChannelHandlerContext) {
         let error = APIError(status: 503, "the server is at its connection limit; retry shortly", retryAfter: 1)
+        let channel = context.channel
+        answer(error, context).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// Writes `error` as a whole response that closes the connection.
+    private func answer(_ error: APIError, _ context: ChannelHandlerContext) -> EventLoopFuture<Void> {
         let body = ByteBuffer(bytes: Wire.encode(error.body))
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(body.readableBytes))
-        headers.add(name: "Retry-After", value: String(error.retryAfter ?? 1))
+        if let retryAfter = error.retryAfter { headers.add(name: "Retry-After", value: String(retryAfter)) }
         headers.add(name: "Connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .serviceUnavailable, headers: headers))), promise: nil)
+        let status = HTTPResponseStatus(statusCode: error.status)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        return context.writeAndFlush(wrapOutboundOut(.end(nil)))
     }
 
-    /// Sets the phase's deadline; the timer is moved only when the deadline comes sooner.
-    private func arm(_ deadline: NIODeadline, _ context: ChannelHandlerContext) {
-        guard phase != .closed else { return }
-        self.deadline = deadline
-        guard timer == nil || deadline < timerDeadline else { return }
+    /// The phase's deadline now: the request's next in phases `head` and `body` (none while the
+    /// server holds the body back), `deadline` in phase `idle`.
+    private var due: NIODeadline? {
+        switch phase {
+        case .head, .body: request.next()?.deadline
+        case .idle: deadline
+        case .opening, .responding, .closed: nil
+        }
+    }
+
+    /// Moves the timer to the phase's deadline when that comes sooner; a later one is found
+    /// when the timer fires.
+    private func arm(_ context: ChannelHandlerContext) {
+        guard let due, timer == nil || due < timerDeadline else { return }
         timer?.cancel()
-        schedule(at: deadline, context)
+        schedule(at: due, context)
     }
 
     private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
@@ -380,20 +428,23 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func expire(_ context: ChannelHandlerContext) {
+        guard let due else { return }
         let now = NIODeadline.now()
+        guard now >= due else {
+            schedule(at: due, context)
+            return
+        }
         let counter: WritableKeyPath<ConnectionRegistry.Counts, Int>
         switch phase {
-        case .opening, .responding, .closed:
-            return
-        case _ where now < deadline:
-            schedule(at: deadline, context)
-            return
-        case .body where !reading:
-            arm(now + TimeAmount(limits.bodyTimeout), context)
-            return
-        case .head: counter = \.headerTimeouts
-        case .body: counter = \.bodyTimeouts
         case .idle: counter = \.idleTimeouts
+        default:
+            switch request.next()?.rule {
+            case .header: counter = \.headerTimeouts
+            case .bodyPause: counter = \.bodyTimeouts
+            case .bodyRate: counter = \.bodyRateTimeouts
+            case .request: counter = \.requestTimeouts
+            case nil: return
+            }
         }
         registry.count(counter)
         phase = .closed

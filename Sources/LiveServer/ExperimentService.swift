@@ -54,6 +54,10 @@ package final class ExperimentService: Sendable {
         package var headerTimeouts = 0
         /// Connections closed because a request body paused too long.
         package var bodyTimeouts = 0
+        /// Connections closed because a request body arrived slower than the least rate.
+        package var bodyRateTimeouts = 0
+        /// Connections closed because a request did not arrive whole within the request timeout.
+        package var requestTimeouts = 0
         /// Kept-alive connections closed after waiting too long for a request.
         package var idleTimeouts = 0
 
@@ -63,7 +67,8 @@ package final class ExperimentService: Sendable {
             case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes", compactions
             case vendorEventsIgnored = "vendor_events_ignored"
             case connectionsOpen = "connections_open", connectionsRefused = "connections_refused", connectionsShed = "connections_shed"
-            case headerTimeouts = "header_timeouts", bodyTimeouts = "body_timeouts", idleTimeouts = "idle_timeouts"
+            case headerTimeouts = "header_timeouts", bodyTimeouts = "body_timeouts", bodyRateTimeouts = "body_rate_timeouts"
+            case requestTimeouts = "request_timeouts", idleTimeouts = "idle_timeouts"
         }
 
         package init() {}
@@ -353,6 +358,8 @@ package final class ExperimentService: Sendable {
         stats.connectionsShed = connections.shed
         stats.headerTimeouts = connections.headerTimeouts
         stats.bodyTimeouts = connections.bodyTimeouts
+        stats.bodyRateTimeouts = connections.bodyRateTimeouts
+        stats.requestTimeouts = connections.requestTimeouts
         stats.idleTimeouts = connections.idleTimeouts
         return stats
     }

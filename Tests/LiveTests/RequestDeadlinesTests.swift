@@ -1,0 +1,79 @@
+import NIOCore
+import Testing
+@testable import LiveServer
+
+/// The rules on slow clients, fed times of the tests' own (``RequestDeadlines``).
+struct RequestDeadlinesTests {
+    /// `seconds` after an arbitrary origin.
+    static func at(_ seconds: Double) -> NIODeadline {
+        .uptimeNanoseconds(1_000_000_000_000 + UInt64(seconds * 1e9))
+    }
+
+    static func seconds(_ deadline: NIODeadline?) -> Double? {
+        deadline.map { Double($0.uptimeNanoseconds - 1_000_000_000_000) / 1e9 }
+    }
+
+    /// The defaults: 10 s for a head, 30 s for a pause, 240 bytes/s after 5 s, 60 s for a request.
+    static let limits = ConnectionLimits()
+
+    @Test func aHeadHasTheHeaderTimeoutOrTheRequestTimeoutIfShorter() {
+        let request = RequestDeadlines(limits: Self.limits, startedAt: Self.at(0))
+        #expect(Self.seconds(request.next()?.deadline) == 10 && request.next()?.rule == .header)
+        var short = Self.limits
+        short.requestTimeout = .seconds(4)
+        let quick = RequestDeadlines(limits: short, startedAt: Self.at(0))
+        #expect(Self.seconds(quick.next()?.deadline) == 4 && quick.next()?.rule == .request)
+    }
+
+    /// A byte every 10 s never pauses 30 s: the rate closes it when its grace ends.
+    @Test func aTrickleIsClosedByTheRateWhenItsGraceEnds() {
+        var request = RequestDeadlines(limits: Self.limits, startedAt: Self.at(0))
+        request.headRead(at: Self.at(0.1))
+        request.bodyRead(1, at: Self.at(0.1))
+        let next = try! #require(request.next())
+        #expect(next.rule == .bodyRate)
+        #expect(abs(Self.seconds(next.deadline)! - 5.1) < 1e-6, "the grace from the body's start")
+    }
+
+    /// A body at 300 bytes/s stays ahead of the rate and never pauses: only the request timeout
+    /// ends it, 60 s after its first bytes.
+    @Test func aSteadyBodyAboveTheRateMeetsOnlyTheRequestTimeout() {
+        var request = RequestDeadlines(limits: Self.limits, startedAt: Self.at(0))
+        request.headRead(at: Self.at(0))
+        var now = 0.0
+        while now < 59.9 {
+            now += 0.1
+            request.bodyRead(30, at: Self.at(now))
+            let next = try! #require(request.next())
+            #expect(Self.seconds(next.deadline)! > now, "at \(now) s: \(next.rule) was due")
+        }
+        #expect(request.next()?.rule == .request && Self.seconds(request.next()?.deadline) == 60)
+    }
+
+    @Test func aFastBodyThatStopsMeetsThePauseTimeout() {
+        var request = RequestDeadlines(limits: Self.limits, startedAt: Self.at(0))
+        request.headRead(at: Self.at(0))
+        // 100,000 bytes at once cover the rate for 416 s: the pause comes first.
+        request.bodyRead(100_000, at: Self.at(1))
+        #expect(request.next()?.rule == .bodyPause && Self.seconds(request.next()?.deadline) == 31)
+    }
+
+    /// While the server does not read, no clock runs against the client; when it reads again,
+    /// every deadline is later by the time it held back, and a whole pause starts.
+    @Test func timeTheServerHoldsTheBodyBackIsNotTheClients() {
+        var request = RequestDeadlines(limits: Self.limits, startedAt: Self.at(0))
+        request.headRead(at: Self.at(1))
+        request.heldBack(at: Self.at(2))
+        #expect(request.next() == nil)
+        request.resumed(at: Self.at(102))
+        #expect(request.next()?.rule == .bodyRate && Self.seconds(request.next()?.deadline) == 106)
+        var none = Self.limits
+        none.minBodyRate = 0
+        none.bodyTimeout = .seconds(100)
+        var unrated = RequestDeadlines(limits: none, startedAt: Self.at(0))
+        unrated.headRead(at: Self.at(1))
+        unrated.heldBack(at: Self.at(2))
+        unrated.resumed(at: Self.at(50))
+        #expect(unrated.next()?.rule == .request && Self.seconds(unrated.next()?.deadline) == 108, "60 s and the 48 s held back")
+    }
+}
