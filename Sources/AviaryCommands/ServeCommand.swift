@@ -32,7 +32,8 @@ struct ServeCommand: AsyncParsableCommand {
             Floods: a request's head must arrive within --header-timeout, its body must not pause longer than \
             --body-timeout and must average at least --min-body-rate once --body-rate-grace has passed, the whole \
             request must arrive within --request-timeout, and a kept-alive connection is closed after --idle-timeout \
-            without a request. At most \
+            without a request. A request whose Content-Length is over --max-body gets 413 as soon as its head is \
+            read, and its connection is closed. At most \
             --max-connections are served at once (by default the open-file limit, raised to its hard limit at start, \
             less 256 the server keeps for its own files); at the cap a new connection takes the place of the one that \
             has waited longest on its client, or gets 503 with Retry-After when every one has a request in progress. \

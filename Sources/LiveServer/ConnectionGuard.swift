@@ -50,6 +50,11 @@ package struct ConnectionLimits: Sendable, Hashable {
     /// The fewest descriptors a cap given explicitly must leave the server.
     package static let leastReserve = 64
 
+    /// How long a connection answered 413 before its body is kept open, its client's bytes
+    /// read and dropped, so that the client reads the answer rather than a reset: a socket
+    /// closed with unread bytes resets the connection, and the client may lose the answer.
+    static let refusalLinger: Duration = .seconds(2)
+
     /// The cap for `fileLimit` when none is given.
     package static func defaultMaxConnections(fileLimit: Int) -> Int {
         max(1, fileLimit - reservedDescriptors(fileLimit: fileLimit))
@@ -204,12 +209,14 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     let base: HTTP1Channel
     let limits: ConnectionLimits
     let registry: ConnectionRegistry
+    /// The largest request body accepted (`--max-body`).
+    let maxBody: Int
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(ConnectionGuard(limits: limits, registry: registry), position: .after(decoder))
+            try pipeline.addHandler(ConnectionGuard(limits: limits, registry: registry, maxBody: maxBody), position: .after(decoder))
             return value
         }
     }
@@ -221,7 +228,8 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
 /// Watches one connection for the server's timeouts and its cap: admits it or answers 503,
 /// closes it when its client is too slow with a request's head or body (``RequestDeadlines``)
-/// or idles too long.
+/// or idles too long, and answers 413 at once to a request whose `Content-Length` is over the
+/// largest body accepted.
 ///
 /// It sits right after the request decoder, so it sees request heads as soon as they are
 /// complete, body parts as they arrive, and each read from the socket (`channelReadComplete`)
@@ -243,11 +251,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case responding
         /// Between requests on a kept-alive connection.
         case idle
+        /// Answered 413 before its body: the client's bytes are dropped until it closes or
+        /// ``ConnectionLimits/refusalLinger`` has passed.
+        case refused
         case closed
     }
 
     private let limits: ConnectionLimits
     private let registry: ConnectionRegistry
+    private let maxBody: Int
     private var phase = Phase.opening
     /// The connection once admitted, until the registry hears of its closing.
     private var served: (any Channel)?
@@ -258,14 +270,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var reading = false
     /// The deadlines of the request being read (phases `head` and `body`).
     private var request: RequestDeadlines
-    /// The deadline of phase `idle`.
+    /// The deadline of phases `idle` and `refused`.
     private var deadline = NIODeadline.distantFuture
     private var timer: Scheduled<Void>?
     private var timerDeadline = NIODeadline.distantFuture
 
-    init(limits: ConnectionLimits, registry: ConnectionRegistry) {
+    init(limits: ConnectionLimits, registry: ConnectionRegistry, maxBody: Int) {
         self.limits = limits
         self.registry = registry
+        self.maxBody = maxBody
         self.request = RequestDeadlines(limits: limits, startedAt: .now())
     }
 
@@ -288,9 +301,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // What follows a refused request's head is dropped, unread by the server.
+        guard phase != .refused else { return }
         switch unwrapInboundIn(data) {
-        case .head:
+        case .head(let head):
             let now = NIODeadline.now()
+            if unanswered == 0, phase != .closed, let length = Self.contentLength(head), length > UInt64(maxBody) {
+                refuseOversized(length, context)
+                return
+            }
             unanswered += 1
             if phase != .closed {
                 // A head that came in the same read as the end of the request before it has
@@ -359,7 +378,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.write(data, promise: promise)
     }
 
-    // MARK: - Admission and timeouts
+    // MARK: - Admission, refusals and timeouts
 
     private func open(_ context: ChannelHandlerContext) {
         guard phase == .opening else { return }
@@ -386,6 +405,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         answer(error, context).whenComplete { _ in channel.close(promise: nil) }
     }
 
+    /// Answers 413 to a request whose `Content-Length` is over the largest body accepted, as
+    /// soon as its head is read and before any of its body, and ends the connection: its output
+    /// at once, the rest once the client has closed or ``ConnectionLimits/refusalLinger`` has
+    /// passed, its bytes dropped meanwhile.
+    private func refuseOversized(_ length: UInt64, _ context: ChannelHandlerContext) {
+        phase = .refused
+        deadline = .now() + TimeAmount(ConnectionLimits.refusalLinger)
+        arm(context)
+        let error = APIError(status: 413, "request body of \(length) bytes is over \(maxBody)", field: "body", expected: "at most \(maxBody) bytes")
+        let channel = context.channel
+        answer(error, context).whenComplete { _ in
+            channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+        }
+    }
+
     /// Writes `error` as a whole response that closes the connection.
     private func answer(_ error: APIError, _ context: ChannelHandlerContext) -> EventLoopFuture<Void> {
         let body = ByteBuffer(bytes: Wire.encode(error.body))
@@ -400,12 +434,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         return context.writeAndFlush(wrapOutboundOut(.end(nil)))
     }
 
+    /// The body length a head announces, if it announces one (a number too large for 64 bits
+    /// counts as the largest).
+    static func contentLength(_ head: HTTPRequestHead) -> UInt64? {
+        guard let field = head.headers.first(name: "content-length") else { return nil }
+        let text = field.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return UInt64(text) ?? .max
+    }
+
     /// The phase's deadline now: the request's next in phases `head` and `body` (none while the
-    /// server holds the body back), `deadline` in phase `idle`.
+    /// server holds the body back), `deadline` in phases `idle` and `refused`.
     private var due: NIODeadline? {
         switch phase {
         case .head, .body: request.next()?.deadline
-        case .idle: deadline
+        case .idle, .refused: deadline
         case .opening, .responding, .closed: nil
         }
     }
@@ -434,9 +477,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             schedule(at: due, context)
             return
         }
-        let counter: WritableKeyPath<ConnectionRegistry.Counts, Int>
+        let counter: WritableKeyPath<ConnectionRegistry.Counts, Int>?
         switch phase {
         case .idle: counter = \.idleTimeouts
+        case .refused: counter = nil
         default:
             switch request.next()?.rule {
             case .header: counter = \.headerTimeouts
@@ -446,7 +490,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             case nil: return
             }
         }
-        registry.count(counter)
+        if let counter { registry.count(counter) }
         phase = .closed
         context.close(promise: nil)
     }

@@ -10,8 +10,8 @@ import Glibc
 /// A flood of connections that send nothing, or a request's head and one byte of its body
 /// (slowloris), beyond the connection cap: `/health` and real requests still get in, what was
 /// acknowledged survives, and every held connection is closed by a timeout or to make room. A
-/// body trickled a byte at a time is closed by the least rate, and a request longer than the
-/// request timeout by that.
+/// body trickled a byte at a time is closed by the least rate, a request longer than the request
+/// timeout by that, and a body announced over `--max-body` answered 413 at once.
 @Suite(.serialized) struct FloodTests {
     /// A blocking TCP socket to 127.0.0.1, closed on deinit.
     final class Socket {
@@ -194,6 +194,23 @@ import Glibc
         #expect(stats["request_timeouts"] == 1 && stats["body_rate_timeouts"] == 0 && stats["body_timeouts"] == 0, "\(stats)")
         let metrics = try PrometheusText(parsing: try Self.request("GET", "/metrics", port: server.port).body)
         #expect(metrics.value("aviary_request_timeouts_total") == 1)
+        await server.stop()
+    }
+
+    /// `Content-Length: 10^12` and one byte: 413 as soon as the head is read, then the
+    /// connection ends, and the server serves on.
+    @Test func aBodyAnnouncedOverMaxBodyIsAnswered413AtOnce() async throws {
+        let (service, server) = try await Self.start { _ in }
+        let socket = try Socket(port: server.port)
+        let started = Date()
+        socket.send("POST /v1/events HTTP/1.1\r\nHost: flood\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n{")
+        let answer = socket.response(within: 10)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(answer.status == 413 && answer.body.contains("over \(1 << 20)"), "\(answer)")
+        #expect(seconds < 1.5, "answered and ended after \(seconds) s")
+        let batch = MetricsTests.batch(device: 5, 0..<5)
+        #expect(try Self.request("POST", "/v1/events", body: batch, port: server.port).status == 200)
+        #expect(service.stats().eventsAccepted == 5)
         await server.stop()
     }
 

@@ -1,8 +1,11 @@
 import NIOCore
+import NIOEmbedded
+import NIOHTTP1
 import Testing
 @testable import LiveServer
 
-/// The rules on slow clients, fed times of the tests' own (``RequestDeadlines``).
+/// The rules on slow clients, fed times of the tests' own (``RequestDeadlines``), and a
+/// connection's guard fed request parts without a socket (``ConnectionGuard``).
 struct RequestDeadlinesTests {
     /// `seconds` after an arbitrary origin.
     static func at(_ seconds: Double) -> NIODeadline {
@@ -75,5 +78,58 @@ struct RequestDeadlinesTests {
         unrated.heldBack(at: Self.at(2))
         unrated.resumed(at: Self.at(50))
         #expect(unrated.next()?.rule == .request && Self.seconds(unrated.next()?.deadline) == 108, "60 s and the 48 s held back")
+    }
+
+    // MARK: - The guard, without a socket
+
+    static func head(contentLength: String?) -> HTTPServerRequestPart {
+        var headers = HTTPHeaders([("Host", "test"), ("Content-Type", "application/json")])
+        if let contentLength { headers.add(name: "Content-Length", value: contentLength) }
+        return .head(HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/events", headers: headers))
+    }
+
+    static func guarded(maxBody: Int = 1 << 20) throws -> (EmbeddedChannel, ConnectionRegistry) {
+        let registry = ConnectionRegistry()
+        let channel = EmbeddedChannel(handler: ConnectionGuard(limits: limits, registry: registry, maxBody: maxBody))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        return (channel, registry)
+    }
+
+    /// A `Content-Length` over the largest body: 413 when the head is read, nothing of the
+    /// request passed on, and the connection ended.
+    @Test(arguments: ["1048577", "1000000000000", "99999999999999999999999"])
+    func anAnnouncedBodyOverTheLimitIs413AtOnce(length: String) throws {
+        let (channel, registry) = try Self.guarded()
+        try channel.writeInbound(Self.head(contentLength: length))
+        #expect(try channel.readInbound(as: HTTPServerRequestPart.self) == nil, "the server never sees the request")
+        guard case .head(let response) = try #require(try channel.readOutbound(as: HTTPServerResponsePart.self)) else {
+            Issue.record("no response head")
+            return
+        }
+        #expect(response.status == .payloadTooLarge)
+        #expect(response.headers["Connection"] == ["close"])
+        guard case .body(.byteBuffer(let body)) = try #require(try channel.readOutbound(as: HTTPServerResponsePart.self)) else {
+            Issue.record("no response body")
+            return
+        }
+        #expect(String(buffer: body).contains("over 1048576"))
+        #expect(try channel.readOutbound(as: HTTPServerResponsePart.self) == .end(nil))
+        // An embedded channel cannot half-close, so the guard closes it whole (a socket's
+        // output ends at once, the rest after the client has closed or the linger).
+        #expect(!channel.isActive)
+        #expect(registry.counts.open == 0)
+    }
+
+    @Test(arguments: ["1048576", "12", nil])
+    func anAnnouncedBodyWithinTheLimitPassesOn(length: String?) throws {
+        let (channel, _) = try Self.guarded()
+        try channel.writeInbound(Self.head(contentLength: length))
+        guard case .head = try #require(try channel.readInbound(as: HTTPServerRequestPart.self)) else {
+            Issue.record("the head was not passed on")
+            return
+        }
+        #expect(try channel.readOutbound(as: HTTPServerResponsePart.self) == nil)
+        #expect(channel.isActive)
+        _ = try channel.finish()
     }
 }
