@@ -274,12 +274,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var deadline = NIODeadline.distantFuture
     private var timer: Scheduled<Void>?
     private var timerDeadline = NIODeadline.distantFuture
+    /// The event loop's clock: `NIODeadline.now`, or an embedded loop's in tests.
+    private let now: () -> NIODeadline
 
-    init(limits: ConnectionLimits, registry: ConnectionRegistry, maxBody: Int) {
+    init(limits: ConnectionLimits, registry: ConnectionRegistry, maxBody: Int, clock: @escaping () -> NIODeadline = NIODeadline.now) {
         self.limits = limits
         self.registry = registry
         self.maxBody = maxBody
-        self.request = RequestDeadlines(limits: limits, startedAt: .now())
+        self.now = clock
+        self.request = RequestDeadlines(limits: limits, startedAt: clock())
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -305,7 +308,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         guard phase != .refused else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
-            let now = NIODeadline.now()
+            let time = now()
             if unanswered == 0, phase != .closed, let length = Self.contentLength(head), length > UInt64(maxBody) {
                 refuseOversized(length, context)
                 return
@@ -314,14 +317,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if phase != .closed {
                 // A head that came in the same read as the end of the request before it has
                 // had no read of its own to start its clock.
-                if phase != .head { request = RequestDeadlines(limits: limits, startedAt: now) }
+                if phase != .head { request = RequestDeadlines(limits: limits, startedAt: time) }
                 phase = .body
-                request.headRead(at: now)
+                request.headRead(at: time)
                 arm(context)
             }
         case .body(let part):
             if phase == .body {
-                request.bodyRead(part.readableBytes, at: .now())
+                request.bodyRead(part.readableBytes, at: now())
                 arm(context)
             }
         case .end:
@@ -331,7 +334,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             } else {
                 // Answered before its body was read (a 401, a 413): the connection is idle.
                 phase = .idle
-                deadline = .now() + TimeAmount(limits.idleTimeout)
+                deadline = now() + TimeAmount(limits.idleTimeout)
                 arm(context)
             }
         }
@@ -344,11 +347,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .idle:
             // The next request's first bytes: its head has the header timeout from now.
             phase = .head
-            request = RequestDeadlines(limits: limits, startedAt: .now())
+            request = RequestDeadlines(limits: limits, startedAt: now())
             arm(context)
         case .body:
             // Until the server asks for more, the body's clocks stop.
-            request.heldBack(at: .now())
+            request.heldBack(at: now())
         default:
             break
         }
@@ -358,7 +361,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func read(context: ChannelHandlerContext) {
         if !reading, phase == .body {
             // The server reads again after holding back: the client gets a whole pause.
-            request.resumed(at: .now())
+            request.resumed(at: now())
             arm(context)
         }
         reading = true
@@ -371,7 +374,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if unanswered == 0, phase == .responding {
                 phase = .idle
                 registry.waiting(context.channel)
-                deadline = .now() + TimeAmount(limits.idleTimeout)
+                deadline = now() + TimeAmount(limits.idleTimeout)
                 arm(context)
             }
         }
@@ -394,7 +397,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         phase = .head
-        request = RequestDeadlines(limits: limits, startedAt: .now())
+        request = RequestDeadlines(limits: limits, startedAt: now())
         arm(context)
     }
 
@@ -411,7 +414,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// passed, its bytes dropped meanwhile.
     private func refuseOversized(_ length: UInt64, _ context: ChannelHandlerContext) {
         phase = .refused
-        deadline = .now() + TimeAmount(ConnectionLimits.refusalLinger)
+        deadline = now() + TimeAmount(ConnectionLimits.refusalLinger)
         arm(context)
         let error = APIError(status: 413, "request body of \(length) bytes is over \(maxBody)", field: "body", expected: "at most \(maxBody) bytes")
         let channel = context.channel
@@ -472,8 +475,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func expire(_ context: ChannelHandlerContext) {
         guard let due else { return }
-        let now = NIODeadline.now()
-        guard now >= due else {
+        guard now() >= due else {
             schedule(at: due, context)
             return
         }

@@ -5,7 +5,8 @@ import Testing
 @testable import LiveServer
 
 /// The rules on slow clients, fed times of the tests' own (``RequestDeadlines``), and a
-/// connection's guard fed request parts without a socket (``ConnectionGuard``).
+/// connection's guard fed request parts without a socket, on an embedded loop's clock
+/// (``ConnectionGuard``).
 struct RequestDeadlinesTests {
     /// `seconds` after an arbitrary origin.
     static func at(_ seconds: Double) -> NIODeadline {
@@ -88,18 +89,72 @@ struct RequestDeadlinesTests {
         return .head(HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v1/events", headers: headers))
     }
 
-    static func guarded(maxBody: Int = 1 << 20) throws -> (EmbeddedChannel, ConnectionRegistry) {
-        let registry = ConnectionRegistry()
-        let channel = EmbeddedChannel(handler: ConnectionGuard(limits: limits, registry: registry, maxBody: maxBody))
+    /// A connection's guard on an embedded channel, on the embedded loop's clock.
+    static func guarded(maxBody: Int = 1 << 20) throws -> (EmbeddedChannel, EmbeddedEventLoop, ConnectionRegistry) {
+        let registry = ConnectionRegistry(), loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(loop: loop)
+        try channel.pipeline.syncOperations.addHandler(ConnectionGuard(limits: limits, registry: registry, maxBody: maxBody, clock: { loop.now }))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
-        return (channel, registry)
+        return (channel, loop, registry)
+    }
+
+    /// `bytes` of body, which the server then reads on (asks for more).
+    static func send(_ bytes: Int, on channel: EmbeddedChannel) throws {
+        try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(repeating: UInt8(ascii: " "), count: bytes)))
+        channel.read()
+    }
+
+    /// A byte at 0 s and at 4 s never pause 30 s: the rate closes the connection at 5 s.
+    @Test func theGuardClosesATrickleByTheRate() throws {
+        let (channel, loop, registry) = try Self.guarded()
+        try channel.writeInbound(Self.head(contentLength: "1000000"))
+        channel.read()
+        try Self.send(1, on: channel)
+        loop.advanceTime(by: .seconds(4))
+        try Self.send(1, on: channel)
+        loop.advanceTime(by: .milliseconds(900))
+        #expect(channel.isActive)
+        loop.advanceTime(by: .milliseconds(200))
+        #expect(!channel.isActive)
+        #expect(registry.counts.bodyRateTimeouts == 1 && registry.counts.bodyTimeouts == 0 && registry.counts.open == 0)
+    }
+
+    /// 300 bytes a second, above the rate: only the request timeout ends it, at 60 s.
+    @Test func theGuardClosesAStreamLongerThanTheRequestTimeout() throws {
+        let (channel, loop, registry) = try Self.guarded()
+        try channel.writeInbound(Self.head(contentLength: "1000000"))
+        channel.read()
+        for _ in 0..<599 {
+            loop.advanceTime(by: .milliseconds(100))
+            try Self.send(30, on: channel)
+        }
+        #expect(channel.isActive)
+        loop.advanceTime(by: .milliseconds(200))
+        #expect(!channel.isActive)
+        #expect(registry.counts.requestTimeouts == 1 && registry.counts.bodyRateTimeouts == 0)
+    }
+
+    /// While the server does not ask for the body, no clock runs: a minute later it is still open,
+    /// and the rate's grace starts again when the server reads.
+    @Test func theGuardHoldsNothingAgainstAClientTheServerDoesNotRead() throws {
+        let (channel, loop, registry) = try Self.guarded()
+        try channel.writeInbound(Self.head(contentLength: "1000000"))
+        try channel.writeInbound(HTTPServerRequestPart.body(ByteBuffer(string: "[")))
+        loop.advanceTime(by: .seconds(100))
+        #expect(channel.isActive)
+        channel.read()
+        loop.advanceTime(by: .seconds(4))
+        #expect(channel.isActive)
+        loop.advanceTime(by: .seconds(2))
+        #expect(!channel.isActive)
+        #expect(registry.counts.bodyRateTimeouts == 1)
     }
 
     /// A `Content-Length` over the largest body: 413 when the head is read, nothing of the
     /// request passed on, and the connection ended.
     @Test(arguments: ["1048577", "1000000000000", "99999999999999999999999"])
     func anAnnouncedBodyOverTheLimitIs413AtOnce(length: String) throws {
-        let (channel, registry) = try Self.guarded()
+        let (channel, _, registry) = try Self.guarded()
         try channel.writeInbound(Self.head(contentLength: length))
         #expect(try channel.readInbound(as: HTTPServerRequestPart.self) == nil, "the server never sees the request")
         guard case .head(let response) = try #require(try channel.readOutbound(as: HTTPServerResponsePart.self)) else {
@@ -122,7 +177,7 @@ struct RequestDeadlinesTests {
 
     @Test(arguments: ["1048576", "12", nil])
     func anAnnouncedBodyWithinTheLimitPassesOn(length: String?) throws {
-        let (channel, _) = try Self.guarded()
+        let (channel, _, _) = try Self.guarded()
         try channel.writeInbound(Self.head(contentLength: length))
         guard case .head = try #require(try channel.readInbound(as: HTTPServerRequestPart.self)) else {
             Issue.record("the head was not passed on")
