@@ -177,6 +177,8 @@ let package = Package(
                 "LiveServer", "LiveDevices", "LiveRuns", "WireFormat", "ExperimentServer", "ExperimentModel", "ClientEngine", "Allocators", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
     ]

@@ -17,6 +17,13 @@ be in events_accepted; a kept-alive connection left idle must be closed by --idl
 the same floods against a server whose open-file limit is 256 (the limit a flood used to exhaust,
 ending in a crash): it must stay up and keep answering /health.
 
+Last, a trickle flood against a server with the default slow-client limits and a cap above the
+flood: --trickle connections (3,000) each send a POST's head announcing a body of 1,000,000
+bytes (under --max-body) and then one byte of it every --trickle-interval seconds (10). A byte
+every 10 s never pauses for the 30 s body timeout: every one must be closed by the least body
+rate (240 bytes/s once its 5 s grace has passed), counted in body_rate_timeouts, within the grace
+and a slack of 15 s, with /health answering throughout.
+
     scripts/check-flood                                  # the release build
     scripts/check_flood.py --aviary .build/release/aviary --held 3000
     scripts/check_flood.py --aviary OLD --measure-only   # figures only, no new flags, no checks
@@ -44,6 +51,8 @@ from live_server import Server  # noqa: E402
 KEY = "flood-client-key-0123456789"
 ADMIN = "flood-admin-key-0123456789"
 SLOWLORIS = b"POST /v1/events HTTP/1.1\r\nHost: flood\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+# A body under the default --max-body (1 MiB), so that it is not refused on its head.
+TRICKLE = b"POST /v1/events HTTP/1.1\r\nHost: flood\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
 
 
 def raise_file_limit():
@@ -83,6 +92,50 @@ def flood(port, count, slowloris, patience, results):
                 closed += 1
                 last = time.monotonic() - started
     results.put(("closed", closed, last))
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()
+
+
+def trickle(port, count, interval, patience, results):
+    """Opens `count` connections, each sending TRICKLE and then a byte of body every `interval`
+    seconds; reports how many opened and how long each lasted from its head."""
+    import selectors
+
+    raise_file_limit()
+    selector = selectors.DefaultSelector()
+    opened, failed, started = 0, 0, time.monotonic()
+    for _ in range(count):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+            sock.sendall(TRICKLE + b"[")
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ, time.monotonic())
+            opened += 1
+        except OSError:
+            failed += 1
+    results.put(("opened", opened, failed, time.monotonic() - started))
+    lasted = []
+    deadline = time.monotonic() + patience
+    next_byte = time.monotonic() + interval
+    while len(lasted) < opened and time.monotonic() < deadline:
+        if time.monotonic() >= next_byte:
+            next_byte += interval
+            for key in list(selector.get_map().values()):
+                try:
+                    key.fileobj.send(b" ")
+                except OSError:
+                    pass
+        for key, _ in selector.select(timeout=min(0.2, max(0.0, next_byte - time.monotonic()))):
+            try:
+                data = key.fileobj.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                lasted.append(time.monotonic() - key.data)
+                selector.unregister(key.fileobj)
+                key.fileobj.close()
+    results.put(("closed", len(lasted), round(min(lasted), 2) if lasted else None, round(max(lasted), 2) if lasted else None,
+                 round(time.monotonic() - started, 2)))
     for key in list(selector.get_map().values()):
         key.fileobj.close()
 
@@ -251,6 +304,48 @@ def run_floods(name, server, options, check, keyed):
     return figures
 
 
+def run_trickle(server, options, check):
+    """The trickle flood against `server`, watched; returns the figures."""
+    port, pid = server.port, server.process.pid
+    for _ in range(20):
+        request(port, "GET", "/health")
+    baseline_rss, baseline_fds = rss(pid), descriptors(pid)
+    patience = 25 if options.measure_only else 5 + 15
+    with Watch(port, pid, keyed=False) as watch:
+        results = multiprocessing.Queue()
+        worker = multiprocessing.Process(target=trickle, args=(port, options.trickle, options.trickle_interval, patience, results))
+        worker.start()
+        _, opened, failed, open_seconds = results.get()
+        time.sleep(0.5)
+        held_fds = descriptors(pid) - baseline_fds
+        held_rss = rss(pid)
+        _, closed, first, last, seconds = results.get(timeout=patience + 60)
+        worker.join()
+    figures = {
+        "kind": "trickle", "opened": opened, "failed": failed, "open_seconds": round(open_seconds, 2), "held_by_server": held_fds,
+        "baseline_rss": baseline_rss, "rss_held": held_rss, "rss_peak": watch.rss_peak,
+        "bytes_per_held": round((held_rss - baseline_rss) / held_fds) if held_fds > 0 else 0,
+        "closed_by_server": closed, "first_closed_after": first, "last_closed_after": last, "seconds": seconds,
+    }
+    latencies = sorted(seconds for seconds, _ in watch.health)
+    bad = [(round(seconds, 3), status) for seconds, status in watch.health if status != 200 or seconds > 1]
+    figures["health"] = {"probes": len(latencies), "bad": len(bad), "max": round(latencies[-1], 3) if latencies else None}
+    figures["client"] = {"batches": watch.batches, "retries": watch.retries, "failed": len(watch.failed_batches)}
+    print(f"check-flood: trickle: {json.dumps(figures)}")
+    check.expect(closed == opened, f"trickle: the server closed {closed} of {opened} trickling connections within {patience} s")
+    check.expect(not bad, f"trickle: {len(bad)} of {len(latencies)} /health probes failed or took over 1 s: {bad[:10]}")
+    check.expect(not watch.failed_batches, f"trickle: event batches never acknowledged: {watch.failed_batches[:5]}")
+    check.expect(server.process.poll() is None, f"trickle: the server exited with {server.process.poll()}")
+    if not options.measure_only:
+        counted = stats(port, False)
+        print(f"check-flood: trickle: /v1/stats {json.dumps({k: v for k, v in counted.items() if 'connection' in k or 'timeout' in k})}")
+        check.expect(counted.get("body_rate_timeouts") == opened and counted.get("body_timeouts") == 0 and counted.get("connections_shed") == 0,
+                     f"trickle: the least body rate did not close every trickle: {counted}")
+        bound = baseline_rss + options.cap_bytes
+        check.expect(watch.rss_peak <= bound, f"trickle: peak RSS {watch.rss_peak} over the bound {bound}")
+    return figures
+
+
 def idle_closed(port, seconds):
     """Whether a kept-alive connection that made one request is closed within `seconds`."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=seconds)
@@ -274,6 +369,8 @@ def main():
     parser.add_argument("--held", type=int, default=3000, help="connections each flood holds")
     parser.add_argument("--max-connections", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=2, help="--header-timeout and --body-timeout of the server")
+    parser.add_argument("--trickle", type=int, default=3000, help="connections of the trickle flood; 0 skips it")
+    parser.add_argument("--trickle-interval", type=float, default=10, help="seconds between a trickling connection's bytes")
     parser.add_argument("--measure-only", action="store_true", help="the floods and figures only: no new flags, no checks")
     parser.add_argument("--json", help="write the figures here")
     options = parser.parse_args()
@@ -313,6 +410,19 @@ def main():
             check.expect(low.process.poll() is None, f"ulimit-256: the server exited with {low.process.poll()}: {low.output()[-2000:]}")
         finally:
             low.stop()
+
+        # The trickle flood: the default slow-client limits, and a cap above the flood, so that
+        # only the least body rate can close a trickle.
+        if options.trickle > 0:
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            options.trickle = min(options.trickle, hard - 1000)
+            cap = [] if options.measure_only else ["--max-connections", str(options.trickle + 500)]
+            trickled = Server(options.aviary, os.path.join(directory, "trickle"), cap, log_path=os.path.join(directory, "serve-trickle.log"))
+            trickled.start()
+            try:
+                figures["trickle"] = run_trickle(trickled, options, check)
+            finally:
+                trickled.stop()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     figures["seconds"] = round(time.monotonic() - started, 1)

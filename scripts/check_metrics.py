@@ -28,6 +28,9 @@ AGREEMENT = [
     ("aviary_event_batches_total", "batches"),
     ("aviary_log_bytes", "log_bytes"),
     ("aviary_log_compactions_total", "compactions"),
+    ("aviary_body_timeouts_total", "body_timeouts"),
+    ("aviary_body_rate_timeouts_total", "body_rate_timeouts"),
+    ("aviary_request_timeouts_total", "request_timeouts"),
 ]
 
 

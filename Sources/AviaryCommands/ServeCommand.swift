@@ -30,7 +30,10 @@ struct ServeCommand: AsyncParsableCommand {
             client keys may listen beyond loopback; without TLS its keys then cross the network in clear.
 
             Floods: a request's head must arrive within --header-timeout, its body must not pause longer than \
-            --body-timeout, and a kept-alive connection is closed after --idle-timeout without a request. At most \
+            --body-timeout and must average at least --min-body-rate once --body-rate-grace has passed, the whole \
+            request must arrive within --request-timeout, and a kept-alive connection is closed after --idle-timeout \
+            without a request. A request whose Content-Length is over --max-body gets 413 as soon as its head is \
+            read, and its connection is closed. At most \
             --max-connections are served at once (by default the open-file limit, raised to its hard limit at start, \
             less 256 the server keeps for its own files); at the cap a new connection takes the place of the one that \
             has waited longest on its client, or gets 503 with Retry-After when every one has a request in progress. \
@@ -95,6 +98,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("body-timeout"), help: ArgumentHelp("Longest pause in seconds while a request body arrives; the connection is closed after.", valueName: "seconds"))
     var bodyTimeout = 30.0
 
+    @Option(
+        name: .customLong("min-body-rate"),
+        help: ArgumentHelp("Least average rate of a request body once --body-rate-grace has passed; the connection is closed below it. 0: none.", valueName: "bytes/s"))
+    var minBodyRate = 240.0
+
+    @Option(name: .customLong("body-rate-grace"), help: ArgumentHelp("Seconds a request body has before --min-body-rate applies.", valueName: "seconds"))
+    var bodyRateGrace = 5.0
+
+    @Option(name: .customLong("request-timeout"), help: ArgumentHelp("Seconds a request, head and body, may take to arrive whole; the connection is closed after.", valueName: "seconds"))
+    var requestTimeout = 60.0
+
     @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a kept-alive connection may wait for its next request.", valueName: "seconds"))
     var idleTimeout = 60.0
 
@@ -114,8 +128,15 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port is \(port); it must be between 0 and 65535") }
         guard maxBody >= 1024 else { throw ValidationError("--max-body is \(maxBody); it must be at least 1024 bytes") }
-        for (flag, seconds) in [("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout), ("--idle-timeout", idleTimeout)] {
+        let timeouts = [
+            ("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout), ("--body-rate-grace", bodyRateGrace), ("--request-timeout", requestTimeout),
+            ("--idle-timeout", idleTimeout),
+        ]
+        for (flag, seconds) in timeouts {
             guard seconds.isFinite, seconds >= 0.01, seconds <= 86_400 else { throw ValidationError("\(flag) is \(seconds); it must be between 0.01 and 86400 seconds") }
+        }
+        guard minBodyRate.isFinite, minBodyRate >= 0, minBodyRate <= 1e12 else {
+            throw ValidationError("--min-body-rate is \(minBodyRate); it must be 0 (none) or a number of bytes a second up to 10^12")
         }
         if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections is \(maxConnections); it must be at least 1") }
     }
@@ -185,6 +206,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.dedupeWindow = dedupeWindow
         configuration.connections.headerTimeout = .seconds(headerTimeout)
         configuration.connections.bodyTimeout = .seconds(bodyTimeout)
+        configuration.connections.minBodyRate = minBodyRate
+        configuration.connections.bodyRateGrace = .seconds(bodyRateGrace)
+        configuration.connections.requestTimeout = .seconds(requestTimeout)
         configuration.connections.idleTimeout = .seconds(idleTimeout)
         configuration.connections.maxConnections = maxConnections
         // By default only where a snapshot can hold the allocator's state; asked for, it must.

@@ -78,6 +78,11 @@ struct Arrival: Comparable, Sendable {
         self.index = index
     }
 
+    /// The arrival time in seconds: `time` mapped back.
+    var seconds: Double {
+        Double(bitPattern: time & (1 << 63) != 0 ? time & ~(1 << 63) : ~time)
+    }
+
     /// An arrival whose time is already mapped (`time` of another arrival).
     init(bits: UInt64, index: Int) {
         self.time = bits

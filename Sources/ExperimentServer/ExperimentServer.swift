@@ -1,8 +1,9 @@
 import Allocators
 import ExperimentModel
 
-// The server in five files: this one (ingest, cadence, publication), `+Decisions` (server-side
+// The server in six files: this one (ingest, cadence, publication), `+Decisions` (server-side
 // decisions and goals), `+HandOver` (copies handing feedback to the server that learns),
+// `+BufferedFeedback` (the feedback waiting for an update, taken out and put back),
 // `ArrivalOrder` (the order feedback reaches the allocators: sort and merge) and
 // `IngestedEvents` (the ids seen, for deduplication).
 
@@ -203,6 +204,12 @@ public struct ExperimentServer<A: Allocator> {
         }
     }
 
+    /// The version of the latest publication, whether or not its data was built yet: it moves
+    /// at every update.
+    public var latestVersion: Int {
+        version - 1
+    }
+
     /// Applies buffered feedback and republishes if the cadence says it is time.
     public mutating func tick(at now: Double) {
         switch cadence {
@@ -291,7 +298,9 @@ public struct ExperimentServer<A: Allocator> {
 }
 
 /// Where a piece of feedback came from, as far as the server knows.
-enum FeedbackOrigin: Sendable {
+///
+/// `Sendable`: a plain value.
+public enum FeedbackOrigin: Sendable, Hashable {
     /// A decision or goal whose request the server cannot name.
     case unknown
     /// A device's decision or goal request.

@@ -9,12 +9,13 @@ import WireFormat
 
 /// How long the server waits on a client, and how many connections it keeps: what lets
 /// `aviary serve` outlive a flood of connections that send nothing, or a request's head and then
-/// too little of its body (slowloris).
+/// too little of its body (slowloris), or its body a byte at a time (a trickle).
 ///
-/// A connection that waits on its client past a timeout is closed; so is, at the cap, the one
-/// that has waited longest, to make room for a new one; a new connection finds the cap full of
-/// connections whose requests the server is working on gets `503` with `Retry-After` instead.
-/// Each closing is counted in `/v1/stats` and `/metrics`.
+/// A connection that waits on its client past a timeout is closed, as is one whose body
+/// arrives slower than the least rate, or whose request takes longer than the request timeout;
+/// so is, at the cap, the one that has waited longest, to make room for a new one; a new
+/// connection that finds the cap full of connections whose requests the server is working on
+/// gets `503` with `Retry-After` instead. Each closing is counted in `/v1/stats` and `/metrics`.
 ///
 /// `Sendable`: a plain value.
 package struct ConnectionLimits: Sendable, Hashable {
@@ -23,6 +24,15 @@ package struct ConnectionLimits: Sendable, Hashable {
     package var headerTimeout: Duration = .seconds(10)
     /// The longest pause in a request body's arrival while the server reads it.
     package var bodyTimeout: Duration = .seconds(30)
+    /// The least rate, in bytes a second, a request body must arrive at on average from its
+    /// start once ``bodyRateGrace`` has passed; 0 for none. Kestrel's default: a client that
+    /// sends a byte every few seconds meets no pause timeout, and this closes it.
+    package var minBodyRate: Double = 240
+    /// The time a request body has to reach ``minBodyRate``.
+    package var bodyRateGrace: Duration = .seconds(5)
+    /// The longest a request may take to arrive whole, head and body, from its first bytes (a
+    /// connection's first request: from the connection's opening), as Go's `ReadTimeout`.
+    package var requestTimeout: Duration = .seconds(60)
     /// How long a kept-alive connection may wait for its next request.
     package var idleTimeout: Duration = .seconds(60)
     /// The most connections served at once, or `nil` for the open-file limit less
@@ -39,6 +49,11 @@ package struct ConnectionLimits: Sendable, Hashable {
 
     /// The fewest descriptors a cap given explicitly must leave the server.
     package static let leastReserve = 64
+
+    /// How long a connection answered 413 before its body is kept open, its client's bytes
+    /// read and dropped, so that the client reads the answer rather than a reset: a socket
+    /// closed with unread bytes resets the connection, and the client may lose the answer.
+    static let refusalLinger: Duration = .seconds(2)
 
     /// The cap for `fileLimit` when none is given.
     package static func defaultMaxConnections(fileLimit: Int) -> Int {
@@ -71,6 +86,8 @@ final class ConnectionRegistry: Sendable {
         var shed = 0
         var headerTimeouts = 0
         var bodyTimeouts = 0
+        var bodyRateTimeouts = 0
+        var requestTimeouts = 0
         var idleTimeouts = 0
     }
 
@@ -192,12 +209,14 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     let base: HTTP1Channel
     let limits: ConnectionLimits
     let registry: ConnectionRegistry
+    /// The largest request body accepted (`--max-body`).
+    let maxBody: Int
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(ConnectionGuard(limits: limits, registry: registry), position: .after(decoder))
+            try pipeline.addHandler(ConnectionGuard(limits: limits, registry: registry, maxBody: maxBody), position: .after(decoder))
             return value
         }
     }
@@ -208,7 +227,9 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 }
 
 /// Watches one connection for the server's timeouts and its cap: admits it or answers 503,
-/// closes it when its client is too slow with a request's head or body or idles too long.
+/// closes it when its client is too slow with a request's head or body (``RequestDeadlines``)
+/// or idles too long, and answers 413 at once to a request whose `Content-Length` is over the
+/// largest body accepted.
 ///
 /// It sits right after the request decoder, so it sees request heads as soon as they are
 /// complete, body parts as they arrive, and each read from the socket (`channelReadComplete`)
@@ -230,11 +251,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case responding
         /// Between requests on a kept-alive connection.
         case idle
+        /// Answered 413 before its body: the client's bytes are dropped until it closes or
+        /// ``ConnectionLimits/refusalLinger`` has passed.
+        case refused
         case closed
     }
 
     private let limits: ConnectionLimits
     private let registry: ConnectionRegistry
+    private let maxBody: Int
     private var phase = Phase.opening
     /// The connection once admitted, until the registry hears of its closing.
     private var served: (any Channel)?
@@ -243,13 +268,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Whether the server asked for more bytes since the last read: a body stalled while the
     /// server does not read it is not the client's doing.
     private var reading = false
+    /// The deadlines of the request being read (phases `head` and `body`).
+    private var request: RequestDeadlines
+    /// The deadline of phases `idle` and `refused`.
     private var deadline = NIODeadline.distantFuture
     private var timer: Scheduled<Void>?
     private var timerDeadline = NIODeadline.distantFuture
+    /// The event loop's clock: `NIODeadline.now`, or an embedded loop's in tests.
+    private let now: () -> NIODeadline
 
-    init(limits: ConnectionLimits, registry: ConnectionRegistry) {
+    init(limits: ConnectionLimits, registry: ConnectionRegistry, maxBody: Int, clock: @escaping () -> NIODeadline = NIODeadline.now) {
         self.limits = limits
         self.registry = registry
+        self.maxBody = maxBody
+        self.now = clock
+        self.request = RequestDeadlines(limits: limits, startedAt: clock())
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -271,13 +304,29 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // What follows a refused request's head is dropped, unread by the server.
+        guard phase != .refused else { return }
         switch unwrapInboundIn(data) {
-        case .head:
+        case .head(let head):
+            let time = now()
+            if unanswered == 0, phase != .closed, let length = Self.contentLength(head), length > UInt64(maxBody) {
+                refuseOversized(length, context)
+                return
+            }
             unanswered += 1
-            if phase != .closed { phase = .body }
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
-        case .body:
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+            if phase != .closed {
+                // A head that came in the same read as the end of the request before it has
+                // had no read of its own to start its clock.
+                if phase != .head { request = RequestDeadlines(limits: limits, startedAt: time) }
+                phase = .body
+                request.headRead(at: time)
+                arm(context)
+            }
+        case .body(let part):
+            if phase == .body {
+                request.bodyRead(part.readableBytes, at: now())
+                arm(context)
+            }
         case .end:
             if unanswered > 0 {
                 phase = .responding
@@ -285,7 +334,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             } else {
                 // Answered before its body was read (a 401, a 413): the connection is idle.
                 phase = .idle
-                arm(.now() + TimeAmount(limits.idleTimeout), context)
+                deadline = now() + TimeAmount(limits.idleTimeout)
+                arm(context)
             }
         }
         context.fireChannelRead(data)
@@ -297,9 +347,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .idle:
             // The next request's first bytes: its head has the header timeout from now.
             phase = .head
-            arm(.now() + TimeAmount(limits.headerTimeout), context)
+            request = RequestDeadlines(limits: limits, startedAt: now())
+            arm(context)
         case .body:
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+            // Until the server asks for more, the body's clocks stop.
+            request.heldBack(at: now())
         default:
             break
         }
@@ -309,7 +361,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func read(context: ChannelHandlerContext) {
         if !reading, phase == .body {
             // The server reads again after holding back: the client gets a whole pause.
-            arm(.now() + TimeAmount(limits.bodyTimeout), context)
+            request.resumed(at: now())
+            arm(context)
         }
         reading = true
         context.read()
@@ -321,13 +374,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             if unanswered == 0, phase == .responding {
                 phase = .idle
                 registry.waiting(context.channel)
-                arm(.now() + TimeAmount(limits.idleTimeout), context)
+                deadline = now() + TimeAmount(limits.idleTimeout)
+                arm(context)
             }
         }
         context.write(data, promise: promise)
     }
 
-    // MARK: - Admission and timeouts
+    // MARK: - Admission, refusals and timeouts
 
     private func open(_ context: ChannelHandlerContext) {
         guard phase == .opening else { return }
@@ -343,31 +397,71 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         phase = .head
-        arm(.now() + TimeAmount(limits.headerTimeout), context)
+        request = RequestDeadlines(limits: limits, startedAt: now())
+        arm(context)
     }
 
     /// Answers 503 with `Retry-After` before any request, and closes.
     private func refuse(_ context: ChannelHandlerContext) {
         let error = APIError(status: 503, "the server is at its connection limit; retry shortly", retryAfter: 1)
+        let channel = context.channel
+        answer(error, context).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// Answers 413 to a request whose `Content-Length` is over the largest body accepted, as
+    /// soon as its head is read and before any of its body, and ends the connection: its output
+    /// at once, the rest once the client has closed or ``ConnectionLimits/refusalLinger`` has
+    /// passed, its bytes dropped meanwhile.
+    private func refuseOversized(_ length: UInt64, _ context: ChannelHandlerContext) {
+        phase = .refused
+        deadline = now() + TimeAmount(ConnectionLimits.refusalLinger)
+        arm(context)
+        let error = APIError(status: 413, "request body of \(length) bytes is over \(maxBody)", field: "body", expected: "at most \(maxBody) bytes")
+        let channel = context.channel
+        answer(error, context).whenComplete { _ in
+            channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+        }
+    }
+
+    /// Writes `error` as a whole response that closes the connection.
+    private func answer(_ error: APIError, _ context: ChannelHandlerContext) -> EventLoopFuture<Void> {
         let body = ByteBuffer(bytes: Wire.encode(error.body))
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(body.readableBytes))
-        headers.add(name: "Retry-After", value: String(error.retryAfter ?? 1))
+        if let retryAfter = error.retryAfter { headers.add(name: "Retry-After", value: String(retryAfter)) }
         headers.add(name: "Connection", value: "close")
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .serviceUnavailable, headers: headers))), promise: nil)
+        let status = HTTPResponseStatus(statusCode: error.status)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        return context.writeAndFlush(wrapOutboundOut(.end(nil)))
     }
 
-    /// Sets the phase's deadline; the timer is moved only when the deadline comes sooner.
-    private func arm(_ deadline: NIODeadline, _ context: ChannelHandlerContext) {
-        guard phase != .closed else { return }
-        self.deadline = deadline
-        guard timer == nil || deadline < timerDeadline else { return }
+    /// The body length a head announces, if it announces one (a number too large for 64 bits
+    /// counts as the largest).
+    static func contentLength(_ head: HTTPRequestHead) -> UInt64? {
+        guard let field = head.headers.first(name: "content-length") else { return nil }
+        let text = field.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return UInt64(text) ?? .max
+    }
+
+    /// The phase's deadline now: the request's next in phases `head` and `body` (none while the
+    /// server holds the body back), `deadline` in phases `idle` and `refused`.
+    private var due: NIODeadline? {
+        switch phase {
+        case .head, .body: request.next()?.deadline
+        case .idle, .refused: deadline
+        case .opening, .responding, .closed: nil
+        }
+    }
+
+    /// Moves the timer to the phase's deadline when that comes sooner; a later one is found
+    /// when the timer fires.
+    private func arm(_ context: ChannelHandlerContext) {
+        guard let due, timer == nil || due < timerDeadline else { return }
         timer?.cancel()
-        schedule(at: deadline, context)
+        schedule(at: due, context)
     }
 
     private func schedule(at deadline: NIODeadline, _ context: ChannelHandlerContext) {
@@ -380,22 +474,25 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func expire(_ context: ChannelHandlerContext) {
-        let now = NIODeadline.now()
-        let counter: WritableKeyPath<ConnectionRegistry.Counts, Int>
-        switch phase {
-        case .opening, .responding, .closed:
+        guard let due else { return }
+        guard now() >= due else {
+            schedule(at: due, context)
             return
-        case _ where now < deadline:
-            schedule(at: deadline, context)
-            return
-        case .body where !reading:
-            arm(now + TimeAmount(limits.bodyTimeout), context)
-            return
-        case .head: counter = \.headerTimeouts
-        case .body: counter = \.bodyTimeouts
-        case .idle: counter = \.idleTimeouts
         }
-        registry.count(counter)
+        let counter: WritableKeyPath<ConnectionRegistry.Counts, Int>?
+        switch phase {
+        case .idle: counter = \.idleTimeouts
+        case .refused: counter = nil
+        default:
+            switch request.next()?.rule {
+            case .header: counter = \.headerTimeouts
+            case .bodyPause: counter = \.bodyTimeouts
+            case .bodyRate: counter = \.bodyRateTimeouts
+            case .request: counter = \.requestTimeouts
+            case nil: return
+            }
+        }
+        if let counter { registry.count(counter) }
         phase = .closed
         context.close(promise: nil)
     }

@@ -79,8 +79,9 @@ package struct ExperimentHTTPServer: Sendable {
         }
         service.connections.setCap(cap)
         let registry = service.connections
+        let maxBody = service.configuration.maxBodyBytes
         let http1: HTTPServerBuilder = .init { responder in
-            GuardedHTTP1Channel(base: HTTP1Channel(responder: responder), limits: limits, registry: registry)
+            GuardedHTTP1Channel(base: HTTP1Channel(responder: responder), limits: limits, registry: registry, maxBody: maxBody)
         }
         let server: HTTPServerBuilder
         if let tls = service.configuration.tls {
@@ -313,11 +314,15 @@ package struct ExperimentHTTPServer: Sendable {
         Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    /// A POST's JSON body, refusing other content types (415) and bodies over `limit` (413).
+    /// A POST's JSON body, refusing other content types (415) and bodies over `limit` (413): at
+    /// once, before reading any of it, when its `Content-Length` says so.
     static func jsonBody(_ request: Request, limit: Int) async throws(APIError) -> Data {
         let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type == "application/json" else {
             throw APIError(status: 415, "unsupported content type \(type.map { "\"\($0)\"" } ?? "(none)")", field: "Content-Type", expected: "application/json")
+        }
+        if let announced = request.headers[.contentLength].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }), announced > UInt64(limit) {
+            throw APIError(status: 413, "request body of \(announced) bytes is over \(limit)", field: "body", expected: "at most \(limit) bytes")
         }
         var request = request
         do {

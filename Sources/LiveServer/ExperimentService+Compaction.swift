@@ -8,26 +8,37 @@ import WireFormat
 extension ExperimentService {
     /// Brings the policy up to date: when an update is due it gives the allocators every
     /// feedback waiting, so none waits after it.
-    static func tick(_ state: inout State, at now: Double, cadence: UpdateCadence) {
-        if case .every = cadence, let next = state.server.nextUpdate(after: now), now >= next { state.feedbackPending = false }
+    static func tick(_ state: inout State, at now: Double) {
         state.server.tick(at: now)
     }
 
-    /// Whether the cadence keeps feedback from the allocators until a later update.
-    static func buffersFeedback(_ cadence: UpdateCadence) -> Bool {
-        switch cadence {
-        case .immediate, .everyEvents(1): false
-        case .every, .everyEvents: true
-        }
+    /// Before a change: the policy brought up to date and, when no feedback waits for an update
+    /// (the allocators' statistics hold it all), a compaction begun if the log's tail is long
+    /// enough. A clock cadence's update comes here, before the change.
+    static func prepare(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
+        tick(&state, at: now)
+        takeLooks(&state, at: now, configuration: configuration)
+        if state.server.bufferedFeedbackCount == 0 { beginCompaction(&state, at: now, configuration: configuration) }
     }
 
-    /// Before a change: the policy brought up to date and, when the log's tail is long enough
-    /// and no feedback waits for an update, a compaction begun: appends move to a new file and
-    /// a snapshot of the state is taken for the request to write after it leaves the lock.
-    static func prepare(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
-        tick(&state, at: now, cadence: configuration.cadence)
-        takeLooks(&state, at: now, configuration: configuration)
-        guard let limit = configuration.compactEvery, let log = state.log, !state.compacting, !state.feedbackPending, log.tailSize >= limit else { return }
+    /// After a change: a count cadence's update comes in the middle of a change (the event that
+    /// completes its count), and is the moment to compact, so that a steady stream of events,
+    /// which always leaves some feedback waiting, still compacts. What arrived after the update
+    /// in the same change waits for the next one; the snapshot carries it (at most a batch's
+    /// feedback), so that a restart learns it at the same update.
+    ///
+    /// - Parameter version: The server's ``ExperimentServer/latestVersion`` before the change.
+    static func compactAfterUpdate(_ state: inout State, since version: Int, at now: Double, configuration: ServerConfiguration) {
+        // A count of 1 leaves nothing waiting: the next request's `prepare` compacts.
+        guard case .everyEvents(let count) = configuration.cadence, count > 1, state.server.latestVersion != version else { return }
+        beginCompaction(&state, at: now, configuration: configuration)
+    }
+
+    /// When the log's tail is long enough and no compaction is under way: appends move to a new
+    /// file and a snapshot of the state is taken for the request to write after it leaves the
+    /// lock. The state must be what the log's records so far built.
+    static func beginCompaction(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
+        guard let limit = configuration.compactEvery, let log = state.log, !state.compacting, log.tailSize >= limit else { return }
         let generation: Int
         do {
             generation = try log.rotate()
@@ -45,15 +56,17 @@ extension ExperimentService {
     static func snapshot(of state: borrowing State, generation: Int, at now: Double) -> Snapshot {
         var stats = state.stats
         stats.compactions += 1
+        let feedback = state.server.bufferedFeedback.map(Snapshot.Buffered.init)
         return Snapshot(
-            generation: generation, time: now,
+            format: feedback.isEmpty ? 1 : 2, generation: generation, time: now,
             experiments: state.server.allocators.map { Snapshot.arms($0.statistics) },
             agents: state.agents.keys.sorted().map { Snapshot.Agent(key: $0, choices: state.agents[$0]!.choices, arms: Snapshot.arms(state.agents[$0]!.allocator.statistics)) },
             sessions: state.sessions,
             stats: stats,
             recentEvents: [],
             results: state.results,
-            analysis: state.analysis)
+            analysis: state.analysis,
+            feedback: feedback.isEmpty ? nil : feedback)
     }
 
     /// Writes a snapshot taken under the lock, outside it and off the request's path, then

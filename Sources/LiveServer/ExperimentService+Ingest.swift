@@ -151,7 +151,6 @@ extension ExperimentService {
             state.analysis[Int(event.experiment)].ingested(event)
         }
         for id in accepted { state.recent.append(id) }
-        if !accepted.isEmpty, buffersFeedback(configuration.cadence) { state.feedbackPending = true }
         state.stats.eventsAccepted += result.accepted
         state.stats.batches += 1
         return (result.accepted, result.duplicates + known)

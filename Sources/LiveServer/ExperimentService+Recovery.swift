@@ -13,7 +13,7 @@ extension ExperimentService {
     static func initialState(_ configuration: ServerConfiguration, snapshot: Snapshot?, at now: Double) throws(ServeError) -> State {
         let seed = StreamSeed(configuration.seed).derive("live")
         if let snapshot {
-            guard snapshot.format == Snapshot.currentFormat, snapshot.experiments.count == configuration.experiments.count else {
+            guard Snapshot.formats.contains(snapshot.format), snapshot.experiments.count == configuration.experiments.count else {
                 throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments; serve it with the scenario that wrote it, or use another --data-dir")
             }
             guard Snapshot.supports(configuration.allocator) else {
@@ -35,6 +35,18 @@ extension ExperimentService {
             results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } },
             analysis: configuration.experiments.map { UnitLedger(variantCount: $0.variants.count, sticky: $0.sticky) })
         guard let snapshot else { return state }
+        if let carried = snapshot.feedback {
+            let variantCounts = configuration.experiments.map(\.variants.count)
+            var feedback: [BufferedFeedback] = []
+            feedback.reserveCapacity(carried.count)
+            for (index, piece) in carried.enumerated() {
+                guard let buffered = piece.buffered(variantCounts: variantCounts) else {
+                    throw ServeError("the snapshot of generation \(snapshot.generation) holds feedback[\(index)] that the served experiments cannot take; serve it with the scenario that wrote it, or use another --data-dir")
+                }
+                feedback.append(buffered)
+            }
+            state.server.rebuffer(feedback)
+        }
         // A snapshot written before results were kept has none: they count from it on.
         if let results = snapshot.results {
             guard results.map(\.count) == state.results.map(\.count) else {
@@ -95,7 +107,6 @@ extension ExperimentService {
             if record.kind == .decision {
                 if let index {
                     state.server.recordDecision(experiment: index, variant: variant, at: record.time)
-                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
                 } else {
                     state.agents[key]!.allocator.record(.view(variant))
                 }
@@ -105,7 +116,6 @@ extension ExperimentService {
                 let value = record.value ?? 1
                 if let index {
                     state.server.goal(experiment: index, variant: variant, value: value, at: record.time)
-                    state.feedbackPending = state.feedbackPending || buffersFeedback(configuration.cadence)
                 } else {
                     state.agents[key]!.allocator.record(.conversion(variant, value: value))
                 }

@@ -54,6 +54,10 @@ package final class ExperimentService: Sendable {
         package var headerTimeouts = 0
         /// Connections closed because a request body paused too long.
         package var bodyTimeouts = 0
+        /// Connections closed because a request body arrived slower than the least rate.
+        package var bodyRateTimeouts = 0
+        /// Connections closed because a request did not arrive whole within the request timeout.
+        package var requestTimeouts = 0
         /// Kept-alive connections closed after waiting too long for a request.
         package var idleTimeouts = 0
 
@@ -63,7 +67,8 @@ package final class ExperimentService: Sendable {
             case goalsIgnored = "goals_ignored", dataVersion = "data_version", logBytes = "log_bytes", logFlushes = "log_flushes", compactions
             case vendorEventsIgnored = "vendor_events_ignored"
             case connectionsOpen = "connections_open", connectionsRefused = "connections_refused", connectionsShed = "connections_shed"
-            case headerTimeouts = "header_timeouts", bodyTimeouts = "body_timeouts", idleTimeouts = "idle_timeouts"
+            case headerTimeouts = "header_timeouts", bodyTimeouts = "body_timeouts", bodyRateTimeouts = "body_rate_timeouts"
+            case requestTimeouts = "request_timeouts", idleTimeouts = "idle_timeouts"
         }
 
         package init() {}
@@ -161,9 +166,6 @@ package final class ExperimentService: Sendable {
         /// The ids of the snapshot this state was restored from: the server's own set of ids
         /// starts empty then.
         var recovered: Set<EventID> = []
-        /// Whether feedback may wait for the next policy update (so a snapshot of the
-        /// allocators' statistics would miss it).
-        var feedbackPending = false
         /// Whether a snapshot is being written.
         var compacting = false
         /// A snapshot taken under the lock, for the request that took it to write outside (its
@@ -267,7 +269,7 @@ package final class ExperimentService: Sendable {
     package func published() -> Published {
         let now = clock()
         return state.withLock { state in
-            Self.tick(&state, at: now, cadence: configuration.cadence)
+            Self.tick(&state, at: now)
             let data = state.server.published
             if let cached = state.published, cached.version == data.version { return cached }
             Self.note(data, in: &state, at: now, configuration: configuration)
@@ -285,7 +287,7 @@ package final class ExperimentService: Sendable {
     package func publishedData() -> ExperimentData {
         let now = clock()
         return state.withLock { state in
-            Self.tick(&state, at: now, cadence: configuration.cadence)
+            Self.tick(&state, at: now)
             let data = state.server.published
             Self.note(data, in: &state, at: now, configuration: configuration)
             state.stats.dataVersion = data.version
@@ -356,6 +358,8 @@ package final class ExperimentService: Sendable {
         stats.connectionsShed = connections.shed
         stats.headerTimeouts = connections.headerTimeouts
         stats.bodyTimeouts = connections.bodyTimeouts
+        stats.bodyRateTimeouts = connections.bodyRateTimeouts
+        stats.requestTimeouts = connections.requestTimeouts
         stats.idleTimeouts = connections.idleTimeouts
         return stats
     }
@@ -402,12 +406,14 @@ package final class ExperimentService: Sendable {
     /// every earlier one its answer may depend on.
     func committing<Result: Sendable>(_ change: (inout State) throws(APIError) -> Result) async throws(APIError) -> Result {
         let (outcome, end, snapshot) = state.withLock { state -> (Swift.Result<Result, APIError>, Int, SnapshotToWrite?) in
+            let version = state.server.latestVersion
             let outcome: Swift.Result<Result, APIError>
             do throws(APIError) {
                 outcome = .success(try change(&state))
             } catch {
                 outcome = .failure(error)
             }
+            Self.compactAfterUpdate(&state, since: version, at: clock(), configuration: configuration)
             // Taken whether or not the change went through: the log has already rotated.
             let snapshot = state.snapshotToWrite
             state.snapshotToWrite = nil

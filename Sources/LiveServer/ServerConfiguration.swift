@@ -43,8 +43,10 @@ package struct ServerConfiguration: Sendable {
     /// without one runs for everyone.
     package var campaigns: [CampaignSchedule] = []
     /// Compact the log into a snapshot once the records since the last compaction reach this
-    /// many bytes, at the next moment no feedback waits for a policy update; `nil` never
-    /// compacts. Only for allocators whose state is their statistics (``Snapshot/supports(_:)``).
+    /// many bytes: at once when no feedback waits for a policy update, else at the next update
+    /// (a count cadence's snapshot carries what arrived after it in the same request); `nil`
+    /// never compacts. Only for allocators whose state is their statistics
+    /// (``Snapshot/supports(_:)``).
     package var compactEvery: Int?
     /// How many of the last events accepted a snapshot remembers, so that a restart from it
     /// still knows them as duplicates: the de-duplication window across compactions (16 bytes

@@ -68,6 +68,8 @@ package final class ServerMetrics: Sendable {
             counter("connections_shed", "Connections closed at the cap to make room for a new one, each the one that waited longest on its client.") { $0.connectionsShed },
             counter("header_timeouts", "Connections closed because a request's head did not arrive within --header-timeout.") { $0.headerTimeouts },
             counter("body_timeouts", "Connections closed because a request body paused longer than --body-timeout.") { $0.bodyTimeouts },
+            counter("body_rate_timeouts", "Connections closed because a request body arrived slower than --min-body-rate once its grace had passed.") { $0.bodyRateTimeouts },
+            counter("request_timeouts", "Connections closed because a request did not arrive whole within --request-timeout.") { $0.requestTimeouts },
             counter("idle_timeouts", "Kept-alive connections closed after --idle-timeout without a request.") { $0.idleTimeouts },
         ]
         reported = Mutex(Array(repeating: 0, count: exported.count))

@@ -1,11 +1,13 @@
 import Analysis
 import Allocators
 import ExperimentModel
+import ExperimentServer
 import WireFormat
 
 /// The state the event log's older files built, as a compaction writes it (`snapshot-G.json`)
 /// and a restart reads it: every arm's statistics, the agents and their choices, the sticky
-/// sessions, the counters, and the ids of the last events accepted (the de-duplication window).
+/// sessions, the counters, the ids of the last events accepted (the de-duplication window), and
+/// the feedback still waiting for a count cadence's next update.
 ///
 /// It holds what the allocators learned, not how they would draw next: a restart from a
 /// snapshot gives each allocator its statistics and a fresh random stream, which is what an
@@ -22,9 +24,56 @@ package struct Snapshot: Codable, Sendable {
         var arms: [Arm]
     }
 
-    static let currentFormat = 1
+    /// A piece of feedback waiting for the next policy update (`BufferedFeedback`).
+    struct Buffered: Codable, Sendable, Hashable {
+        var experiment: Int
+        var variant: Int
+        var trials: Int
+        var successes: Int
+        var reward: Double
+        /// When it arrived, in seconds since 1970.
+        var time: Double
+        /// The event it came from (`DEVICE#SEQUENCE`), if it came from one.
+        var event: String?
+        /// The decision or goal request it came from, `[device, number]`, if the server knew it.
+        var request: [UInt64]?
 
-    var format = currentFormat
+        init(_ buffered: BufferedFeedback) {
+            experiment = buffered.experiment
+            variant = buffered.feedback.variant
+            trials = buffered.feedback.trials
+            successes = buffered.feedback.successes
+            reward = buffered.feedback.reward
+            time = buffered.time
+            switch buffered.origin {
+            case .unknown: break
+            case .request(let request): self.request = [request.device, UInt64(request.number)]
+            case .event(let id): event = Wire.id(id)
+            }
+        }
+
+        /// The feedback it stands for, or `nil` if its numbers or origin are not a server's.
+        func buffered(variantCounts: [Int]) -> BufferedFeedback? {
+            guard variantCounts.indices.contains(experiment), (0..<variantCounts[experiment]).contains(variant), trials >= 0, successes >= 0, reward.isFinite, time.isFinite else {
+                return nil
+            }
+            var origin = FeedbackOrigin.unknown
+            if let event {
+                guard let id = Wire.eventID(event) else { return nil }
+                origin = .event(id)
+            } else if let request {
+                guard request.count == 2, let number = UInt32(exactly: request[1]) else { return nil }
+                origin = .request(DeviceRequestID(device: request[0], number: number))
+            }
+            return BufferedFeedback(experiment: experiment, feedback: Feedback(variant: variant, trials: trials, successes: successes, reward: reward), time: time, origin: origin)
+        }
+    }
+
+    /// The formats a server reads: 2 is a snapshot that carries feedback waiting for an update
+    /// (``feedback``), which a server that reads only 1 would drop; others are written as 1.
+    static let formats = 1...2
+
+    var format = 1
     /// The generation it covers everything before.
     var generation: Int
     /// Seconds since 1970 when it was taken.
@@ -44,6 +93,9 @@ package struct Snapshot: Codable, Sendable {
     /// Per served experiment, the units and publications of the analysis in
     /// `GET /v1/results`; absent from a snapshot written before they were kept.
     var analysis: [UnitLedger]?
+    /// Under a count cadence, the feedback that arrived after the update at which the snapshot
+    /// was taken, in the order it was buffered; absent when none waits (and from format 1).
+    var feedback: [Buffered]?
 
     /// Whether a snapshot can stand for the records of an allocator of `spec`: true for those
     /// whose state is their arms' statistics (and a random stream). Explore-then-commit also

@@ -2,9 +2,10 @@
 @testable import AviaryCommands
 import Foundation
 @testable import LiveServer
+import Simulation
 import Testing
 
-/// `aviary serve`'s flags for keys and TLS, parsed as the command line gives them.
+/// `aviary serve`'s flags for keys, TLS and slow clients, parsed as the command line gives them.
 @Suite struct ServeCommandFlagTests {
     @Test func keysComeFromTheFlagsTheFileAndTheEnvironment() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-keys-\(UUID().uuidString)")
@@ -39,6 +40,27 @@ import Testing
         #expect(error?.description.contains("secret") == false)
         #expect(throws: CommandFailure.self) { try ServeCommand.parse(["--api-key", "a,b"]).loadKeys(environment: [:]) }
         #expect(throws: CommandFailure.self) { try ServeCommand.parse(["--admin-key", ""]).loadKeys(environment: [:]) }
+    }
+
+    @Test func slowBodyFlagsReachTheConnectionLimits() throws {
+        let defaults = try ServeCommand.parse([]).serverConfiguration(.builtInDefault).connections
+        // Kestrel's least body rate and grace; a minute for a whole request, as nginx's body timeout.
+        #expect(defaults.minBodyRate == 240 && defaults.bodyRateGrace == .seconds(5) && defaults.requestTimeout == .seconds(60))
+        let command = try ServeCommand.parse(["--min-body-rate", "1000", "--body-rate-grace", "2.5", "--request-timeout", "30"])
+        let limits = try command.serverConfiguration(.builtInDefault).connections
+        #expect(limits.minBodyRate == 1000 && limits.bodyRateGrace == .seconds(2.5) && limits.requestTimeout == .seconds(30))
+        #expect(try ServeCommand.parse(["--min-body-rate", "0"]).serverConfiguration(.builtInDefault).connections.minBodyRate == 0, "0: no least rate")
+    }
+
+    @Test(arguments: [
+        (["--min-body-rate=-1"], "--min-body-rate is -1.0"),
+        (["--min-body-rate", "inf"], "--min-body-rate is inf"),
+        (["--request-timeout", "0"], "--request-timeout is 0.0"),
+        (["--body-rate-grace", "100000"], "--body-rate-grace is 100000.0"),
+    ])
+    func slowBodyFlagsOutOfRangeAreRefused(arguments: [String], message: String) throws {
+        let error = #expect(throws: (any Error).self) { try ServeCommand.parse(arguments) }
+        #expect(error.map { ServeCommand.message(for: $0) }?.contains(message) == true, "\(error.map { ServeCommand.message(for: $0) } ?? "")")
     }
 
     @Test(arguments: [

@@ -545,3 +545,36 @@ struct ServerHandOverTests {
         #expect(copy.published.experiments.map(\.snapshot) == data.experiments.map(\.snapshot))
     }
 }
+
+/// Feedback waiting for an update, taken out of one server and put into a fresh one (as a live
+/// server's snapshot carries it across a restart): the fresh one learns it at the same update,
+/// in the same order.
+struct BufferedFeedbackTests {
+    @Test(arguments: [UpdateCadence.everyEvents(5), .every(seconds: 10)])
+    func feedbackPutBackIsLearntAtTheSameUpdateInTheSameOrder(cadence: UpdateCadence) {
+        var original = ServerFixtures.server(cadence)
+        // Two devices' events and a decision's view at 1 s, an event at 2 s: four pieces wait.
+        _ = original.ingest([ServerFixtures.view(device: 2, 0, variant: 1), ServerFixtures.conversion(device: 1, 0, variant: 0, value: 2)], at: 1)
+        original.recordDecision(experiment: 0, variant: 1, from: DeviceRequestID(device: 1, number: 3), at: 1)
+        _ = original.ingest([ServerFixtures.view(device: 1, 1, variant: 0)], at: 2)
+        let carried = original.bufferedFeedback
+        #expect(original.bufferedFeedbackCount == 4 && carried.map(\.time) == [1, 1, 1, 2])
+        #expect(carried.map(\.origin) == [.event(EventID(device: 2, sequence: 0)), .event(EventID(device: 1, sequence: 0)), .request(DeviceRequestID(device: 1, number: 3)), .event(EventID(device: 1, sequence: 1))])
+
+        var restored = ServerFixtures.server(cadence)
+        restored.rebuffer(carried)
+        #expect(restored.bufferedFeedback == carried)
+        #expect(restored.allocators[0].received.isEmpty, "nothing learnt before the update")
+        // A fifth piece brings a count cadence's update; a tick at 20 s a clock cadence's.
+        let version = original.latestVersion
+        _ = original.ingest([ServerFixtures.view(device: 3, 0, variant: 1)], at: 3)
+        original.tick(at: 20)
+        _ = restored.ingest([ServerFixtures.view(device: 3, 0, variant: 1)], at: 3)
+        restored.tick(at: 20)
+        #expect(original.latestVersion == version + 1)
+        // In arrival order: at 1 s device 1's request, then its event, then device 2's.
+        #expect(original.allocators[0].received == [.view(1), .conversion(0, value: 2), .view(1), .view(0), .view(1)])
+        #expect(restored.allocators[0].received == original.allocators[0].received)
+        #expect(restored.bufferedFeedbackCount == 0)
+    }
+}

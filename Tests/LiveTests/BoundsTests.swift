@@ -152,6 +152,21 @@ struct BoundsTests {
         #expect(try await service.ingest(Wire.EventBatch(events: [ExperimentServiceTests.event("5#1")])).duplicates == 1)
     }
 
+    /// A body whose `Content-Length` is over `--max-body` is refused on its head, before any of it
+    /// is read (the router's own check; a connection's guard answers such a head before the
+    /// router sees it): Aviary's routes in their error shape, a vendor's in its own.
+    @Test(arguments: ["/v1/events", "/v1/goals", "/v1/batch", "/2/httpapi"])
+    func aBodyAnnouncedOverTheLimitIsRefusedOnItsHead(path: String) async throws {
+        try await RouterHarness.withRoutes { _, routes in
+            // No body: the test client sends the head's Content-Length as it is.
+            let response = try await routes.client.execute(
+                uri: path, method: .post, headers: [.contentType: "application/json", .contentLength: "1000000000000"], body: nil)
+            let body = String(buffer: response.body)
+            #expect(response.status.code == 413, "\(path): \(body)")
+            #expect(body.contains("1000000000000"), "\(path): \(body)")
+        }
+    }
+
     @Test func theOpenAPIDocumentStatesEveryBound() throws {
         // openapi.yaml writes the bounds out: these hold it to Bounds.
         let document = try OpenAPIDocument.parsed()

@@ -9,7 +9,9 @@ import Glibc
 
 /// A flood of connections that send nothing, or a request's head and one byte of its body
 /// (slowloris), beyond the connection cap: `/health` and real requests still get in, what was
-/// acknowledged survives, and every held connection is closed by a timeout or to make room.
+/// acknowledged survives, and every held connection is closed by a timeout or to make room. A
+/// body trickled a byte at a time is closed by the least rate, a request longer than the request
+/// timeout by that, and a body announced over `--max-body` answered 413 at once.
 @Suite(.serialized) struct FloodTests {
     /// A blocking TCP socket to 127.0.0.1, closed on deinit.
     final class Socket {
@@ -134,6 +136,82 @@ import Glibc
         // What was acknowledged under the flood is there after a restart.
         let restarted = try Self.service(directory: directory, cap: cap)
         #expect(restarted.stats().eventsAccepted == 5)
+    }
+
+    /// A server of its own with slow-client limits of `change`'s.
+    static func start(_ change: (inout ConnectionLimits) -> Void) async throws -> (ExperimentService, ExperimentHTTPServer.Running) {
+        var configuration = ServerConfiguration(experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "thompson"), seed: 7)
+        configuration.connections.maxConnections = 64
+        change(&configuration.connections)
+        let service = try ExperimentService(configuration)
+        return (service, try await ExperimentHTTPServer(service: service).start(executor: ServerThreads.shared))
+    }
+
+    /// A byte of body a second never pauses as long as the body timeout: the least rate closes
+    /// the connection when its grace ends.
+    @Test func aTrickledBodyIsClosedByTheLeastRate() async throws {
+        let (_, server) = try await Self.start { limits in
+            limits.bodyTimeout = .seconds(5)
+            limits.bodyRateGrace = .milliseconds(500)
+        }
+        let socket = try Socket(port: server.port)
+        let started = Date()
+        socket.send(Self.slowloris)
+        var closed = false
+        for _ in 0..<6 where !closed {
+            closed = socket.closedByServer(within: 1)
+            if !closed { socket.send(" ") }
+        }
+        let seconds = Date().timeIntervalSince(started)
+        #expect(closed && seconds < 3, "closed: \(closed), after \(seconds) s")
+        let stats = try Self.stats(port: server.port)
+        #expect(stats["body_rate_timeouts"] == 1 && stats["body_timeouts"] == 0 && stats["request_timeouts"] == 0, "\(stats)")
+        let metrics = try PrometheusText(parsing: try Self.request("GET", "/metrics", port: server.port).body)
+        #expect(metrics.value("aviary_body_rate_timeouts_total") == 1)
+        #expect(try Self.request("GET", "/health", port: server.port).status == 200)
+        await server.stop()
+    }
+
+    /// A body fast enough for the rate and never pausing, but longer than the request timeout.
+    @Test func aRequestLongerThanTheRequestTimeoutIsClosed() async throws {
+        let (_, server) = try await Self.start { limits in
+            limits.requestTimeout = .seconds(1)
+            limits.bodyRateGrace = .milliseconds(200)
+            limits.minBodyRate = 100
+        }
+        let socket = try Socket(port: server.port)
+        let started = Date()
+        socket.send(Self.slowloris)
+        var closed = false
+        // 50 bytes every 100 ms: 500 bytes a second, five times the least rate.
+        for _ in 0..<40 where !closed {
+            closed = socket.closedByServer(within: 0.1)
+            if !closed { socket.send(String(repeating: " ", count: 50)) }
+        }
+        let seconds = Date().timeIntervalSince(started)
+        #expect(closed && seconds > 0.9 && seconds < 2.5, "closed: \(closed), after \(seconds) s")
+        let stats = try Self.stats(port: server.port)
+        #expect(stats["request_timeouts"] == 1 && stats["body_rate_timeouts"] == 0 && stats["body_timeouts"] == 0, "\(stats)")
+        let metrics = try PrometheusText(parsing: try Self.request("GET", "/metrics", port: server.port).body)
+        #expect(metrics.value("aviary_request_timeouts_total") == 1)
+        await server.stop()
+    }
+
+    /// `Content-Length: 10^12` and one byte: 413 as soon as the head is read, then the
+    /// connection ends, and the server serves on.
+    @Test func aBodyAnnouncedOverMaxBodyIsAnswered413AtOnce() async throws {
+        let (service, server) = try await Self.start { _ in }
+        let socket = try Socket(port: server.port)
+        let started = Date()
+        socket.send("POST /v1/events HTTP/1.1\r\nHost: flood\r\nContent-Type: application/json\r\nContent-Length: 1000000000000\r\n\r\n{")
+        let answer = socket.response(within: 10)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(answer.status == 413 && answer.body.contains("over \(1 << 20)"), "\(answer)")
+        #expect(seconds < 1.5, "answered and ended after \(seconds) s")
+        let batch = MetricsTests.batch(device: 5, 0..<5)
+        #expect(try Self.request("POST", "/v1/events", body: batch, port: server.port).status == 200)
+        #expect(service.stats().eventsAccepted == 5)
+        await server.stop()
     }
 
     @Test func aKeptAliveConnectionIsClosedWhenIdle() async throws {

@@ -69,6 +69,8 @@ struct MetricsTests {
                 ("aviary_events_accepted_total", "events_accepted"), ("aviary_events_duplicate_total", "duplicates_ignored"),
                 ("aviary_event_batches_total", "batches"), ("aviary_decisions_total", "decisions"), ("aviary_log_bytes", "log_bytes"),
                 ("aviary_log_flushes_total", "log_flushes"), ("aviary_log_compactions_total", "compactions"),
+                ("aviary_body_timeouts_total", "body_timeouts"), ("aviary_body_rate_timeouts_total", "body_rate_timeouts"),
+                ("aviary_request_timeouts_total", "request_timeouts"),
             ]
             for (metric, counter) in pairs {
                 #expect(metrics.value(metric) == stats[counter].map(Double.init), "\(metric) against \(counter)")
