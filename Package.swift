@@ -156,7 +156,7 @@ let package = Package(
         .testTarget(name: "RandomnessTests", dependencies: ["Randomness"]),
         .testTarget(name: "DataStructuresTests", dependencies: ["DataStructures"]),
         .testTarget(name: "ExperimentModelTests", dependencies: ["ExperimentModel", "Randomness"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "Randomness"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "ExperimentModel", "Randomness"]),
         .testTarget(name: "ExportsTests", dependencies: ["Exports"]),
         .testTarget(name: "FittingTests", dependencies: ["Fitting", "Exports", "Simulation", "Randomness"]),
         .testTarget(name: "AllocatorsTests", dependencies: ["Allocators", "ExperimentModel", "Randomness"]),

@@ -30,6 +30,24 @@ public struct LookInput: Sendable {
 }
 
 extension LookInput {
+    /// The units that drew with one publication.
+    public struct Period: Sendable {
+        /// The publication's weights as probabilities.
+        public var propensities: [Double]
+        /// Per variant, the units that drew with them.
+        public var totals: [UnitTotals]
+        /// The units of the period whose devices logged another propensity for their variant
+        /// than the publication's, by variant and propensity.
+        public var drawn: [(variant: Int, propensity: Double, totals: UnitTotals)]
+
+        /// A period; `drawn` is empty where every device drew with the published weights.
+        public init(propensities: [Double], totals: [UnitTotals], drawn: [(variant: Int, propensity: Double, totals: UnitTotals)] = []) {
+            self.propensities = propensities
+            self.totals = totals
+            self.drawn = drawn
+        }
+    }
+
     /// A look's input from the units grouped by the publication their devices drew with.
     ///
     /// The publications' propensities give the oracle SRM's expected units, the policy periods
@@ -38,14 +56,16 @@ extension LookInput {
     /// variants' conversions and views per unit before it; even weights, since a device's
     /// chance to have converted by a look drifts with when it arrived). Units whose publication
     /// is unknown leave the propensities unknown: the oracle falls back to the published split,
-    /// and neither estimator is given.
+    /// and neither estimator is given. A unit whose device logged another propensity than its
+    /// publication's counts in its period everywhere but in AIPW's scores, where its own
+    /// propensity weighs it (with even weights a unit's score needs only its own variant's).
     ///
     /// - Parameters:
-    ///   - periods: Per publication drawn with, oldest first, its propensities and per variant
-    ///     the units that drew with it.
+    ///   - periods: Per publication drawn with, oldest first, its propensities and the units
+    ///     that drew with it.
     ///   - unattributed: Per variant, the units whose publication is unknown, if any.
     ///   - splits: The experiment's publications and arrivals, closed at this look.
-    public init(periods: [(propensities: [Double], totals: [UnitTotals])], unattributed: [UnitTotals]?, splits: PublishedSplits) {
+    public init(periods: [Period], unattributed: [UnitTotals]?, splits: PublishedSplits) {
         let k = splits.expected.count
         var total = unattributed ?? Array(repeating: UnitTotals(), count: k)
         var oracle = [Double](repeating: 0, count: k)
@@ -54,7 +74,10 @@ extension LookInput {
         var epoch = Array(repeating: UnitTotals(), count: k)
         var epochPropensities: [Double]?
         var seen = Array(repeating: UnitTotals(), count: k)
-        for (propensities, totals) in periods {
+        for period in periods {
+            let propensities = period.propensities
+            var totals = period.totals
+            for cell in period.drawn { totals[cell.variant] = totals[cell.variant] + cell.totals }
             for v in 0..<k { total[v] = total[v] + totals[v] }
             let n = Double(totals.reduce(0) { $0 + $1.units })
             for v in 0..<k { oracle[v] += n * propensities[v] }
@@ -71,7 +94,15 @@ extension LookInput {
                 let pooledMean = pooled.units > 0 ? sum(pooled) / Double(pooled.units) : 0
                 return seen.map { $0.units > 0 ? sum($0) / Double($0.units) : pooledMean }
             }
-            weighted.addPeriod(totals, propensities: propensities, model: perUnit(\.conversions), viewsModel: perUnit(\.views))
+            let model = perUnit(\.conversions), viewsModel = perUnit(\.views)
+            weighted.addPeriod(period.totals, propensities: propensities, model: model, viewsModel: viewsModel)
+            for cell in period.drawn {
+                var own = Array(repeating: UnitTotals(), count: k)
+                own[cell.variant] = cell.totals
+                var drawnWith = propensities
+                drawnWith[cell.variant] = cell.propensity
+                weighted.addPeriod(own, propensities: drawnWith, model: model, viewsModel: viewsModel)
+            }
             for v in 0..<k { seen[v] = seen[v] + totals[v] }
         }
         if epochPropensities != nil { stratified.addEpoch(epoch) }

@@ -11,7 +11,10 @@ import ExperimentModel
 /// data version its device drew with (`policy_version`) places its unit in that publication's
 /// period, whose weights are the unit's propensities: the stratified and the adaptively
 /// weighted estimators need them, and a single unit without them (a vendor's format, a forced
-/// view) leaves both out, as in the fleet.
+/// view) leaves both out, as in the fleet. A view may also carry the propensity its device
+/// drew with (`propensity`): where it differs from the publication's weight (a stale cache, an
+/// offline draw), the unit is scored by the AIPW estimator with its device's propensity, and
+/// ``propensities`` counts how often and by how much the two differed.
 ///
 /// Every unit's totals are kept per period as running sums, each event taking its unit out and
 /// adding it back, so an analysis costs O(periods × variants) whatever the number of devices.
@@ -28,6 +31,16 @@ public struct UnitLedger: Sendable, Codable {
         public var views: UInt32 = 0
         /// Conversions ingested.
         public var conversions: UInt32 = 0
+        /// The propensity its device logged with its first view where that differs from its
+        /// publication's weight; 0 where it agrees, or none was logged.
+        public var drawn: Double = 0
+    }
+
+    /// The units of one period and variant whose devices drew with another propensity.
+    private struct DrawnCell: Hashable {
+        var period: Int32
+        var variant: Int32
+        var propensity: Double
     }
 
     /// The experiment's variants.
@@ -44,6 +57,11 @@ public struct UnitLedger: Sendable, Codable {
     public private(set) var units: [UInt64: Unit] = [:]
     /// Per period (publication index, −1 unknown), per variant, the units' sums.
     private var totals: [Int32: [UnitTotals]] = [:]
+    /// The sums of the units whose devices drew with another propensity than their
+    /// publication's, kept apart from `totals`.
+    private var drawnTotals: [DrawnCell: UnitTotals] = [:]
+    /// The propensities the devices logged, against the published weights.
+    public private(set) var propensities = LoggedPropensities()
 
     /// An empty ledger.
     public init(variantCount: Int, sticky: Bool) {
@@ -77,8 +95,9 @@ public struct UnitLedger: Sendable, Codable {
     public var lastVersion: Int? { splits.publications.last?.version }
 
     /// The server took in `event` for the first time. A sticky unit's period is the
-    /// publication its view names (`Event/policyVersion`), as the ledger knows it now.
-    public mutating func ingested(_ event: Event) {
+    /// publication its view names (`Event/policyVersion`), as the ledger knows it now;
+    /// `propensity` is the one its device logged with a view, if any.
+    public mutating func ingested(_ event: Event, propensity: Double? = nil) {
         let variant = Int(event.variant)
         guard variant >= 0, variant < variantCount else { return }
         guard sticky else {
@@ -86,6 +105,7 @@ public struct UnitLedger: Sendable, Codable {
             // conversion does not say which view it follows.
             switch event.kind {
             case .view:
+                if let propensity { propensities.record(propensity, published: publishedWeight(event, variant: variant)) }
                 add(to: -1, variant: variant) { $0.addSingleViews(1, converted: 0) }
                 splits.arrived(variant: variant)
             case .conversion:
@@ -102,13 +122,16 @@ public struct UnitLedger: Sendable, Codable {
         guard event.kind == .view || event.kind == .conversion else { return }
         var unit = units[event.id.device] ?? Unit()
         if unit.variant >= 0 {
-            add(to: unit.period, variant: Int(unit.variant)) { $0.remove(views: Double(unit.views), conversions: Double(unit.conversions)) }
+            add(unit) { $0.remove(views: Double(unit.views), conversions: Double(unit.conversions)) }
         }
         if event.kind == .view {
             if unit.variant < 0 {
                 unit.variant = Int32(variant)
                 let period = event.policyVersion == 0 ? nil : splits.publication(versionBits: event.policyVersion)
                 unit.period = Int32(period ?? -1)
+                if let propensity, propensities.record(propensity, published: publishedWeight(event, variant: variant)) {
+                    unit.drawn = propensity
+                }
                 splits.arrived(variant: variant)
             }
             unit.views += 1
@@ -117,9 +140,25 @@ public struct UnitLedger: Sendable, Codable {
             unit.conversions += 1
         }
         if unit.variant >= 0 {
-            add(to: unit.period, variant: Int(unit.variant)) { $0.add(views: Double(unit.views), conversions: Double(unit.conversions)) }
+            add(unit) { $0.add(views: Double(unit.views), conversions: Double(unit.conversions)) }
         }
         units[event.id.device] = unit
+    }
+
+    /// The weight of `variant` in the publication `event` names, if the ledger knows it.
+    private func publishedWeight(_ event: Event, variant: Int) -> Double? {
+        guard event.policyVersion != 0, let period = splits.publication(versionBits: event.policyVersion) else { return nil }
+        return splits.publications[period].propensities[variant]
+    }
+
+    /// Changes the sums `unit` counts in: its period's, or its own cell's where its device drew
+    /// with another propensity.
+    private mutating func add(_ unit: Unit, _ change: (inout UnitTotals) -> Void) {
+        guard unit.drawn > 0 else { return add(to: unit.period, variant: Int(unit.variant), change) }
+        let cell = DrawnCell(period: unit.period, variant: unit.variant, propensity: unit.drawn)
+        var sums = drawnTotals[cell] ?? UnitTotals()
+        change(&sums)
+        drawnTotals[cell] = sums
     }
 
     private mutating func add(to period: Int32, variant: Int, _ change: (inout UnitTotals) -> Void) {
@@ -144,7 +183,15 @@ public struct UnitLedger: Sendable, Codable {
     public mutating func look() -> LookInput {
         _ = splits.look()
         let publications = splits.publications
-        let periods = totals.keys.filter { $0 >= 0 }.sorted().map { (propensities: publications[Int($0)].propensities, totals: totals[$0]!) }
+        let drawn = Dictionary(grouping: drawnTotals.keys, by: \.period)
+        let periods = Set(totals.keys.filter { $0 >= 0 }).union(drawn.keys).sorted().map { period in
+            LookInput.Period(
+                propensities: publications[Int(period)].propensities,
+                totals: totals[period] ?? Array(repeating: UnitTotals(), count: variantCount),
+                drawn: (drawn[period] ?? []).sorted { ($0.variant, $0.propensity) < ($1.variant, $1.propensity) }.map {
+                    (variant: Int($0.variant), propensity: $0.propensity, totals: drawnTotals[$0]!)
+                })
+        }
         return LookInput(periods: periods, unattributed: totals[-1], splits: splits)
     }
 
@@ -154,29 +201,39 @@ public struct UnitLedger: Sendable, Codable {
         for key in totals.keys.sorted() {
             for v in 0..<variantCount { sum[v] = sum[v] + totals[key]![v] }
         }
+        for cell in drawnTotals.keys.sorted(by: { ($0.period, $0.variant, $0.propensity) < ($1.period, $1.variant, $1.propensity) }) {
+            sum[Int(cell.variant)] = sum[Int(cell.variant)] + drawnTotals[cell]!
+        }
         return sum
     }
 
     // MARK: - Codable
 
     private enum CodingKeys: String, CodingKey {
-        case variantCount = "variant_count", sticky, splits, units, views, looksTaken = "looks_taken"
+        case variantCount = "variant_count", sticky, splits, units, views, looksTaken = "looks_taken", drawn, propensities
     }
 
     /// Units as `[device, variant, period, views, conversions]` rows, sorted by device; a
-    /// non-sticky experiment's view units as their per-variant sums.
+    /// non-sticky experiment's view units as their per-variant sums; the propensities of the
+    /// units whose devices drew with another than their publication's by device (in decimal),
+    /// and the comparison's counts, once anything was logged.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(variantCount, forKey: .variantCount)
         try container.encode(sticky, forKey: .sticky)
         try container.encode(splits, forKey: .splits)
         try container.encode(looksTaken, forKey: .looksTaken)
+        if propensities.logged > 0 { try container.encode(propensities, forKey: .propensities) }
         if sticky {
             let rows = units.keys.sorted().map { device -> [Int64] in
                 let unit = units[device]!
                 return [Int64(bitPattern: device), Int64(unit.variant), Int64(unit.period), Int64(unit.views), Int64(unit.conversions)]
             }
             try container.encode(rows, forKey: .units)
+            let drawn = units.filter { $0.value.drawn > 0 }
+            if !drawn.isEmpty {
+                try container.encode(Dictionary(uniqueKeysWithValues: drawn.map { (String($0.key), $0.value.drawn) }), forKey: .drawn)
+            }
         } else {
             try container.encode(totals[-1] ?? Array(repeating: UnitTotals(), count: variantCount), forKey: .views)
         }
@@ -188,6 +245,7 @@ public struct UnitLedger: Sendable, Codable {
         sticky = try container.decode(Bool.self, forKey: .sticky)
         splits = try container.decode(PublishedSplits.self, forKey: .splits)
         looksTaken = try container.decodeIfPresent(Int.self, forKey: .looksTaken) ?? 0
+        propensities = try container.decodeIfPresent(LoggedPropensities.self, forKey: .propensities) ?? LoggedPropensities()
         guard sticky else {
             let views = try container.decode([UnitTotals].self, forKey: .views)
             guard views.count == variantCount else {
@@ -196,15 +254,24 @@ public struct UnitLedger: Sendable, Codable {
             totals[-1] = views
             return
         }
+        var drawn: [UInt64: Double] = [:]
+        for (device, propensity) in try container.decodeIfPresent([String: Double].self, forKey: .drawn) ?? [:] {
+            guard let device = UInt64(device), propensity > 0, propensity <= 1 else {
+                throw DecodingError.dataCorruptedError(forKey: .drawn, in: container, debugDescription: "not a device's propensity: \(device): \(propensity)")
+            }
+            drawn[device] = propensity
+        }
         for row in try container.decode([[Int64]].self, forKey: .units) {
             guard row.count == 5, row[1] >= -1, row[1] < variantCount, row[2] >= -1, row[2] < splits.publications.count,
                   let views = UInt32(exactly: row[3]), let conversions = UInt32(exactly: row[4]) else {
                 throw DecodingError.dataCorruptedError(forKey: .units, in: container, debugDescription: "not a unit: \(row)")
             }
-            let unit = Unit(variant: Int32(row[1]), period: Int32(row[2]), views: views, conversions: conversions)
-            units[UInt64(bitPattern: row[0])] = unit
+            let device = UInt64(bitPattern: row[0])
+            let unit = Unit(variant: Int32(row[1]), period: Int32(row[2]), views: views, conversions: conversions,
+                            drawn: row[1] >= 0 && row[2] >= 0 ? drawn[device] ?? 0 : 0)
+            units[device] = unit
             if unit.variant >= 0 {
-                add(to: unit.period, variant: Int(unit.variant)) { $0.add(views: Double(views), conversions: Double(conversions)) }
+                add(unit) { $0.add(views: Double(views), conversions: Double(conversions)) }
             }
         }
     }

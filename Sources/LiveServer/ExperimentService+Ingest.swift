@@ -138,9 +138,13 @@ extension ExperimentService {
         events.reserveCapacity(wire.count)
         var known = 0
         let restored = !state.recovered.isEmpty
+        // The propensities views were drawn with, for the analysis (the engine's events do not
+        // carry them).
+        var logged: [EventID: Double] = [:]
         for item in wire {
             let event = event(item, experiments: configuration.experiments)
             if restored, state.recovered.contains(event.id) { known += 1 } else { events.append(event) }
+            if event.kind == .view, let propensity = item.propensity { logged[event.id] = propensity }
         }
         var accepted: [EventID] = []
         let result = state.server.ingest(events, at: time) { event in
@@ -148,7 +152,7 @@ extension ExperimentService {
             // The app's own events are counted among the accepted, of no experiment's results.
             guard event.kind != .app else { return }
             state.results[Int(event.experiment)][Int(event.variant)].add(event)
-            state.analysis[Int(event.experiment)].ingested(event)
+            state.analysis[Int(event.experiment)].ingested(event, propensity: logged[event.id])
         }
         for id in accepted { state.recent.append(id) }
         state.stats.eventsAccepted += result.accepted

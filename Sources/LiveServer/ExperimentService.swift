@@ -373,12 +373,14 @@ package final class ExperimentService: Sendable {
         let now = clock()
         let (results, analyses) = state.withLock { state in
             Self.takeLooks(&state, at: now, configuration: configuration)
-            return (state.results, state.analysis.map { $0.analysis(plan: plan) })
+            return (state.results, state.analysis.map { ($0.analysis(plan: plan), $0.propensities) })
         }
         return Results(experiments: configuration.experiments.indices.map { e in
             let experiment = configuration.experiments[e]
-            let (input, look) = analyses[e]
-            return ExperimentResults(id: experiment.id, variants: results[e], analysis: ResultsAnalysis(input: input, look: look, variants: experiment.variants.map(\.id), sticky: experiment.sticky))
+            let ((input, look), logged) = analyses[e]
+            return ExperimentResults(
+                id: experiment.id, variants: results[e],
+                analysis: ResultsAnalysis(input: input, look: look, variants: experiment.variants.map(\.id), sticky: experiment.sticky, propensities: logged))
         })
     }
 

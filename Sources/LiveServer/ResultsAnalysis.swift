@@ -28,6 +28,37 @@ package struct ResultsAnalysis: Codable, Sendable, Hashable {
     package var decisions: [String: String]
     /// Per variant, in the served order (the first is the control).
     package var variants: [Variant]
+    /// How the propensities the devices logged with their views compare with the published
+    /// weights; absent before any view carried one.
+    package var propensities: Propensities?
+
+    /// The logged propensities against the published weights (``LoggedPropensities``).
+    ///
+    /// `Sendable`: a plain value.
+    package struct Propensities: Codable, Sendable, Hashable {
+        /// Units whose first view carried a propensity.
+        package var logged: Int
+        /// Of those, the units whose view named a publication the server knows.
+        package var compared: Int
+        /// Of those compared, the units whose propensity differs from the published weight.
+        package var differing: Int
+        /// The mean and the largest |logged − published| over the compared units.
+        package var meanAbsDifference: Double?
+        package var maxAbsDifference: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case logged, compared, differing
+            case meanAbsDifference = "mean_abs_difference", maxAbsDifference = "max_abs_difference"
+        }
+
+        init(_ logged: LoggedPropensities) {
+            self.logged = logged.logged
+            compared = logged.compared
+            differing = logged.differing
+            meanAbsDifference = logged.meanAbsoluteDifference
+            maxAbsDifference = logged.compared > 0 ? logged.largestDifference : nil
+        }
+    }
 
     /// One variant's sufficient statistics and figures by estimator.
     ///
@@ -73,12 +104,13 @@ package struct ResultsAnalysis: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case unit, units, decisions, variants
+        case unit, units, decisions, variants, propensities
         case srmP = "srm_p", srmPSequential = "srm_p_sequential", srmAlarm = "srm_alarm", expectedUnits = "expected_units"
     }
 
-    /// The analysis of `input` (``LookAnalysis``) as the results route gives it.
-    init(input: LookInput, look: LookAnalysis, variants ids: [String], sticky: Bool) {
+    /// The analysis of `input` (``LookAnalysis``) as the results route gives it, with the
+    /// comparison of the propensities logged.
+    init(input: LookInput, look: LookAnalysis, variants ids: [String], sticky: Bool, propensities logged: LoggedPropensities = LoggedPropensities()) {
         unit = sticky ? "device" : "view"
         units = input.totals.map(\.units).reduce(0, +)
         srmP = look.srmPValue
@@ -105,6 +137,7 @@ package struct ResultsAnalysis: Codable, Sendable, Hashable {
                 conversionsSumSquares: t.conversionsSquares, viewsConversionsSum: t.viewsConversions, estimators: estimators))
         }
         self.variants = variants
+        propensities = logged.logged > 0 ? Propensities(logged) : nil
     }
 }
 

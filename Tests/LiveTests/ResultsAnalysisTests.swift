@@ -155,6 +155,43 @@ struct ResultsAnalysisTests {
         }
     }
 
+    /// The fleet with each view's propensity: ½ as the uniform split published, but three
+    /// green devices drew from other data (0.2). The results count them, the AIPW estimator
+    /// weighs them by 0.2, and a restart from the log or from a snapshot keeps both.
+    @Test func loggedPropensitiesAreKeptComparedAndWeighed() async throws {
+        for compactEvery in [nil, 1] as [Int?] {
+            let directory = ExperimentServiceTests.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let first = try Self.service(directory, compactEvery: compactEvery), plain = try Self.service()
+            let version = first.published().version
+            #expect(plain.published().version == version)
+            let events = Self.fleet(version: version)
+            let stale: Set = ["100#0", "103#0", "106#0"]
+            for event in events {
+                var logged = event
+                if event.kind == "view" { logged.propensity = stale.contains(event.id) ? 0.2 : 0.5 }
+                _ = try await first.ingest(Wire.EventBatch(events: [logged]))
+                await first.compactionFinished()
+            }
+            _ = try await plain.ingest(Wire.EventBatch(events: events))
+            let analysis = try Self.checkout(first), without = try Self.checkout(plain)
+            let comparison = try #require(analysis.propensities)
+            #expect(comparison.logged == 20 && comparison.compared == 20 && comparison.differing == 3)
+            #expect(abs(try #require(comparison.maxAbsDifference) - 0.3) < 1e-12)
+            #expect(abs(try #require(comparison.meanAbsDifference) - 0.9 / 20) < 1e-12)
+            #expect(without.propensities == nil)
+            // The units and the estimators that read no propensity are the same; AIPW is not.
+            #expect(analysis.variants.map(\.units) == without.variants.map(\.units))
+            #expect(analysis.variants[1].estimators["naive"] == without.variants[1].estimators["naive"])
+            let aipw = try #require(analysis.variants[1].estimators["aipw"]?.estimate)
+            let aipwWithout = try #require(without.variants[1].estimators["aipw"]?.estimate)
+            #expect(abs(aipw - aipwWithout) > 1e-6)
+
+            let second = try Self.service(directory, compactEvery: compactEvery)
+            #expect(try Self.checkout(second) == analysis, "compactEvery \(String(describing: compactEvery))")
+        }
+    }
+
     @Test func badPolicyFieldsAreRefusedByName() async throws {
         let service = try Self.service()
         for (event, field) in [
