@@ -3,24 +3,8 @@ import ExperimentServer
 import Foundation
 import WireFormat
 
-/// The policy brought up to date before a change, and the log compacted into a snapshot and a
-/// new tail when it has grown.
+/// The log compacted into a snapshot and a new tail when it has grown.
 extension ExperimentService {
-    /// Brings the policy up to date: when an update is due it gives the allocators every
-    /// feedback waiting, so none waits after it.
-    static func tick(_ state: inout State, at now: Double) {
-        state.server.tick(at: now)
-    }
-
-    /// Before a change: the policy brought up to date and, when no feedback waits for an update
-    /// (the allocators' statistics hold it all), a compaction begun if the log's tail is long
-    /// enough. A clock cadence's update comes here, before the change.
-    static func prepare(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
-        tick(&state, at: now)
-        takeLooks(&state, at: now, configuration: configuration)
-        if state.server.bufferedFeedbackCount == 0 { beginCompaction(&state, at: now, configuration: configuration) }
-    }
-
     /// After a change: a count cadence's update comes in the middle of a change (the event that
     /// completes its count), and is the moment to compact, so that a steady stream of events,
     /// which always leaves some feedback waiting, still compacts. What arrived after the update
