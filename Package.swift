@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "ClientFeatures", targets: ["ClientFeatures"]),
         .library(name: "ExperimentServer", targets: ["ExperimentServer"]),
         .library(name: "Simulation", targets: ["Simulation"]),
+        .library(name: "Reports", targets: ["Reports"]),
         .library(name: "Randomness", targets: ["Randomness"]),
         .library(name: "Analysis", targets: ["Analysis"]),
         .library(name: "Exports", targets: ["Exports"]),
@@ -73,8 +74,17 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
-                "Allocators", "Analysis", "CDecimalText", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
+                "Allocators", "Analysis", "ClientEngine", "ClientFeatures", "CMemoryHints", "DataStructures", "ExperimentModel", "ExperimentServer", "Randomness",
                 .product(name: "Yams", package: "Yams"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        // What a run writes for analysts: the CSV tables, the SVG charts and report.html, and
+        // the merge of a sweep's shards. Above the kernel, so live devices link no HTML.
+        .target(
+            name: "Reports",
+            dependencies: [
+                "Analysis", "CDecimalText", "ExperimentModel", "Simulation",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
@@ -91,7 +101,7 @@ let package = Package(
         ),
         // A scenario calibrated to a team's own fleet from its export: mergeable sketches,
         // the estimators, fit.csv and fit.html. Writes a Scenario; knows no kernel.
-        .target(name: "Fitting", dependencies: ["Analysis", "Exports", "Simulation", "Randomness"]),
+        .target(name: "Fitting", dependencies: ["Analysis", "Exports", "Reports", "Simulation", "Randomness"]),
         // The HTTP API's bodies, below both the server and the load generator (trait `Live`).
         .target(
             name: "WireFormat",
@@ -135,7 +145,7 @@ let package = Package(
         .target(
             name: "LiveRuns",
             dependencies: [
-                "Analysis", "ExperimentModel", "ExperimentServer", "LiveDevices", "LiveServer", "Randomness", "Simulation", "WireFormat",
+                "Analysis", "ExperimentModel", "ExperimentServer", "LiveDevices", "LiveServer", "Randomness", "Reports", "Simulation", "WireFormat",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -144,7 +154,7 @@ let package = Package(
         .target(
             name: "AviaryCommands",
             dependencies: [
-                "Simulation", "Allocators", "Analysis", "ClientEngine", "Exports", "ExperimentModel", "Fitting",
+                "Simulation", "Allocators", "Analysis", "ClientEngine", "Exports", "ExperimentModel", "Fitting", "Reports",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
                 .target(name: "LiveDevices", condition: .when(traits: ["Live"])),
                 .target(name: "LiveRuns", condition: .when(traits: ["Live"])),
@@ -163,18 +173,18 @@ let package = Package(
         .testTarget(name: "ClientEngineTests", dependencies: ["ClientEngine", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "ClientFeaturesTests", dependencies: ["ClientFeatures", "ExperimentModel", "Allocators", "Randomness"]),
         .testTarget(name: "ExperimentServerTests", dependencies: ["ExperimentServer", "ExperimentModel", "Allocators", "Randomness"]),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Analysis", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Analysis", "ExperimentModel", "Allocators", "ClientEngine", "ExperimentServer", "Randomness", "Reports"]),
         .testTarget(
             name: "AviaryCommandsTests",
             dependencies: [
-                "AviaryCommands", "ExperimentModel", "Allocators", "Simulation",
+                "AviaryCommands", "ExperimentModel", "Allocators", "Reports", "Simulation",
                 .target(name: "LiveServer", condition: .when(traits: ["Live"])),
             ]
         ),
         .testTarget(
             name: "LiveTests",
             dependencies: [
-                "LiveServer", "LiveDevices", "LiveRuns", "WireFormat", "ExperimentServer", "ExperimentModel", "ClientEngine", "Allocators", "Simulation",
+                "LiveServer", "LiveDevices", "LiveRuns", "WireFormat", "ExperimentServer", "ExperimentModel", "ClientEngine", "Allocators", "Reports", "Simulation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

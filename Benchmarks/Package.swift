@@ -31,6 +31,7 @@ let package = Package(
         suite(
             "FleetBenchmarks",
             dependencies: [
+                .product(name: "Reports", package: "Aviary"),
                 .product(name: "Simulation", package: "Aviary"),
             ]
         ),

@@ -1,5 +1,6 @@
 import Benchmark
 import Foundation
+import Reports
 import Simulation
 
 // Whole simulations, one per measured iteration: a replicate of the fleet model is seconds of

@@ -1,4 +1,5 @@
 import Analysis
+import Reports
 import Simulation
 
 /// The analyst's few columns, printed after a run: per allocator, estimator and variant, the

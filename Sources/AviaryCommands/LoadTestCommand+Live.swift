@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Reports
 import Simulation
 #if Live
 import LiveDevices

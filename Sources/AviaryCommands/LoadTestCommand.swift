@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Reports
 import Simulation
 
 /// `aviary loadtest [SCENARIO]`: client policies against a server with limited capacity.

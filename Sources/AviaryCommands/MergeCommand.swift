@@ -1,6 +1,7 @@
 import ArgumentParser
-import Foundation
 import Fitting
+import Foundation
+import Reports
 import Simulation
 #if Live
 import LiveDevices

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Reports
 import Simulation
 
 /// `aviary report DIR`: redraws `report.html` and its SVG charts from the CSV files in a folder.

@@ -1,4 +1,5 @@
 import Foundation
+import Reports
 import Simulation
 #if Live
 import LiveDevices

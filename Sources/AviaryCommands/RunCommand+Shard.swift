@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Reports
 import Simulation
 
 /// `--shard K/N` of `aviary run`: one process's share of a run, merged by `aviary merge`.

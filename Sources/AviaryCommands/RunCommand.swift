@@ -3,6 +3,7 @@ import Analysis
 import ArgumentParser
 import ExperimentModel
 import Foundation
+import Reports
 import Simulation
 
 /// `aviary run [SCENARIO]`: the main job.

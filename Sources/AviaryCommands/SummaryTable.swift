@@ -1,3 +1,4 @@
+import Reports
 import Simulation
 
 /// The readable summary `aviary run` prints: one line per allocator, means over replicates with

@@ -1,4 +1,5 @@
 import Foundation
+import Reports
 import Simulation
 
 /// What `aviary fit` writes: `scenario.yaml`, `fit.csv` (every figure with its interval,

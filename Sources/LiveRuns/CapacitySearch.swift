@@ -1,5 +1,6 @@
 import Foundation
 import LiveDevices
+import Reports
 import Simulation
 
 /// `aviary loadtest --live --find-capacity`: the scenario's devices run live in steps of rising

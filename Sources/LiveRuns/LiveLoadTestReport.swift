@@ -1,6 +1,7 @@
 import Foundation
 import LiveDevices
 import Randomness
+import Reports
 import Simulation
 
 /// The CSV reports of a live load test: the simulated load test's columns, then the ones only a

@@ -1,5 +1,6 @@
 import Analysis
 import Foundation
+import Reports
 import Simulation
 import Testing
 @testable import LiveDevices

@@ -1,4 +1,5 @@
 import Foundation
+import Reports
 import Simulation
 import Testing
 @testable import LiveDevices

@@ -1,5 +1,6 @@
 import Allocators
 import Testing
+@testable import Reports
 @testable import Simulation
 
 struct BanditComparisonTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Histogram
 import Testing
+@testable import Reports
 @testable import Simulation
 
 struct CSVReadingTests {

@@ -1,4 +1,5 @@
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// The Conductrics style drives the real decision client: its sticky cache, its timeout and the

@@ -1,6 +1,7 @@
 import Allocators
 import Foundation
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// Python policies (python/examples) in whole fleet simulations: agreement with the built-in

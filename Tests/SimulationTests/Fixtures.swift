@@ -1,4 +1,5 @@
 import Foundation
+@testable import Reports
 @testable import Simulation
 
 /// Small scenarios built from YAML sections, so each test states only what it changes.

@@ -1,6 +1,7 @@
 import Analysis
 import Foundation
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// The analyst's view of a fleet run: computed from what the server ingested, unit by unit.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// A busy tiny scenario: offline spells, latency, loss, delayed conversions, two allocators.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// A small load test: 100 devices, 3 non-sticky experiments (a steady event load of about

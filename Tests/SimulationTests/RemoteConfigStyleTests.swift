@@ -1,6 +1,7 @@
 import ClientFeatures
 import ExperimentModel
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// The remote-configuration style drives ActiveConfig and RemoteValuesService on every device.

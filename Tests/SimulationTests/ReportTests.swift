@@ -1,6 +1,7 @@
 import Foundation
 import Randomness
 import Testing
+@testable import Reports
 @testable import Simulation
 
 struct CSVTableTests {

@@ -3,6 +3,7 @@ import ExperimentModel
 import Foundation
 import Randomness
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// Each SDK profile reproduces its SDK's sequence of sends, waits, refusals and give-ups, as read

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import Reports
 @testable import Simulation
 
 struct ShardTests {

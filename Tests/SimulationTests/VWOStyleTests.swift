@@ -3,6 +3,7 @@ import ClientFeatures
 import Foundation
 import Randomness
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// A VWO-style tiny scenario: always-online devices whose sessions come every 8 hours exactly

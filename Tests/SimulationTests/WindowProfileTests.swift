@@ -1,5 +1,6 @@
 import Allocators
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// A split replicate's window profile accounts for every window of every shard, in the order

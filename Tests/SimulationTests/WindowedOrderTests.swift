@@ -1,5 +1,6 @@
 import Allocators
 import Testing
+@testable import Reports
 @testable import Simulation
 
 /// Windowed order (each device's events in a window back to back) must give exactly the reports

@@ -90,7 +90,8 @@ public struct ShardError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, naming the option, folder or cell.
     public let message: String
 
-    init(_ message: String) {
+    /// An error saying `message`.
+    public init(_ message: String) {
         self.message = message
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// A CSV file of the output folder, read for the charts: cells by column name, and the numbers
 /// grouped and averaged the way the charts show them.

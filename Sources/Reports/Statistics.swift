@@ -1,3 +1,5 @@
+import Simulation
+
 /// A sample mean with a two-sided 95 % Student-t confidence interval.
 public struct MeanInterval: Hashable, Sendable {
     /// The sample mean.

@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// The files of a shard, and their merge into the reports of a single run.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// What the analyst concludes, from `inference-comparison.csv` and `inference.csv`: each lift's
 /// error against the truth, how often its interval held the truth, the SRM p-values, and how

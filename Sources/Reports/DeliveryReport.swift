@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// What each SDK profile's pipeline did with the events: `delivery.csv` (one row per policy ×
 /// replicate: created, delivered, lost and why, duplicates, queue latency, requests) and

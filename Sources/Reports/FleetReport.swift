@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// The CSV reports of a fleet simulation. Column meanings are documented in the Reports article
 /// (`Sources/AviaryCommands/AviaryCommands.docc/Articles/Reports.md`).

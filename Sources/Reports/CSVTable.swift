@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// A CSV table in RFC 4180 form: one header row, comma-separated, CRLF-free (`\n` line ends, which
 /// every reader accepts), fields quoted only when they contain a comma, quote or line break.

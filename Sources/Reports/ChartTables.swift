@@ -1,5 +1,6 @@
 import Foundation
 import Histogram
+import Simulation
 
 /// The small tables that only the charts need, written as CSV beside the others so that every
 /// number in `report.html` can be traced to a file: the queue-latency distribution and the

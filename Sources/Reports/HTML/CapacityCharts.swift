@@ -1,3 +1,5 @@
+import Simulation
+
 /// The chart of `aviary loadtest --live --find-capacity`, drawn from `capacity.csv`: what the
 /// server accepted and how long requests took as the offered load rose, with the knee.
 struct CapacityCharts {

@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// Estimates with 95 % intervals, one row each, in groups that each have their own scale (a
 /// forest plot of differences from a baseline, one group per metric), with a reference line.

@@ -1,3 +1,5 @@
+import Simulation
+
 /// Per allocator and metric: the mean over replicates with a 95 % interval, and the paired
 /// difference from the baseline allocator with its own interval.
 ///

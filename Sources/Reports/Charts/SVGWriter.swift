@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// Builds SVG text one element at a time.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// `shard.json`: what one shard of a run did, so that `aviary merge` can check that shards
 /// belong together and put their rows back in a single run's order.

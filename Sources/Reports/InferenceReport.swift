@@ -1,4 +1,5 @@
 import Analysis
+import Simulation
 
 /// The analyst's tables: `inference.csv`, one row per look × variant × estimator of every
 /// replicate, and `inference-comparison.csv`, what those rows say across replicates.

@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 extension CSVTable {
     /// Reads CSV text in the form ``CSVTable/text`` writes (RFC 4180; quoted fields may hold

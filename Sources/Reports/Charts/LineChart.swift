@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// Lines over a numeric axis (time, latency, a swept value), with optional 95 % bands or error
 /// bars, stacked shares, and shaded spans (outages).

@@ -1,4 +1,5 @@
 import CDecimalText
+import Simulation
 
 /// `x` with `places` digits after the point, as `String(format: "%.\(places)f", x)` writes it:
 /// the exact binary value rounded half to even, with a `.` for the point.

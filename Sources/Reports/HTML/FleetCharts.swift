@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// A part of the report page: a heading, a few sentences or a table, and charts.
 struct ReportSection {

@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// The charts of `aviary loadtest`, drawn from `loadtest.csv`, `loadtest-timeseries.csv`,
 /// `loadtest-latency.csv` and `faults.csv`, and, for SDK profiles, `delivery.csv` and

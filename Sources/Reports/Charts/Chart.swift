@@ -1,3 +1,5 @@
+import Simulation
+
 /// One drawn chart: its SVG and what the report page says about it.
 struct Chart {
     /// The file name of its `.svg`, without the extension; unique within a report.

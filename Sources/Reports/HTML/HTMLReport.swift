@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 
 /// `report.html`: the charts of a run in one self-contained page, drawn from the CSV files in
 /// the run's output folder, with every chart also written as its own `.svg` under `charts/`.

@@ -1,3 +1,5 @@
+import Simulation
+
 /// The CSV tables of a ``BanditComparison``.
 public enum BanditReport {
     /// One row per allocator × replicate: `bandit.csv`.
