@@ -121,7 +121,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         self.nextSample = min(scenario.timestep, scenario.horizon)
         self.looksDue = (scenario.analysis?.lookTimes(horizon: scenario.horizon) ?? []).reversed()
         self.promise = loop.makePromise(of: LiveMetrics.self)
-        let profile = FleetSimulation(scenario: scenario).profile
+        let profile = scenario.engineProfile
         // The replicate's own server answers nothing live (the real one does); it only has to
         // exist, so the cheapest allocator stands in.
         let stand = scenario.experiments.map { try! UniformSplit(variantCount: $0.rates.count, seed: StreamSeed(0)) }

@@ -50,7 +50,7 @@ extension ShardedRun {
     package func drive(_ settings: WireSettings) async -> LiveMetrics {
         // The event codec of myna and remote_config devices, one per shard so that no two event
         // loops share its cache's lock.
-        let profile = FleetSimulation(scenario: scenario).profile
+        let profile = scenario.engineProfile
         let retryAfterScale = settings.serverOnWallClock ? settings.speedup : 1
         let format = EventFormat(scenario.client.wire, key: settings.wireKey)
         let clock = self.clock

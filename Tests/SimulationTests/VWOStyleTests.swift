@@ -24,7 +24,7 @@ private func replicate(_ scenario: Scenario) throws -> FleetReplicate<UniformSpl
     let allocators = try scenario.experiments.map { experiment in
         try #require(try scenario.allocators[0].spec.makeAllocator(variantCount: experiment.rates.count, seed: StreamSeed(1)) as? UniformSplit)
     }
-    return FleetReplicate(scenario: scenario, replicate: 0, allocators: allocators, profile: FleetSimulation(scenario: scenario).profile)
+    return FleetReplicate(scenario: scenario, replicate: 0, allocators: allocators, profile: scenario.engineProfile)
 }
 
 private let pauseOnDayOne = "campaigns:\n  - experiment: button\n    schedule: [{at: 1d, status: paused}]"
