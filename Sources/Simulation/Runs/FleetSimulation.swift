@@ -197,6 +197,9 @@ public struct FleetSimulation: Sendable {
 
     private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker,
                                                            logs: Bool) -> Outcome {
+        // The split, windowed kernel hands events to the server a window at a time, out of time
+        // order; an analysis reads the ledger at its looks and a delivery log is written in
+        // arrival order, so either runs the replicate whole, in time order, on one thread.
         if !logs, !forcesTimeOrder, scenario.analysis == nil, scenario.independentWindow != nil {
             var fleet = SplitFleet<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile, shards: shardCount)
             fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
