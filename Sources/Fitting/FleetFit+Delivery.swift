@@ -157,13 +157,23 @@ extension FleetFit {
         }
         if trips.count >= 30 {
             let mu = trips.mean, sigma = trips.standardDeviation, n = Double(trips.count)
-            let half = 1.96 * sigma / n.squareRoot()
+            // The devices are the sample, not their batches: a device's batches share its
+            // network and its clock (a skew under a second passes for network time), so the
+            // intervals take the device-clustered variance of the mean where it is the larger,
+            // as if there were n / design effect batches.
+            var clustered = 0.0
+            for d in sketch.devices where d.leastOffset.isFinite && abs(d.leastOffset) < 1 {
+                let deviation = Double(d.trips.sum) / FleetSketch.TripSums.scale - Double(d.trips.count) * mu
+                clustered += deviation * deviation
+            }
+            let effective = max(2, min(n, sigma * sigma * n * n / max(clustered, .leastNormalMagnitude)))
+            let half = 1.96 * sigma / effective.squareRoot()
             // The scenario's latency is a round trip; the export sees the way there.
             parameters.append(FitParameter(
                 name: "network.latency.median", estimate: 2 * exp(mu), low: 2 * exp(mu - half), high: 2 * exp(mu + half), n: trips.count, sample: "batches", unit: "s",
                 estimator: "lognormal, maximum likelihood, devices whose clocks agree; doubled for the round trip",
                 note: "arrival minus sent, one way: median \(Self.text(exp(mu) * 1000)) ms"))
-            let (low, high) = Self.sigmaInterval(sigma, n: n)
+            let (low, high) = Self.sigmaInterval(sigma, n: effective)
             parameters.append(FitParameter(name: "network.latency.sigma", estimate: sigma, low: low, high: high, n: trips.count, sample: "batches",
                                            estimator: "lognormal, maximum likelihood, devices whose clocks agree"))
         }

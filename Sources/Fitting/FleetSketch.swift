@@ -217,12 +217,15 @@ public struct FleetSketch: Sendable, Codable {
     /// A device's sums of ln(trip) and its square in fixed point (2⁻²⁴), exact in any order:
     /// 20 bytes where ``Moments`` takes 48.
     struct TripSums: Sendable, Codable {
+        /// The fixed point's one: 2²⁴.
+        static let scale = 16_777_216.0
+
         var sum: Int64 = 0, squares: Int64 = 0
         var count: UInt32 = 0
 
         mutating func add(_ x: Double) {
-            sum &+= Int64((x * 16_777_216).rounded())
-            squares &+= Int64((x * x * 16_777_216).rounded())
+            sum &+= Int64((x * Self.scale).rounded())
+            squares &+= Int64((x * x * Self.scale).rounded())
             count += 1
         }
 
