@@ -55,7 +55,7 @@ public protocol Allocator {
     /// Ends the allocator's run: releases what it holds outside the process (a child process, a
     /// connection) and throws a failure latched during the run. The default does nothing.
     ///
-    /// - Throws: ``AllocatorError`` naming the allocator, what went wrong and what was expected;
+    /// - Throws: `AllocatorError` naming the allocator, what went wrong and what was expected;
     ///   the run's results are then discarded.
     mutating func finish() throws(AllocatorError)
     /// Whether what the allocator learns from a batch depends on its sums alone: recording its

@@ -18,7 +18,7 @@ public struct AllocatorParameters: Sendable {
 
     /// The number given for `key`, or `nil` if there is none.
     ///
-    /// - Throws: ``AllocatorError`` if the value is a list or text.
+    /// - Throws: `AllocatorError` if the value is a list or text.
     public func number(_ key: String) throws(AllocatorError) -> Double? {
         switch values[key] {
         case nil: return nil
@@ -31,7 +31,7 @@ public struct AllocatorParameters: Sendable {
 
     /// The whole number given for `key`, or `nil` if there is none.
     ///
-    /// - Throws: ``AllocatorError`` if the value is not a whole number.
+    /// - Throws: `AllocatorError` if the value is not a whole number.
     public func integer(_ key: String) throws(AllocatorError) -> Int? {
         guard let x = try number(key) else { return nil }
         guard x == x.rounded(), abs(x) < 1e15 else {
@@ -42,7 +42,7 @@ public struct AllocatorParameters: Sendable {
 
     /// The numbers given for `key` (a split such as `80/20`, or one number), or `nil`.
     ///
-    /// - Throws: ``AllocatorError`` if the value is text.
+    /// - Throws: `AllocatorError` if the value is text.
     public func numbers(_ key: String) throws(AllocatorError) -> [Double]? {
         switch values[key] {
         case nil: return nil
@@ -54,7 +54,7 @@ public struct AllocatorParameters: Sendable {
 
     /// The text given for `key`, or `nil` if there is none.
     ///
-    /// - Throws: ``AllocatorError`` if the value is a number.
+    /// - Throws: `AllocatorError` if the value is a number.
     public func text(_ key: String) throws(AllocatorError) -> String? {
         switch values[key] {
         case nil: return nil

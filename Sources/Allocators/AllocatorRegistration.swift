@@ -28,7 +28,7 @@ public struct AllocatorRegistration: Sendable {
     ///   - parameterKeys: The keys the allocator takes; `nil` accepts any key.
     ///   - summary: One line saying what the allocator does.
     ///   - make: Builds a fresh allocator from the spec's parameters, the experiment's number
-    ///     of variants and the allocator's own seed; throws ``AllocatorError`` naming a bad value.
+    ///     of variants and the allocator's own seed; throws `AllocatorError` naming a bad value.
     public init<A: Allocator>(
         name: String,
         parameterKeys: [String]?,

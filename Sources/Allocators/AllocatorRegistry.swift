@@ -17,7 +17,7 @@ public enum AllocatorRegistry {
 
     /// Adds `registration`, or replaces an earlier registration of the same name.
     ///
-    /// - Throws: ``AllocatorError`` if the name is a built-in one (including `external`) or is
+    /// - Throws: `AllocatorError` if the name is a built-in one (including `external`) or is
     ///   not made of letters, digits and `-`.
     public static func register(_ registration: AllocatorRegistration) throws(AllocatorError) {
         let name = registration.name

@@ -13,7 +13,7 @@ import Randomness
 /// `"` and `\`).
 ///
 /// Besides the built-in cases, a spec can name any allocator in ``AllocatorRegistry``: the
-/// ``external`` allocator that Aviary ships, and those a package adds.
+/// `external` allocator that Aviary ships, and those a package adds.
 public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     /// A fixed split; `weights` `nil` means even.
     case uniform(weights: [Double]?)
@@ -76,7 +76,7 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
 
     /// Creates a spec from a name and parameters, validating both.
     ///
-    /// - Throws: ``AllocatorError`` for an unknown name, an unknown key, a value of the wrong
+    /// - Throws: `AllocatorError` for an unknown name, an unknown key, a value of the wrong
     ///   kind, or a value out of range.
     public init(name: String, parameters: [String: Value] = [:]) throws(AllocatorError) {
         if Self.parameterKeys[name] == nil, let registration = AllocatorRegistry.registration(named: name) {
@@ -142,7 +142,7 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses the textual form, `name` or `name(key=value, …)`.
     ///
-    /// - Throws: ``AllocatorError`` naming the part that does not parse or validate.
+    /// - Throws: `AllocatorError` naming the part that does not parse or validate.
     public init(parsing text: String) throws(AllocatorError) {
         let trimmed = text.trimmingSpaces
         guard let open = trimmed.firstIndex(of: "(") else {
@@ -269,7 +269,7 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
 
     /// Builds a fresh allocator for an experiment with `variantCount` variants.
     ///
-    /// - Throws: ``AllocatorError`` if the parameters do not fit that many variants (a split
+    /// - Throws: `AllocatorError` if the parameters do not fit that many variants (a split
     ///   with another count, a floor too large).
     public func makeAllocator(variantCount: Int, seed: StreamSeed) throws(AllocatorError) -> any Allocator {
         switch self {

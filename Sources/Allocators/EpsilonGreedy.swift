@@ -19,7 +19,7 @@ public struct EpsilonGreedy: Allocator {
 
     /// Creates an ε-greedy allocator.
     ///
-    /// - Throws: ``AllocatorError`` if ε is outside [0, 1], decay is negative or not finite, or
+    /// - Throws: `AllocatorError` if ε is outside [0, 1], decay is negative or not finite, or
     ///   `variantCount` is below 1.
     public init(variantCount: Int, epsilon: Double, decay: Double = 0, seed: StreamSeed) throws(AllocatorError) {
         try validateVariantCount(variantCount)

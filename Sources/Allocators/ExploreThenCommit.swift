@@ -45,12 +45,14 @@ public struct ExploreThenCommit: Allocator {
     /// Creates an explore-then-commit allocator.
     ///
     /// - Parameters:
+    ///   - variantCount: The number of variants.
     ///   - explorationViews: End exploration after this many views (≥ 1), or `nil`.
     ///   - significance: End exploration when the test is significant at this level, in (0, 0.5), or `nil`.
     ///   - minimumViewsPerVariant: Views per variant before the test is consulted (≥ 1).
     ///   - weights: The exploration split; `nil` for an even one.
     ///   - test: The test `significance` applies to.
-    /// - Throws: ``AllocatorError`` if neither stopping rule is given or a value is invalid.
+    ///   - seed: The stream that samples the exploration split and breaks ties at the commit.
+    /// - Throws: `AllocatorError` if neither stopping rule is given or a value is invalid.
     public init(
         variantCount: Int,
         explorationViews: Int? = nil,

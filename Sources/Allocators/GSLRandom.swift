@@ -122,7 +122,8 @@ public enum BetaDistribution {
     ///
     /// When `aX` or `aY` is a whole number (as with a uniform prior and 0/1 outcomes) this is
     /// Evan Miller's closed form, a finite sum with one term per unit of the smaller of them,
-    /// each term got from the last by one ratio. Otherwise it is ``integratedProbabilityGreater(aX:bX:aY:bY:intervals:)``.
+    /// each term got from the last by one ratio. Otherwise it is ∫ f_Y(y) (1 − F_X(y)) dy by
+    /// Simpson's rule over `intervals` intervals.
     ///
     /// - Complexity: O(min(aX, aY)) arithmetic operations, or O(`intervals`) CDF evaluations.
     public static func probabilityGreater(aX: Double, bX: Double, aY: Double, bY: Double, intervals: Int = 2_000) -> Double {

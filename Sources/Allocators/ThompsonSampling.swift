@@ -39,11 +39,14 @@ public struct ThompsonSampling: Allocator {
     /// Creates a Thompson-sampling allocator.
     ///
     /// - Parameters:
+    ///   - variantCount: The number of variants.
     ///   - priorAlpha: The prior α₀ (> 0); 1 with `priorBeta` 1 is the uniform prior.
     ///   - priorBeta: The prior β₀ (> 0).
     ///   - draws: Monte Carlo draws per snapshot for three or more variants (≥ 1).
     ///   - floor: Minimum snapshot weight per variant, in [0, 1 / variantCount].
-    /// - Throws: ``AllocatorError`` naming the invalid value.
+    ///   - seed: The root of every draw: each choice's from the posteriors, and each snapshot's
+    ///     Monte Carlo estimate of the probability that a variant is best.
+    /// - Throws: `AllocatorError` naming the invalid value.
     public init(
         variantCount: Int,
         priorAlpha: Double = 1,

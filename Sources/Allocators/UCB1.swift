@@ -31,7 +31,7 @@ public struct UCB1: Allocator {
     /// - Parameters:
     ///   - variantCount: The number of variants.
     ///   - seed: The stream that breaks ties between variants the rule cannot tell apart.
-    /// - Throws: ``AllocatorError`` if `variantCount` is below 1.
+    /// - Throws: `AllocatorError` if `variantCount` is below 1.
     public init(variantCount: Int, seed: StreamSeed) throws(AllocatorError) {
         try validateVariantCount(variantCount)
         self.variantCount = variantCount

@@ -17,7 +17,7 @@ public struct UniformSplit: Allocator {
     ///   - variantCount: The number of variants.
     ///   - weights: Relative weights, one per variant; `nil` means an even split.
     ///   - seed: The allocator's random stream.
-    /// - Throws: ``AllocatorError`` if `variantCount` is below 1, the weights' count differs from
+    /// - Throws: `AllocatorError` if `variantCount` is below 1, the weights' count differs from
     ///   it, or the weights are invalid.
     public init(variantCount: Int, weights: [Double]? = nil, seed: StreamSeed) throws(AllocatorError) {
         try validateVariantCount(variantCount)

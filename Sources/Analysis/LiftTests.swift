@@ -61,6 +61,8 @@ public enum LiftTests {
     /// Welch–Satterthwaite degrees of freedom): gbstats' `TwoSidedTTest`.
     ///
     /// - Parameters:
+    ///   - a: The control's sufficient statistics.
+    ///   - b: The variant's sufficient statistics.
     ///   - relative: `false` for the absolute lift (variant − control), `true` for the lift
     ///     relative to the control's mean, its variance by the delta method.
     ///   - alpha: One minus the interval's confidence.
@@ -82,6 +84,9 @@ public enum LiftTests {
     /// e-value. Valid at every look however often one looks.
     ///
     /// - Parameters:
+    ///   - a: The control's sufficient statistics.
+    ///   - b: The variant's sufficient statistics.
+    ///   - alpha: One minus the sequence's confidence, at every look together.
     ///   - tuning: The sample size the sequence is tightest at (gbstats'
     ///     `sequential_tuning_parameter`, default 5,000).
     public static func sequential(control a: Statistic, variant b: Statistic, alpha: Double = 0.05, tuning: Double = 5_000) -> LiftResult? {

@@ -231,10 +231,12 @@ extension ClientEngine {
         for _ in 0..<count { queue(.goal, experiment: index, variant: Int(state & Self.variantMask) - 1, value: 0, at: now) }
     }
 
-    /// Queues one of the app's own analytics events (``EventKind/app``), which shares the
+    /// Queues one of the app's own analytics events (`EventKind.app`), which shares the
     /// queue, the batches and the delivery rules with the experiment events.
     ///
-    /// - Parameter type: Which event, as the app numbers them (an index into its names).
+    /// - Parameters:
+    ///   - type: Which event, as the app numbers them (an index into its names).
+    ///   - now: The current time.
     public mutating func logAppEvent(_ type: Int, at now: Double) {
         queue(.app, experiment: -1, variant: type, value: 0, at: now)
     }

@@ -95,8 +95,15 @@ public struct Event: Sendable, Hashable {
 
     /// Creates an event.
     ///
-    /// - Parameter policyVersion: See ``policyVersion``; 0 (unknown) unless the event is a view
-    ///   drawn from downloaded data.
+    /// - Parameters:
+    ///   - id: The event's unique identity.
+    ///   - kind: What happened.
+    ///   - experiment: The experiment's index in the active ``ExperimentData``.
+    ///   - variant: The variant's index within the experiment.
+    ///   - value: The conversion value (1 for a plain conversion, 0 for a view).
+    ///   - createdAt: When the event was created, in seconds of (virtual) time.
+    ///   - policyVersion: See ``policyVersion``; 0 (unknown) unless the event is a view
+    ///     drawn from downloaded data.
     public init(id: EventID, kind: EventKind, experiment: Int32, variant: Int32, value: Double, createdAt: Double, policyVersion: UInt16 = 0) {
         self.id = id
         self.kind = kind

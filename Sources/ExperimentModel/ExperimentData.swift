@@ -45,8 +45,11 @@ public final class ExperimentData: Sendable {
 
     /// Creates data from definitions.
     ///
-    /// - Parameter previous: Earlier data this replaces (a republication with new weights, say):
-    ///   if it has the same layout, devices switching from it know so without comparing ids.
+    /// - Parameters:
+    ///   - version: The server's version of this data; larger is newer.
+    ///   - experiments: The experiments, in the order their indices refer to.
+    ///   - previous: Earlier data this replaces (a republication with new weights, say): if it
+    ///     has the same layout, devices switching from it know so without comparing ids.
     /// - Precondition: experiment ids are distinct (a programmer error otherwise; payloads are
     ///   checked with a thrown error instead).
     /// - Complexity: O(*n*) for *n* experiments and their variants.

@@ -47,7 +47,7 @@ extension ExperimentServer {
     }
 
     /// Has this copy add up the feedback it takes in, per variant, instead of buffering each
-    /// piece, where its allocators learn from sums (``Allocators/Allocator/learnsFromSums``)
+    /// piece, where its allocators learn from sums (`Allocator.learnsFromSums`)
     /// and the server updates on a clock: it then hands over a round as a few sums (see
     /// ``takeFeedback(from:)``), and no piece needs ordering. Every reward it takes in
     /// must add up exactly (a whole number, as a conversion worth 1 is), or it stops. Call it

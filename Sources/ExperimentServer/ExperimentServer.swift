@@ -16,10 +16,10 @@ import ExperimentModel
 /// duplicates). The allocators see feedback according to ``UpdateCadence``; buffered feedback
 /// reaches them in the order it arrived (by arrival time, then event id), whatever order the
 /// batches were handed in, since some allocators (a sequential stopping test) depend on that
-/// order. Published data is an immutable ``ExperimentData`` shared by every device that fetches it.
+/// order. Published data is an immutable `ExperimentData` shared by every device that fetches it.
 ///
 /// Publication is lazy: an update captures each allocator's policy
-/// (``Allocator/deferredSnapshot(version:issuedAt:)``) and the data is built when it is first
+/// (`Allocator.deferredSnapshot(version:issuedAt:)`) and the data is built when it is first
 /// read through ``published``. With server-side decisions on an event cadence no one reads the
 /// data, and a Thompson sampler's Monte Carlo estimate of P(best) for ten variants would
 /// otherwise cost more than all the decisions between two updates.

@@ -35,7 +35,7 @@ public struct ExportFit: Sendable {
     /// The files of `inputs`: a file as it is, a folder's files (recursively) in name order,
     /// which is time order for every vendor's layout.
     ///
-    /// - Throws: ``ExportError`` naming an input that does not exist or holds no file.
+    /// - Throws: `ExportError` naming an input that does not exist or holds no file.
     public func files() throws(ExportError) -> [URL] {
         var out: [URL] = []
         let manager = FileManager.default
@@ -61,7 +61,7 @@ public struct ExportFit: Sendable {
     /// Reads and fits the export.
     ///
     /// - Parameter progress: Called with the bytes read so far and in all (from any thread).
-    /// - Throws: ``ExportError`` for an input that cannot be read, an unrecognised format,
+    /// - Throws: `ExportError` for an input that cannot be read, an unrecognised format,
     ///   or more malformed lines than `read.maxBadFraction` allows.
     public func run(progress: (@Sendable (Int64, Int64) -> Void)? = nil) throws -> Outcome {
         let (files, options, format, traits, sizes) = try prepared()
@@ -243,7 +243,7 @@ public struct FitShard: Sendable, Codable {
 
     /// The fit of every shard of one export, merged in order.
     ///
-    /// - Throws: ``ExportError`` when a shard is missing or doubled, or the shards were made
+    /// - Throws: `ExportError` when a shard is missing or doubled, or the shards were made
     ///   of different formats, shard counts or options.
     public static func merge(_ shards: [FitShard]) throws(ExportError) -> (fleet: FleetFit, records: Int, files: Int, format: String) {
         guard let first = shards.first else { throw ExportError(problem: "no fit shards to merge") }

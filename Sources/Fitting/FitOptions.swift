@@ -44,7 +44,7 @@ public struct FitOptions: Sendable, Codable, Equatable {
 public struct FormatTraits: Sendable, Hashable, Codable {
     /// Records carry the device's clock when the request was sent.
     public var hasSentTime: Bool
-    /// ``ExportRecord/created`` is already corrected to the collector's clock by the vendor
+    /// `ExportRecord.created` is already corrected to the collector's clock by the vendor
     /// (PostHog's `timestamp`), so no skew is left to remove.
     public var createdIsCorrected: Bool
 

@@ -42,7 +42,7 @@ public struct ClockSkew: Sendable, Hashable {
 
 /// A simulated fleet's deliveries as a vendor would have logged them: each event with its
 /// session, its name and its true times, and each device's SDK and clock, sorted by arrival.
-/// ``ExportWriter`` puts a vendor's shape on them; ``record(_:device:)`` reads one back as a
+/// `ExportWriter` puts a vendor's shape on them; ``record(_:device:strings:)`` reads one back as a
 /// lossless export would.
 public enum FleetExport {
     /// The deliveries of `log` (a run of `scenario`), the devices' clocks skewed by `skew`.

@@ -7,7 +7,7 @@ import Exports
 ///
 /// A record is taken in by ``add(_:)`` in O(1): its device's state (about 200 bytes) is updated,
 /// and sessions and batches are closed into the fleet's sketches as later ones begin. The
-/// estimators read the sketches once the export is read (``Fleet``).
+/// estimators read the sketches once the export is read (``FleetFit``).
 ///
 /// Times: the device's clock is corrected to the collector's as the vendors do it, per batch
 /// (Segment's `receivedAt − (sentAt − originalTimestamp)`, Snowplow's `derived_tstamp`,
@@ -50,7 +50,7 @@ public struct FleetSketch: Sendable, Codable {
     public internal(set) var oldestWaits = Array(repeating: UInt64(0), count: 36_001)
     /// Batches by their number of events.
     public internal(set) var batchSizes: [Int: UInt64] = [:]
-    /// Each batch's time on the network, arrival minus sending, by device (see ``Fleet``).
+    /// Each batch's time on the network, arrival minus sending, by device (see ``FleetFit``).
     public internal(set) var networkTimes = DelaySketch()
     /// Sessions, by the UTC day they started (days since 1970).
     public internal(set) var sessionDays: [Int64: SessionStats] = [:]

@@ -29,8 +29,10 @@ public struct ScenarioError: Error, Hashable, Sendable, CustomStringConvertible 
     /// Creates a syntax error at a line and column of the file's `text`.
     ///
     /// - Parameters:
+    ///   - file: The scenario file, if the scenario came from one.
     ///   - line: From 1.
     ///   - column: From 1, in Unicode scalars, as the YAML parser counts them.
+    ///   - problem: What the parser found wrong.
     ///   - text: The whole file, from which the offending line is quoted.
     public init(file: String?, line: Int, column: Int, _ problem: String, in text: String) {
         self.init(file: file, key: "", problem)

@@ -51,7 +51,7 @@ public struct ExternalAllocator: Allocator {
     ///     fetched per `choose` (default 1000); any other key goes to the policy in `hello`.
     ///   - variantCount: The experiment's number of variants.
     ///   - seed: The allocator's stream; the policy gets its value in `hello`.
-    /// - Throws: ``AllocatorError`` if neither or both of `command` and `url` are given, a
+    /// - Throws: `AllocatorError` if neither or both of `command` and `url` are given, a
     ///   value is out of range, or `url` is given to a build without live mode.
     public init(parameters: AllocatorParameters, variantCount: Int, seed: StreamSeed) throws(AllocatorError) {
         try self.init(parameters: parameters, variantCount: variantCount, seed: seed, urlConnector: AllocatorRegistry.urlConnector)
@@ -114,7 +114,7 @@ public struct ExternalAllocator: Allocator {
     /// returns a snapshot that asks the policy for its weights when first resolved.
     ///
     /// The snapshot must be resolved before the allocator's next update, when the policy still
-    /// holds the state it was published with; ``ExperimentServer`` only ever resolves its
+    /// holds the state it was published with; `ExperimentServer` only ever resolves its
     /// latest publication. One resolved later fails the run.
     public mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
         let session = self.session
@@ -125,7 +125,7 @@ public struct ExternalAllocator: Allocator {
     /// Ends the policy: collects the replies still owed, closes the connection (ending and
     /// reaping the process) and throws the failure latched during the run, if any.
     ///
-    /// - Throws: ``AllocatorError`` naming the allocator, what went wrong and what was expected.
+    /// - Throws: `AllocatorError` naming the allocator, what went wrong and what was expected.
     public mutating func finish() throws(AllocatorError) {
         try session.finish()
     }

@@ -12,13 +12,13 @@ import ExperimentModel
 public protocol PolicyChannel: AnyObject {
     /// Sends one message: a JSON object on one line, without the line break.
     ///
-    /// - Throws: ``AllocatorError`` saying why the message could not be sent (the process
+    /// - Throws: `AllocatorError` saying why the message could not be sent (the process
     ///   exited, the server is unreachable, the timeout passed).
     func send(_ message: String) throws(AllocatorError)
 
     /// The reply to the oldest message not yet answered: one JSON object, without a line break.
     ///
-    /// - Throws: ``AllocatorError`` saying why no reply came (the process exited, the timeout
+    /// - Throws: `AllocatorError` saying why no reply came (the process exited, the timeout
     ///   passed, the server failed).
     func receive() throws(AllocatorError) -> String
 

@@ -26,7 +26,7 @@ final class ProcessChannel: PolicyChannel {
 
     /// Starts `command` under `/bin/sh -c`.
     ///
-    /// - Throws: ``AllocatorError`` if the pipes or the process cannot be created.
+    /// - Throws: `AllocatorError` if the pipes or the process cannot be created.
     init(command: String, timeout: Double) throws(AllocatorError) {
         _ = Self.ignoreBrokenPipes
         self.command = command

@@ -22,7 +22,7 @@ public struct CampaignMembership: Hashable, Codable, Sendable {
 /// A device's enrolments by campaign id, read and written as a dictionary's are.
 ///
 /// A device is in a campaign or two, and its client reads these on every view: kept as a
-/// short list in enrolment order (the first inline, see ``SmallList``), an enrolment is found
+/// short list in enrolment order (the first inline, in a `SmallList`), an enrolment is found
 /// by comparing ids, not hashing them, and in a fleet it sits in the device's own memory.
 /// Equal, hashed and encoded as the dictionary it stands for (a persisted state reads back the
 /// same).

@@ -166,7 +166,7 @@ public struct DecisionClient: Sendable {
     ///   - choices: Named decisions, `name:choice,choice` separated by `/`.
     ///   - point: The decision point; `nil` for the agent's default point.
     ///   - now: The current time in seconds.
-    /// - Returns: A ticket, as ``decision(agent:choices:point:at:)`` describes.
+    /// - Returns: A ticket, as ``decision(agent:choices:point:at:)-(_,String,_,_)`` describes.
     /// - Throws: ``DecisionError`` for a bad agent or point code or a malformed choice list.
     public mutating func decisions(agent: String, choices: String, point: String? = nil, at now: Double) throws(DecisionError) -> DecisionTicket {
         let known = try check(agent: agent, point: point)

@@ -35,7 +35,7 @@ public struct BanditComparison: Sendable {
     /// Equally spaced looks at which the experiment is analysed (the last after the last view);
     /// 0 for none, which leaves the run exactly as it was without the analysis.
     public var looks: Int
-    /// How the analyst reads each look (its ``AnalysisPlan/lookEvery`` is ignored: ``looks`` says when).
+    /// How the analyst reads each look (its `lookEvery` is ignored: ``looks`` says when).
     public var plan: AnalysisPlan
 
     /// Creates a comparison.

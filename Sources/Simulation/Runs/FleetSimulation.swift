@@ -9,7 +9,8 @@ import Randomness
 /// Runs a scenario: every allocator on every replicate, each a fleet of devices in virtual time.
 ///
 /// Replicates run in parallel on `jobs` threads, and a replicate whose scenario has an
-/// independence window splits its devices among the threads left over (see ``SplitFleet``).
+/// independence window splits its devices among the threads left over, into shards that run
+/// each window apart and meet at its end.
 /// Results do not depend on `jobs`, because each (allocator, replicate) pair derives all its
 /// streams from the master seed and its own indices, a split fleet gives the same numbers on
 /// any number of threads, and results are returned in (allocator, replicate) order.

@@ -60,7 +60,7 @@ extension Scenario {
             self.lifecycle = lifecycle
         }
 
-        /// The names the events are tracked under, by ``Event/variant`` of an app event.
+        /// The names the events are tracked under, by `Event.variant` of an app event.
         public static let names = EventKind.appEventNames
     }
 

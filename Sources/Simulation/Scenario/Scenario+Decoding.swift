@@ -23,7 +23,9 @@ extension Scenario {
 
     /// Parses and validates a scenario from YAML or JSON text.
     ///
-    /// - Parameter file: The file name used in error messages.
+    /// - Parameters:
+    ///   - text: The scenario, in YAML or JSON.
+    ///   - file: The file name used in error messages.
     /// - Throws: ``ScenarioError`` naming the key path and what was expected.
     public init(yaml text: String, file: String? = nil) throws(ScenarioError) {
         let root = try Self.compose(text, file: file)
@@ -360,7 +362,7 @@ extension Scenario {
     /// Checks that `spec` can serve every experiment: a split or a floor must fit each one's
     /// number of variants.
     ///
-    /// - Throws: ``AllocatorError`` naming the value that does not fit.
+    /// - Throws: `AllocatorError` naming the value that does not fit.
     public static func check(_ spec: AllocatorSpec, fits experiments: [Experiment]) throws(AllocatorError) {
         try checkLimits(spec)
         for experiment in experiments {
@@ -370,7 +372,7 @@ extension Scenario {
 
     /// Checks the sizes of an allocator's parameters (see ``Limits/thompsonDraws``).
     ///
-    /// - Throws: ``AllocatorError`` naming the parameter and its range.
+    /// - Throws: `AllocatorError` naming the parameter and its range.
     public static func checkLimits(_ spec: AllocatorSpec) throws(AllocatorError) {
         if case .thompson(_, _, let draws, _) = spec, !Limits.thompsonDraws.contains(draws) {
             throw AllocatorError("thompson: draws is \(draws); expected \(Limits.thompsonDraws.lowerBound) to \(Limits.thompsonDraws.upperBound)")

@@ -51,7 +51,7 @@ public struct Scenario: Sendable {
     public var objective = ServiceObjective()
     /// How the analyst reads each experiment (`analysis:`): how often they look, which test
     /// decides and at what level, when the SRM alarm rings. `nil` (the key absent or `~`): the
-    /// scenario asks for no analysis; `analysis: {}` is ``AnalysisPlan``'s defaults.
+    /// scenario asks for no analysis; `analysis: {}` is `AnalysisPlan`'s defaults.
     public var analysis: AnalysisPlan? = nil
 
     /// A service objective for a live load test, measured by the load generator.
