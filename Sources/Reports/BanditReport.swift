@@ -1,6 +1,6 @@
 import Simulation
 
-/// The CSV tables of a ``BanditComparison``.
+/// The CSV tables of a `BanditComparison`.
 public enum BanditReport {
     /// One row per allocator × replicate: `bandit.csv`.
     ///

@@ -16,7 +16,7 @@ public enum FleetReport {
     ]
 
     /// The columns of `summary.csv` for runs of `scenarios`: ``summaryColumns`` with the
-    /// counters of the device styles they use (see ``Scenario/ClientStyle/counters``) before the
+    /// counters of the device styles they use (see `Scenario.ClientStyle.counters`) before the
     /// two wall-clock columns. Myna-style runs add none.
     public static func summaryColumns(for scenarios: [Scenario]) -> [String] {
         var counters: [String] = []
@@ -71,7 +71,7 @@ public enum FleetReport {
     }
 
 
-    /// `windows.csv`: one row per span of every run that recorded a ``WindowProfile``: the
+    /// `windows.csv`: one row per span of every run that recorded a `WindowProfile`: the
     /// shards' work in each window (window 0 is their start) and the serial work after it
     /// (`part` is `serial`), in seconds from the replicate's start, to the nanosecond.
     public static func windows(_ results: [FleetSimulation.Result]) -> CSVTable {

@@ -8,7 +8,7 @@ public enum InferenceReport {
     ///
     /// `Sendable`: a value.
     public struct Run: Sendable {
-        /// The scenario's name (`bandit` for ``BanditComparison``).
+        /// The scenario's name (`bandit` for `BanditComparison`).
         public var scenario: String
         /// The allocator's spec.
         public var allocator: String

@@ -18,7 +18,7 @@ public struct ShardManifest: Codable, Sendable, Equatable {
     public var format: Int
     /// The scenario's name (a sweep's own name, not its values').
     public var scenario: String
-    /// ``ShardPlan/fingerprint(of:)`` of the scenarios as they ran.
+    /// `ShardPlan.fingerprint(of:)` of the scenarios as they ran.
     public var scenarioHash: String
     /// The master seed, as text so that JSON readers keep all 64 bits.
     public var seed: String
@@ -77,7 +77,7 @@ public struct ShardManifest: Codable, Sendable, Equatable {
 
     /// Reads the manifest in `folder`.
     ///
-    /// - Throws: ``ShardError`` naming the folder when the file is missing or not a manifest.
+    /// - Throws: `ShardError` naming the folder when the file is missing or not a manifest.
     public init(folder: URL) throws(ShardError) {
         let url = folder.appendingPathComponent(Self.fileName)
         guard let data = FileManager.default.contents(atPath: url.path) else {

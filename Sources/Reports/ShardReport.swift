@@ -90,7 +90,7 @@ public struct ShardSet: Sendable {
     /// Reads the manifests in `folders` and checks that they are every shard of one run, once:
     /// the same scenario, seed and build, and every cell in exactly one shard.
     ///
-    /// - Throws: ``ShardError`` naming the folder, shard or cell that is wrong: a folder with no
+    /// - Throws: `ShardError` naming the folder, shard or cell that is wrong: a folder with no
     ///   manifest, shards of another run or build, a shard given twice or missing.
     public init(folders: [URL]) throws(ShardError) {
         guard !folders.isEmpty else { throw ShardError("no shard folders given; expected the folders of aviary run --shard 1/N … N/N") }
@@ -158,7 +158,7 @@ public struct ShardSet: Sendable {
     /// files apart from the wall-clock columns of `summary.csv`.
     ///
     /// - Returns: The files written.
-    /// - Throws: ``ShardError`` when a shard's CSV file is missing, malformed or disagrees with
+    /// - Throws: `ShardError` when a shard's CSV file is missing, malformed or disagrees with
     ///   its manifest, when `folder` is one of the shards' folders, or when a file cannot be
     ///   written.
     /// - Complexity: O(*n*) in the size of the shards' files.

@@ -9,7 +9,7 @@ import Dispatch
 /// shard running slower than it does alone (memory bandwidth, shared caches, hyper-threads),
 /// which shows when a shard's time here is set beside the same shard's time in a one-thread
 /// profile. `aviary run --window-profile` writes it to `windows.csv`
-/// (``FleetReport/windows(_:)``), and `scripts/window-profile` sums it up.
+/// (`FleetReport.windows(_:)` in Reports), and `scripts/window-profile` sums it up.
 ///
 /// `Sendable`: a value.
 public struct WindowProfile: Sendable {
