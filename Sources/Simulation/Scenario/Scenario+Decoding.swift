@@ -12,13 +12,7 @@ extension Scenario {
     ///
     /// - Throws: ``ScenarioError`` naming the file, the key path and what was expected.
     public init(contentsOf url: URL) throws(ScenarioError) {
-        let text: String
-        do {
-            text = try String(contentsOf: url, encoding: .utf8)
-        } catch {
-            throw ScenarioError(file: url.path, key: "", "cannot be read: \(error.localizedDescription)")
-        }
-        try self.init(yaml: text, file: url.path)
+        try self.init(yaml: try Self.text(of: url), file: url.path)
     }
 
     /// Parses and validates a scenario from YAML or JSON text.
@@ -37,13 +31,19 @@ extension Scenario {
     ///
     /// - Throws: ``ScenarioError`` naming the file, the key path and what was expected.
     public static func scenarios(contentsOf url: URL) throws(ScenarioError) -> [Scenario] {
-        let text: String
+        try scenarios(yaml: try text(of: url), file: url.path)
+    }
+
+    /// A scenario file's text: both entry points read it here, so they fail alike on a file
+    /// they cannot read.
+    ///
+    /// - Throws: ``ScenarioError`` naming the file when it cannot be read as UTF-8.
+    private static func text(of url: URL) throws(ScenarioError) -> String {
         do {
-            text = try String(contentsOf: url, encoding: .utf8)
+            return try String(contentsOf: url, encoding: .utf8)
         } catch {
             throw ScenarioError(file: url.path, key: "", "cannot be read: \(error.localizedDescription)")
         }
-        return try scenarios(yaml: text, file: url.path)
     }
 
     /// Parses YAML or JSON text that may hold a `sweep`: a `parameter` (a key path such as
