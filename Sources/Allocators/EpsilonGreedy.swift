@@ -9,12 +9,12 @@ import Randomness
 /// go to variant 0.
 public struct EpsilonGreedy: Allocator {
     public let variantCount: Int
-    public private(set) var statistics: [ArmStatistics]
+    public var statistics: [ArmStatistics] { tally.statistics }
     /// The initial exploration rate.
     public let epsilon: Double
     /// The decay per recorded view (0 for a fixed ε).
     public let decay: Double
-    private var totalTrials = 0
+    private var tally: ArmTally
     private var generator: Xoshiro256
 
     /// Creates an ε-greedy allocator.
@@ -32,13 +32,13 @@ public struct EpsilonGreedy: Allocator {
         self.variantCount = variantCount
         self.epsilon = epsilon
         self.decay = decay
-        self.statistics = Array(repeating: ArmStatistics(), count: variantCount)
+        self.tally = ArmTally(variantCount: variantCount)
         self.generator = seed.makeGenerator()
     }
 
     /// The exploration rate in force now.
     public var currentEpsilon: Double {
-        epsilon / (1 + decay * Double(totalTrials))
+        epsilon / (1 + decay * Double(tally.totalTrials))
     }
 
     public mutating func choose() -> Int {
@@ -52,8 +52,7 @@ public struct EpsilonGreedy: Allocator {
     public static var learnsFromSums: Bool { true }
 
     public mutating func record(_ feedback: Feedback) {
-        statistics[feedback.variant].add(feedback)
-        totalTrials += feedback.trials
+        tally.record(feedback)
     }
 
     /// ε spread evenly, and 1 − ε on the variant with the best mean reward, shared evenly where

@@ -22,8 +22,8 @@ import Darwin
 /// order in which the variants are listed.
 public struct UCB1: Allocator {
     public let variantCount: Int
-    public private(set) var statistics: [ArmStatistics]
-    private var totalTrials = 0
+    public var statistics: [ArmStatistics] { tally.statistics }
+    private var tally: ArmTally
     private var generator: Xoshiro256
 
     /// Creates a UCB1 allocator.
@@ -35,7 +35,7 @@ public struct UCB1: Allocator {
     public init(variantCount: Int, seed: StreamSeed) throws(AllocatorError) {
         try validateVariantCount(variantCount)
         self.variantCount = variantCount
-        self.statistics = Array(repeating: ArmStatistics(), count: variantCount)
+        self.tally = ArmTally(variantCount: variantCount)
         self.generator = seed.makeGenerator()
     }
 
@@ -48,7 +48,7 @@ public struct UCB1: Allocator {
                 // An unplayed variant's bound is infinite: all of them tie.
                 return argmaxBreakingTies(count: count, using: &generator) { stats[$0].trials == 0 ? 1 : 0 }
             }
-            let logTotal = log(Double(totalTrials))
+            let logTotal = log(Double(tally.totalTrials))
             return argmaxBreakingTies(count: count, using: &generator) { index in
                 let n = Double(stats[index].trials)
                 return stats[index].rewardSum / n + (2 * logTotal / n).squareRoot()
@@ -60,8 +60,7 @@ public struct UCB1: Allocator {
     public static var learnsFromSums: Bool { true }
 
     public mutating func record(_ feedback: Feedback) {
-        statistics[feedback.variant].add(feedback)
-        totalTrials += feedback.trials
+        tally.record(feedback)
     }
 
     /// The leader pinned, or, where several variants tie for the lead (every unplayed variant
@@ -82,7 +81,7 @@ public struct UCB1: Allocator {
     private func leadingVariants() -> [Int] {
         let unplayed = statistics.indices.filter { statistics[$0].trials == 0 }
         guard unplayed.isEmpty else { return unplayed }
-        let logTotal = log(Double(totalTrials))
+        let logTotal = log(Double(tally.totalTrials))
         let bounds = statistics.map { $0.rewardSum / Double($0.trials) + (2 * logTotal / Double($0.trials)).squareRoot() }
         let best = bounds.max()!
         return bounds.indices.filter { bounds[$0] == best }

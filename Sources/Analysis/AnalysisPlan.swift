@@ -108,6 +108,18 @@ public struct AnalysisPlan: Hashable, Sendable {
             if case .ship(let variant) = self { return variant }
             return 0
         }
+
+        /// The decision's name in `inference.csv` and `GET /v1/results`: `none`, or the id of the
+        /// variant it puts in production, so that the two read alike.
+        ///
+        /// - Parameter variants: The variants' ids, the control's first.
+        public func name(variants: [String]) -> String {
+            switch self {
+            case .none: "none"
+            case .ship(let v): variants[v]
+            case .keepControl: variants[0]
+            }
+        }
     }
 
     /// The decision from each non-control variant's verdict (`verdicts[0]` is the control's and

@@ -119,11 +119,7 @@ package struct ResultsAnalysis: Codable, Sendable, Hashable {
         expectedUnits = input.expectedUnits
         decisions = [:]
         for (estimator, decision) in look.decisions {
-            switch decision {
-            case .none: decisions[estimator.rawValue] = "none"
-            case .ship(let v): decisions[estimator.rawValue] = ids[v]
-            case .keepControl: decisions[estimator.rawValue] = ids[0]
-            }
+            decisions[estimator.rawValue] = decision.name(variants: ids)
         }
         var variants: [Variant] = []
         for (v, id) in ids.enumerated() {

@@ -78,7 +78,7 @@ public enum InferenceReport {
                     cells += [stat(result.lift?.pValue), stat(result.sequential?.pValue), stat(result.sequential?.lower), stat(result.sequential?.upper),
                               stat(result.chanceToBeatControl)]
                     cells += [stat(analysis.srmPValue), stat(analysis.srmSequentialPValue), stat(analysis.srmOraclePValue), flag(analysis.srmAlarm)]
-                    cells += [.text(name(decision, variants: run.variants)),
+                    cells += [.text(decision.name(variants: run.variants)),
                               flag(truth[decision.production] >= best)]
                     table.append(cells)
                 }
@@ -299,14 +299,6 @@ public enum InferenceReport {
         let sorted = values.sorted()
         let middle = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
-    }
-
-    private static func name(_ decision: AnalysisPlan.Decision, variants: [String]) -> String {
-        switch decision {
-        case .none: "none"
-        case .ship(let v): variants[v]
-        case .keepControl: variants[0]
-        }
     }
 
     private static func interval(_ result: (some EstimatedInterval)?) -> [CSVCell] {

@@ -1,0 +1,40 @@
+extension Scenario {
+    static func population(_ r: ScenarioReader) throws(ScenarioError) -> Population {
+        try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "weekly_profile", "session_length", "app_events", "conversion_delay", "crash_probability",
+                                    "app_upgrades", "ramp", "cold_start_after"])
+        let sessions = try Activity.sessionsPerDay(r.optional("sessions_per_day"))
+        let activity = try Activity.read(r, sessionsShape: sessions.shape)
+        if activity.weeklyProfile != nil, let arrivals = r.optional("arrivals"), try arrivals.text == "fixed" {
+            throw r.error("sets weekly_profile, which shapes Poisson arrivals; remove it or use arrivals: poisson", at: "weekly_profile")
+        }
+        var profile: [Double]?
+        if let p = r.optional("daily_profile") {
+            let hours = try p.elements
+            guard hours.count == 24 else { throw p.error("has \(hours.count) entries; expected 24 hourly weights") }
+            profile = try hours.map { h throws(ScenarioError) in try h.number(in: 0...1e9, "a weight ≥ 0") }
+            guard profile!.reduce(0, +) > 0 else { throw p.error("sums to 0; expected at least one positive hourly weight") }
+        }
+        var upgrades: [AppUpgrade] = []
+        if let list = r.optional("app_upgrades") {
+            for u in try list.elements(atMost: Limits.scheduleEntries, "app upgrades") {
+                try u.requireKeys(allowed: ["at", "version"])
+                upgrades.append(AppUpgrade(at: try u.required("at", "a time").duration(), version: try u.required("version", "a version string").text))
+            }
+        }
+        return Population(
+            devices: try r.required("devices", "a whole number of devices \(describe(Limits.devices))").integer(in: Limits.devices, "a whole number of devices \(describe(Limits.devices))"),
+            sessionsPerDay: sessions.mean,
+            poisson: try r.optional("arrivals")?.choice(["poisson": true, "fixed": false]) ?? true,
+            dailyProfile: profile,
+            sessionLength: try r.optional("session_length").map { x throws(ScenarioError) in x.isMapping ? try Self.distribution(x).mean : try x.duration(atLeast: 0) } ?? 300,
+            conversionDelay: try r.optional("conversion_delay").map { d throws(ScenarioError) in try distribution(d) } ?? .constant(0),
+            crashProbability: try r.optional("crash_probability")?.number(in: 0...1, "a probability in [0, 1]") ?? 0,
+            appUpgrades: upgrades,
+            ramp: try r.optional("ramp")?.duration() ?? 0,
+            coldStartAfter: try r.optional("cold_start_after").flatMap { x throws(ScenarioError) in
+                try x.text == "never" ? nil : x.duration(atLeast: 0, "a duration such as 30m or 6h, or never")
+            },
+            activity: activity
+        )
+    }
+}
