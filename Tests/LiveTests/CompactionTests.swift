@@ -16,6 +16,30 @@ import WireFormat
 /// knew (counters, statistics, sessions, agents, the last ids), and a process killed at any
 /// step of a compaction leaves a directory that restarts with nothing lost or counted twice.
 struct CompactionTests {
+    /// Makes in `made` the directory a kill at `step` of the first compaction leaves, from the
+    /// directory `before` it (one log) and `after` it (the new log and the snapshot).
+    static func leave(_ step: String, before: String, after: String, in made: String) throws {
+        try FileManager.default.createDirectory(atPath: made, withIntermediateDirectories: true)
+        let copy = { (from: String, name: String) in try FileManager.default.copyItem(atPath: "\(from)/\(name)", toPath: "\(made)/\(name)") }
+        switch step {
+        case "rotated":
+            try copy(before, "events.log")
+            try copy(after, "events-1.log")
+        case "snapshot half written":
+            try copy(before, "events.log")
+            try copy(after, "events-1.log")
+            let snapshot = try Data(contentsOf: URL(fileURLWithPath: "\(after)/snapshot-1.json"))
+            try snapshot.prefix(snapshot.count / 2).write(to: URL(fileURLWithPath: "\(made)/snapshot-1.json.tmp"))
+        case "renamed, old log left":
+            try copy(before, "events.log")
+            try copy(after, "events-1.log")
+            try copy(after, "snapshot-1.json")
+        default:
+            try copy(after, "events-1.log")
+            try copy(after, "snapshot-1.json")
+        }
+    }
+
     static func service(
         _ directory: String, compactEvery: Int? = 1, window: Int = 1_000, cadence: UpdateCadence = .everyEvents(1),
         allocator: String = "thompson", clock: @escaping @Sendable () -> Double = { 1000 }
@@ -107,25 +131,7 @@ struct CompactionTests {
             #expect(compacting.stats().compactions == 1)
         }
         #expect(try Self.files(directory) == ["events-1.log", "snapshot-1.json"])
-        try FileManager.default.createDirectory(atPath: made, withIntermediateDirectories: true)
-        let copy = { (from: String, name: String) in try FileManager.default.copyItem(atPath: "\(from)/\(name)", toPath: "\(made)/\(name)") }
-        switch step {
-        case "rotated":
-            try copy(before, "events.log")
-            try copy(directory, "events-1.log")
-        case "snapshot half written":
-            try copy(before, "events.log")
-            try copy(directory, "events-1.log")
-            let snapshot = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/snapshot-1.json"))
-            try snapshot.prefix(snapshot.count / 2).write(to: URL(fileURLWithPath: "\(made)/snapshot-1.json.tmp"))
-        case "renamed, old log left":
-            try copy(before, "events.log")
-            try copy(directory, "events-1.log")
-            try copy(directory, "snapshot-1.json")
-        default:
-            try copy(directory, "events-1.log")
-            try copy(directory, "snapshot-1.json")
-        }
+        try Self.leave(step, before: before, after: directory, in: made)
         let restarted = try Self.service(made, compactEvery: nil)
         #expect(restarted.stats().eventsAccepted == 35)
         #expect(restarted.stats().batches == 7)
@@ -243,25 +249,7 @@ struct CompactionTests {
         }
         try await Self.post(Self.batch(7), to: unmade)
         #expect(try Self.files(directory) == ["events-1.log", "snapshot-1.json"])
-        try FileManager.default.createDirectory(atPath: made, withIntermediateDirectories: true)
-        let copy = { (from: String, name: String) in try FileManager.default.copyItem(atPath: "\(from)/\(name)", toPath: "\(made)/\(name)") }
-        switch step {
-        case "rotated":
-            try copy(before, "events.log")
-            try copy(directory, "events-1.log")
-        case "snapshot half written":
-            try copy(before, "events.log")
-            try copy(directory, "events-1.log")
-            let snapshot = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/snapshot-1.json"))
-            try snapshot.prefix(snapshot.count / 2).write(to: URL(fileURLWithPath: "\(made)/snapshot-1.json.tmp"))
-        case "renamed, old log left":
-            try copy(before, "events.log")
-            try copy(directory, "events-1.log")
-            try copy(directory, "snapshot-1.json")
-        default:
-            try copy(directory, "events-1.log")
-            try copy(directory, "snapshot-1.json")
-        }
+        try Self.leave(step, before: before, after: directory, in: made)
         let restarted = try Self.service(made, compactEvery: nil, cadence: cadence, clock: time)
         #expect(restarted.stats().eventsAccepted == 35 && restarted.stats().batches == 7)
         let waiting = restarted.state.withLock { $0.server.bufferedFeedbackCount }
