@@ -91,6 +91,10 @@ extension ExperimentService {
                 }
                 continue
             }
+            // Another kind may carry a name too, bounded as an app event's is.
+            if let name = event.name, name.isEmpty || name.utf8.count > 256 {
+                throw .badField("\(path).name", expected: "a name of 1 to 256 bytes, or none")
+            }
             guard let experiment = experiments.first(where: { $0.id == event.experiment }) else {
                 throw .badField("\(path).experiment", expected: "one of the served experiments: \(experiments.map(\.id).joined(separator: ", "))")
             }

@@ -43,6 +43,8 @@ struct ExperimentServiceTests {
         ("events[1].kind", Wire.event2(kind: "click")),
         ("events[1].experiment", Wire.event2(experiment: "nope")),
         ("events[1].variant", Wire.event2(variant: "red")),
+        ("events[1].name", Wire.Event(id: "2#2", kind: "view", experiment: "checkout", variant: "control", name: "")),
+        ("events[1].name", Wire.Event(id: "2#2", kind: "view", experiment: "checkout", variant: "control", name: String(repeating: "n", count: 257))),
         ("events[1].id", Wire.event2(id: "7")),
         ("events[1].id", Wire.event2(id: "+7#1")),
         ("events[1].id", Wire.event2(id: "7#+1")),
