@@ -26,6 +26,11 @@ public protocol EstimatedInterval {
     var upper: Double { get }
 }
 
+extension EstimatedInterval {
+    /// Whether the interval holds `value`.
+    public func covers(_ value: Double) -> Bool { lower <= value && value <= upper }
+}
+
 /// A value with its 95 % interval, where no test goes with it (a variant's own value).
 ///
 /// `Sendable`: a value.
@@ -43,9 +48,6 @@ public struct IntervalEstimate: EstimatedInterval, Hashable, Sendable {
         self.lower = lower
         self.upper = upper
     }
-
-    /// Whether the interval holds `value`.
-    public func covers(_ value: Double) -> Bool { lower <= value && value <= upper }
 }
 
 /// Wilson's score interval for a proportion: the interval the comparisons give a coverage or a

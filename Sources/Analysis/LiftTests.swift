@@ -21,8 +21,6 @@ public struct LiftResult: EstimatedInterval, Hashable, Sendable {
         self.pValue = pValue
     }
 
-    /// Whether the interval holds `value`.
-    public func covers(_ value: Double) -> Bool { lower <= value && value <= upper }
 }
 
 /// A Bayesian lift: the posterior's mean and credible interval, and the chance that the variant
