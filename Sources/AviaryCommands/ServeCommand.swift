@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
 
             Keys: with client keys (--api-key, --api-key-file, or AVIARY_API_KEYS, comma-separated, which keeps \
             them off the command line) every route but /health and /openapi.yaml answers 401 without one; with an \
-            admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats and /metrics (Prometheus) ask for it instead. Without client keys the \
+            admin key (--admin-key or AVIARY_ADMIN_KEY) /v1/stats, /v1/results and /metrics (Prometheus) ask for it instead. Without client keys the \
             server listens on loopback only.
 
             TLS: with --tls-cert and --tls-key (PEM files) --port serves HTTP/1.1 over TLS only. A server with \

@@ -154,6 +154,13 @@ struct WindowedOrderTests {
         #expect(!reason.isEmpty && !reason.contains("\n"))
     }
 
+    @Test func anAnalysisRunsTheReplicateInTimeOrderAndSaysWhy() throws {
+        let scenario = try Tiny.scenario(extra: "analysis:\n  looks: 1d")
+        // The windows stay (the split kernel could run it); the analysis is what forbids them.
+        #expect(scenario.independentWindow == 3600)
+        #expect(try #require(scenario.serialReason).contains("analysis"))
+    }
+
     @Test func theDefaultServerGivesHourWindows() throws {
         let scenario = try Tiny.scenario()
         #expect(scenario.independentWindow == 3600)

@@ -33,13 +33,16 @@ extension Scenario {
     }
 
     /// The best of `rates` (ties to the lowest index).
-    static func bestVariant(_ rates: [Double]) -> Int {
+    package static func bestVariant(_ rates: [Double]) -> Int {
         rates.indices.max { rates[$0] < rates[$1] || (rates[$0] == rates[$1] && $0 > $1) }!
     }
 
     /// Why one replicate of this scenario runs on one thread, in one line, or `nil` when its
     /// devices are split among the threads `--jobs` leaves over.
     public var serialReason: String? {
+        // The split kernel hands events to the server a window at a time, out of time order,
+        // while an analysis reads the ledger at its looks as the server had it then.
+        if analysis != nil { return "its analysis: section reads the server's ledger at each look, in time order" }
         guard independentWindow == nil else { return nil }
         if server.capacity != nil { return "the server's capacity serves requests first come, first served, across all devices" }
         guard case .every = server.update else {
