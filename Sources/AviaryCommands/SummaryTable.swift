@@ -9,7 +9,10 @@ enum SummaryTable {
         let order = scenario.allocators.map(\.label)
         let grouped = Dictionary(grouping: runs, by: \.allocator).mapValues { $0.sorted { $0.replicate < $1.replicate } }
         let baseline = grouped[order[0]]!
-        var table = TextTable(["allocator", "conv. rate", "expected regret (95% CI)", "vs \(order[0])", "best share", "queue p95 s", "events lost", "pending"])
+        // Where devices have attributes, expected regret is against each segment's best variant,
+        // and the regret against the best single variant shows what a context-blind policy could reach.
+        let segmented = scenario.hasAttributes
+        var table = TextTable(["allocator", "conv. rate", "expected regret (95% CI)"] + (segmented ? ["vs best variant"] : []) + ["vs \(order[0])", "best share", "queue p95 s", "events lost", "pending"])
         for label in order {
             let runs = grouped[label]!
             let rate = MeanInterval(runs.map { Double($0.metrics.conversions) / Double(max(1, $0.metrics.totalViews)) })
@@ -17,9 +20,11 @@ enum SummaryTable {
             let difference = MeanInterval(zip(runs, baseline).map { $0.metrics.expectedRegret - $1.metrics.expectedRegret })
             let share = MeanInterval(runs.map { Double($0.metrics.bestViews) / Double(max(1, $0.metrics.totalViews)) })
             let p95 = runs.map { $0.metrics.queueLatencySeconds(percentile: 95) }.map { $0.isNaN ? 0 : $0 }
+            let single = MeanInterval(runs.map(\.metrics.regretAgainstBestVariant))
             table.append([
                 label, fixed(rate.mean * 100, 3) + " %",
                 "\(fixed(regret.mean, 1)) ± \(fixed(regret.halfWidth, 1))",
+            ] + (segmented ? ["\(fixed(single.mean, 1)) ± \(fixed(single.halfWidth, 1))"] : []) + [
                 label == order[0] ? "baseline" : "\(fixed(difference.mean, 1)) ± \(fixed(difference.halfWidth, 1))",
                 fixed(share.mean * 100, 1) + " %", fixed(p95.reduce(0, +) / Double(p95.count), 1),
                 String(runs.map(\.metrics.eventsDropped).reduce(0, +)), String(runs.map(\.metrics.eventsPending).reduce(0, +)),

@@ -15,11 +15,12 @@ public enum FleetReport {
         "assignments_per_second", "wall_seconds",
     ]
 
-    /// The columns of `summary.csv` for runs of `scenarios`: ``summaryColumns`` with the
-    /// counters of the device styles they use (see `Scenario.ClientStyle.counters`) before the
-    /// two wall-clock columns. Myna-style runs add none.
+    /// The columns of `summary.csv` for runs of `scenarios`: ``summaryColumns`` with, before the
+    /// two wall-clock columns, `regret_vs_best_variant` where devices have attributes, and the
+    /// counters of the device styles they use (see `Scenario.ClientStyle.counters`). Myna-style
+    /// runs of devices without attributes add none.
     public static func summaryColumns(for scenarios: [Scenario]) -> [String] {
-        var counters: [String] = []
+        var counters: [String] = scenarios.contains(where: \.hasAttributes) ? [regretAgainstBestVariant] : []
         for style in Scenario.ClientStyle.allCases where scenarios.contains(where: { $0.client.style == style }) {
             counters += style.counters
         }
@@ -35,7 +36,10 @@ public enum FleetReport {
             let m = run.metrics
             let views = m.totalViews
             // A style's counters are blank in another style's rows: they do not apply there.
-            let styleCells: [CSVCell] = counters.map { name in m.styleCounters[name].map { .integer($0) } ?? .text("") }
+            let styleCells: [CSVCell] = counters.map { name in
+                if name == regretAgainstBestVariant { return scenario.hasAttributes ? .number(m.regretAgainstBestVariant) : .text("") }
+                return m.styleCounters[name].map { .integer($0) } ?? .text("")
+            }
             table.append([
                 .text(scenario.name), .text(run.allocator), .integer(run.replicate), .text(String(run.seed)),
                 .integer(scenario.population.devices), .integer(m.sessions), .integer(views), .integer(m.conversions),
@@ -49,6 +53,40 @@ public enum FleetReport {
             ] + styleCells + [
                 .decimal(run.wallSeconds > 0 ? Double(views) / run.wallSeconds : .nan, places: 0), .decimal(run.wallSeconds, places: 3),
             ])
+        }
+        return table
+    }
+
+    /// The column that sets regret against the best single variant beside `expected_regret`
+    /// (regret against each segment's best) where devices have attributes.
+    static let regretAgainstBestVariant = "regret_vs_best_variant"
+
+    /// The columns of `segments.csv`.
+    public static let segmentColumns = [
+        "scenario", "allocator", "replicate", "segment", "segment_share", "experiment", "variant", "views", "conversions",
+        "conversion_rate", "true_rate", "segment_best", "expected_regret", "regret_vs_best_variant",
+    ]
+
+    /// `segments.csv`: per scenario with device attributes × allocator × replicate × segment ×
+    /// experiment × variant, what the segment's devices saw and what it cost against the
+    /// segment's best variant and against the best single variant.
+    public static func segments(_ results: [FleetSimulation.Result]) -> CSVTable {
+        var table = CSVTable(columns: segmentColumns)
+        for result in results where result.scenario.hasAttributes {
+            let scenario = result.scenario, shares = scenario.segmentShares
+            for run in result.runs {
+                for cell in run.metrics.segmentCells(scenario) {
+                    let experiment = scenario.experiments[cell.experiment]
+                    let rates = scenario.rates(experiment: cell.experiment, segment: cell.segment, at: 0)
+                    table.append([
+                        .text(scenario.name), .text(run.allocator), .integer(run.replicate), .text(scenario.segmentName(cell.segment)),
+                        .decimal(shares[cell.segment], places: 6), .text(experiment.id), .text(experiment.variantIDs[cell.variant]),
+                        .integer(cell.views), .integer(cell.conversions), .number(cell.views == 0 ? .nan : Double(cell.conversions) / Double(cell.views)),
+                        .number(cell.trueRate), .text(experiment.variantIDs[Scenario.bestVariant(rates)]),
+                        .number(cell.regret), .number(cell.regretAgainstBestVariant),
+                    ])
+                }
+            }
         }
         return table
     }
@@ -179,7 +217,8 @@ public enum FleetReport {
             ("latency.csv", latency(results)),
             ("faults.csv", faults(results)),
         ]
-        return try files.map { name, table in
+        let segmented = results.contains { $0.scenario.hasAttributes } ? [("segments.csv", segments(results))] : []
+        return try (files + segmented).map { name, table in
             let url = folder.appendingPathComponent(name)
             try table.write(to: url)
             return url

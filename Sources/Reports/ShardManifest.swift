@@ -58,6 +58,9 @@ public struct ShardManifest: Codable, Sendable, Equatable {
         public var timeseriesRows: Int
         /// Its rows in the shard's `latency.csv`.
         public var latencyRows: Int
+        /// Its rows in the shard's `segments.csv`, where devices have attributes; `nil` (and
+        /// no file) otherwise.
+        public var segmentRows: Int?
         /// The unrounded values of ``FleetReport/comparisonMetrics``, as Swift writes a `Double`
         /// (exact when read back; `nan` where a metric has no value), from which the merge
         /// computes `comparison.csv`.

@@ -35,6 +35,8 @@ public enum ShardReport {
         var timeseries: CSVTable?
         var latency: CSVTable?
         var records: [ShardManifest.Cell] = []
+        let segmented = scenarios.contains(where: \.hasAttributes)
+        var segments = CSVTable(columns: FleetReport.segmentColumns)
         for (cell, run) in zip(cells, runs) {
             let result = [FleetSimulation.Result(scenario: scenarios[cell.scenario], runs: [run])]
             let cellSeries = FleetReport.timeseries(result)
@@ -44,10 +46,12 @@ public enum ShardReport {
             latency = latency ?? CSVTable(columns: cellLatency.columns)
             for row in cellSeries.rows { timeseries!.appendRaw(row) }
             for row in cellLatency.rows { latency!.appendRaw(row) }
+            let cellSegments = segmented ? FleetReport.segments(result).rows : []
+            for row in cellSegments { segments.appendRaw(row) }
             records.append(ShardManifest.Cell(
                 cell: cell.index, sweepValue: cell.scenario, scenario: scenarios[cell.scenario].name, allocator: run.allocator,
                 replicate: run.replicate, expectedCost: cell.cost, timeseriesRows: cellSeries.rows.count, latencyRows: cellLatency.rows.count,
-                comparisonValues: FleetReport.comparisonValues(run.metrics).map { "\($0)" }
+                segmentRows: segmented ? cellSegments.count : nil, comparisonValues: FleetReport.comparisonValues(run.metrics).map { "\($0)" }
             ))
         }
         // A shard without cells still writes every file, with the headers a run would write.
@@ -57,7 +61,7 @@ public enum ShardReport {
             ("timeseries.csv", timeseries ?? FleetReport.timeseries(empty)),
             ("latency.csv", latency ?? FleetReport.latency(empty)),
             ("faults.csv", FleetReport.faults(scenarios.map { FleetSimulation.Result(scenario: $0, runs: []) })),
-        ]
+        ] + (segmented ? [("segments.csv", segments)] : [])
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         var files = try tables.map { name, table in
             let url = folder.appendingPathComponent(name)
@@ -225,7 +229,7 @@ public struct ShardSet: Sendable {
             ("comparison.csv", FleetReport.comparison(comparison)),
             ("latency.csv", merged[2]),
             ("faults.csv", faults),
-        ]
+        ] + (try mergedSegments(location.map { ($0!.shard, $0!.cell) }).map { [("segments.csv", $0)] } ?? [])
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return try files.map { name, table in
@@ -244,6 +248,32 @@ public struct ShardSet: Sendable {
         } catch {
             throw ShardError(error.message)
         }
+    }
+
+    /// `segments.csv` of the cells in run order (each `(shard, cell)`), where the shards wrote
+    /// one (devices with attributes); `nil` where they did not.
+    private func mergedSegments(_ cells: [(shard: Int, cell: ShardManifest.Cell)]) throws(ShardError) -> CSVTable? {
+        guard shards.contains(where: { $0.manifest.cells.contains { $0.segmentRows != nil } }) else { return nil }
+        var tables: [CSVTable] = [], starts: [Int: Int] = [:]
+        for (folder, shardManifest) in shards {
+            let table = try read("segments.csv", in: folder)
+            var start = 0
+            for cell in shardManifest.cells {
+                starts[cell.cell] = start
+                start += cell.segmentRows ?? 0
+            }
+            guard table.rows.count == start else {
+                throw ShardError("\(folder.appendingPathComponent("segments.csv").path): has \(table.rows.count) rows; \(ShardManifest.fileName) accounts for \(start)")
+            }
+            tables.append(table)
+        }
+        var merged = CSVTable(columns: FleetReport.segmentColumns)
+        for (s, cell) in cells {
+            let start = starts[cell.cell]!, rows = tables[s].rows[start..<(start + (cell.segmentRows ?? 0))]
+            try check(rows, of: cell, in: shards[s].folder.appendingPathComponent("segments.csv"), columns: tables[s].columns)
+            for row in rows { merged.appendRaw(row) }
+        }
+        return merged
     }
 
     /// Checks that `rows` are the cell's: their scenario, allocator and replicate columns name it.

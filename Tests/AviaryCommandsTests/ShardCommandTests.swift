@@ -71,6 +71,31 @@ struct ShardCommandTests {
         #expect(rows(try w.read("merged/summary.csv")).count == 1 + 12)
     }
 
+    /// Devices with attributes add segments.csv, which the merge puts back in the single run's order.
+    @Test func segmentsMergeAsTheSingleRunWritesThem() throws {
+        let w = try Workspace()
+        let scenario = try w.file("sweep.yaml", shardSweep.replacingOccurrences(of: "population:\n  devices: 40", with: """
+        population:
+          devices: 40
+          attributes: {platform: {ios: 1, android: 1}}
+        """).replacingOccurrences(of: "      - {id: green, rate: 0.10}", with: """
+              - {id: green, rate: 0.10}
+            segments: [{when: {platform: android}, rates: [0.10, 0.05]}]
+        """))
+        try aviary(["run", scenario, "-o", w.path("single"), "--quiet", "--jobs", "2"])
+        let folders = try runShards(3, in: w, scenario: scenario)
+        try aviary(["merge", "-o", w.path("merged")] + folders)
+        let single = try w.read("single/segments.csv")
+        #expect(rows(single).count == 1 + 12 * 2 * 2)
+        #expect(try w.read("merged/segments.csv") == single)
+        #expect(withoutWallClock(try w.read("merged/summary.csv")) == withoutWallClock(try w.read("single/summary.csv")))
+        #expect(rows(try w.read("shards/1-of-3/segments.csv")).count > 1)
+        // A run without attributes writes none, and neither do its shards.
+        let plain = try w.file("plain.yaml", shardSweep)
+        try aviary(["run", plain, "-o", w.path("plain"), "--quiet", "--shard", "1/2"])
+        #expect(!FileManager.default.fileExists(atPath: w.path("plain/segments.csv")))
+    }
+
     @Test func aShardRunsOnlyItsCellsAndSaysSoInItsManifest() throws {
         let w = try Workspace()
         let scenario = try w.file("sweep.yaml", shardSweep)

@@ -25,6 +25,10 @@ struct FleetInference {
     private(set) var looks: [[(hours: Double?, look: InferenceLook)]]
 
     private let experiments: [Scenario.Experiment]
+    /// For the rates of the devices' segments; `segments` holds each device's, by its place in
+    /// the devices counted (empty without attributes).
+    private let scenario: Scenario
+    private let segments: [UInt16]
     private let variantCounts: [Int]
     private let sticky: [Bool]
     /// The first device of the replicate (events carry fleet device numbers).
@@ -46,8 +50,10 @@ struct FleetInference {
     private var counted: [[Bool]]
     private var viewTruth: [[Double]]
 
-    init(plan: AnalysisPlan, scenario: Scenario, devices: Range<Int>) {
+    init(plan: AnalysisPlan, scenario: Scenario, devices: Range<Int>, segments: [UInt16] = []) {
         self.plan = plan
+        self.scenario = scenario
+        self.segments = segments
         lookTimes = plan.lookTimes(horizon: scenario.horizon)
         experiments = scenario.experiments
         variantCounts = scenario.experiments.map(\.rates.count)
@@ -103,7 +109,7 @@ struct FleetInference {
             if event.kind == .view { counted[e][d] = true }
         } else if event.kind == .view {
             // The rates in force when the view was shown.
-            let rates = experiments[e].rates(at: event.createdAt)
+            let rates = segments.isEmpty ? experiments[e].rates(at: event.createdAt) : scenario.rates(experiment: e, segment: Int(segments[d]), at: event.createdAt)
             for w in 0..<variantCounts[e] { viewTruth[e][w] += rates[w] }
         }
         ledgers[e].ingested(event)

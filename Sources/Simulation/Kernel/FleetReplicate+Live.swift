@@ -94,7 +94,7 @@ extension FleetReplicate {
     /// before ``startLive(carrier:)``.
     package mutating func keepTruth() {
         guard let plan = scenario.analysis else { return }
-        inference = FleetInference(plan: plan, scenario: scenario, devices: deviceRange)
+        inference = FleetInference(plan: plan, scenario: scenario, devices: deviceRange, segments: segments)
     }
 
     /// The server acknowledged `events` to their devices: their units count in the truth.

@@ -115,7 +115,7 @@ extension FleetReplicate {
     /// says which variants it would convert on, and after what delay.
     @inline(__always)
     mutating func potentialOutcomes(_ d: Int, experiment e: Int) -> (converts: UInt64, delay: Double) {
-        let first = metrics.offsets[e]
+        let first = segment(d) * cellCount + metrics.offsets[e]
         var outcomes = stream(.outcomes, of: d)
         var converts: UInt64 = 0
         for v in 0..<variantCounts[e] where outcomes.nextUniform() < rates[first + v] { converts |= 1 << UInt64(v) }
@@ -147,7 +147,7 @@ extension FleetReplicate {
         // The largest crash probability among the variants shown; the population's if none.
         var crashProbability: Double?
         for e in 0..<variantCounts.count {
-            let first = metrics.offsets[e]
+            let first = segment(d) * cellCount + metrics.offsets[e]
             let (converts, delay) = potentialOutcomes(d, experiment: e)
             // Where the outcomes stream now stands: a position no other view of the device has.
             let loading = DeviceRandom(key: devices[d].key, label: behaviourLabels.loading, draws: devices[d].drawn(.outcomes))
@@ -192,16 +192,16 @@ extension FleetReplicate {
     /// the conversion happens now or after its delay.
     mutating func show(_ view: PendingView, _ shown: Shown, at now: Double, countsTruth: Bool = true) {
         refreshRates(at: now)
-        let e = view.experiment, variant = shown.variant
+        let e = view.experiment, variant = shown.variant, s = segment(view.device)
         if shown.isDefault {
             metrics.defaultViews += 1
         } else if countsTruth, inference != nil, scenario.experiments[e].sticky {
-            let first = metrics.offsets[e]
+            let first = s * cellCount + metrics.offsets[e]
             inference!.showed(device: view.device, experiment: e, rates: rates[first ..< first + variantCounts[e]])
         }
         let converted = view.convertsMask & (1 << UInt64(variant)) != 0
-        let best = bestVariants[e]
-        metrics.view(experiment: e, variant: variant, best: best, epoch: rateEpoch, convertsMask: view.convertsMask, converted: converted)
+        let best = bestVariants[s * variantCounts.count + e]
+        metrics.view(experiment: e, variant: variant, best: best, epoch: rateEpoch * segmentCount + s, convertsMask: view.convertsMask, converted: converted)
         if converted {
             if view.delay <= 0 {
                 convert(view.device, experiment: e, variant: variant, at: now)
@@ -233,7 +233,7 @@ extension FleetReplicate {
     mutating func refreshRates(at now: Double) {
         guard now >= nextRateChange || now < lastRateChange else { return }
         let epochs = scenario.rateEpochs
-        let nested = scenario.experiments.map { $0.rates(at: now) }
+        let nested = (0..<segmentCount).flatMap { s in scenario.experiments.indices.map { scenario.rates(experiment: $0, segment: s, at: now) } }
         rates = nested.flatMap { $0 }
         bestVariants = nested.map(Scenario.bestVariant)
         rateEpoch = epochs.lastIndex { $0 <= now } ?? 0

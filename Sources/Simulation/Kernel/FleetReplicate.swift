@@ -65,8 +65,15 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// The true rates in force, flat (experiment `e`'s variants from `metrics.offsets[e]`), and
     /// the span of time they hold for.
     var rates: [Double] = []
-    /// The best variant of each experiment under `rates` (ties to the lowest index).
+    /// The best variant of each experiment under `rates` (ties to the lowest index), segment by
+    /// segment: segment `s`'s experiment `e` at `s × experiments + e`.
     var bestVariants: [Int] = []
+    /// Each device's segment (``Scenario/segmentCount``), by its index in the replicate; empty
+    /// when the devices have no attributes, all then in segment 0. `rates` holds every
+    /// segment's rates, segment `s`'s cells from `s × cellCount`.
+    let segments: [UInt16]
+    let segmentCount: Int
+    let cellCount: Int
     var nextRateChange = -Double.infinity
     var lastRateChange = 0.0
     /// The index of the span of constant rates `rates` belong to (see ``Scenario/rateEpochs``).
@@ -195,6 +202,15 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         self.activity = ActivityDraws(scenario: scenario)
         self.ownsTiming = activity.ownsTiming
         self.logsAppEvents = scenario.population.activity.appEvents != nil
+        self.segments = SegmentDraws(scenario: scenario, replicate: replicate).segments(of: range)
+        self.segmentCount = scenario.segmentCount
+        self.cellCount = variantCounts.reduce(0, +)
+    }
+
+    /// Device `d`'s segment.
+    @inline(__always)
+    func segment(_ d: Int) -> Int {
+        segments.isEmpty ? 0 : Int(segments[d])
     }
 
     /// The scenario's experiment server, with its allocators and update cadence.

@@ -27,7 +27,20 @@ public struct FleetMetrics: Sendable, Codable {
     /// a running sum of a hundred million small numbers drifts in its last digits.
     var epochViews: [Int]
     /// Best rate − the cell's rate in each epoch, in the layout of `epochViews`.
+    ///
+    /// Where devices have attributes (``Scenario/segmentCount`` segments), each epoch holds
+    /// every segment, epoch `i`'s segment `s` at `i × segments + s`, and the best rate is the
+    /// segment's own: regret against the contextual oracle.
     let epochRegret: [Double]
+    /// The same against the best single variant for the whole fleet in the epoch (what a
+    /// policy that ignores context can at best do); empty without attributes, where the two
+    /// are one.
+    let epochRegretSingle: [Double]
+    /// The segments counted, 1 without attributes.
+    let segmentCount: Int
+    /// Views that converted, per segment and cell (segment `s`'s cells from `s × cells`); empty
+    /// without attributes.
+    var segmentConversions: [Int]
     /// Per-device peak queue depths seen so far: how many devices peaked at each depth.
     var peakDepthCounts: [Int] = []
     /// Views that converted on the best variant's potential outcome.
@@ -143,12 +156,26 @@ public struct FleetMetrics: Sendable, Codable {
         viewCounts = Self.counters(counts.reduce(0, +))
         conversionCounts = Self.counters(viewCounts.count)
         let epochs = scenario.rateEpochs
-        epochViews = Self.counters(viewCounts.count * epochs.count)
+        let segments = scenario.segmentCount
+        segmentCount = segments
+        epochViews = Self.counters(viewCounts.count * epochs.count * segments)
+        segmentConversions = scenario.population.attributes.isEmpty ? [] : Self.counters(viewCounts.count * segments)
         epochRegret = epochs.flatMap { start in
-            scenario.experiments.flatMap { experiment in
-                let rates = experiment.rates(at: start)
-                let best = rates[Scenario.bestVariant(rates)]
-                return rates.map { best - $0 }
+            (0..<segments).flatMap { s in
+                scenario.experiments.indices.flatMap { e in
+                    let rates = scenario.rates(experiment: e, segment: s, at: start)
+                    let best = rates[Scenario.bestVariant(rates)]
+                    return rates.map { best - $0 }
+                }
+            }
+        }
+        epochRegretSingle = scenario.population.attributes.isEmpty ? [] : epochs.flatMap { start in
+            let single = scenario.experiments.indices.map { scenario.bestSingleVariant(experiment: $0, at: start) }
+            return (0..<segments).flatMap { s in
+                scenario.experiments.indices.flatMap { e in
+                    let rates = scenario.rates(experiment: e, segment: s, at: start)
+                    return rates.map { rates[single[e]] - $0 }
+                }
             }
         }
     }
@@ -183,6 +210,30 @@ public struct FleetMetrics: Sendable, Codable {
     public var conversions: Int { conversionCounts.reduce(0, +) }
     /// Σ over views of (best true rate − true rate shown).
     public var expectedRegret: Double { regretSums.reduce(0, +) }
+    /// Σ over views of (the rate of the best single variant for the whole fleet − the rate
+    /// shown), each in the view's segment: what serving each device by its attributes gained
+    /// over the best any context-blind policy could do (negative when it did better). Equal to
+    /// ``expectedRegret`` without attributes.
+    public var regretAgainstBestVariant: Double {
+        guard !epochRegretSingle.isEmpty else { return expectedRegret }
+        var sum = 0.0
+        for index in epochViews.indices where epochViews[index] > 0 { sum += Double(epochViews[index]) * epochRegretSingle[index] }
+        return sum
+    }
+
+    /// Views per segment and cell (segment `s`'s cells from `s × cells`), over the run.
+    public var segmentViews: [Int] {
+        let block = viewCounts.count * segmentCount
+        var views = [Int](repeating: 0, count: block)
+        for index in epochViews.indices { views[index % block] += epochViews[index] }
+        return views
+    }
+
+    /// Views that converted per segment and cell, in the layout of ``segmentViews``.
+    public var segmentConversionCounts: [Int] {
+        segmentConversions.isEmpty ? conversionCounts : segmentConversions
+    }
+
     /// Conversions the best variant would have produced on the same potential outcomes, minus those observed.
     public var realizedRegret: Double { Double(bestConversions - conversions) }
 
@@ -214,7 +265,10 @@ public struct FleetMetrics: Sendable, Codable {
         let cell = offsets[e] + variant
         viewCounts[cell] += 1
         epochViews[epoch &* viewCounts.count &+ cell] += 1
-        if converted { conversionCounts[cell] += 1 }
+        if converted {
+            conversionCounts[cell] += 1
+            if !segmentConversions.isEmpty { segmentConversions[(epoch % segmentCount) &* viewCounts.count &+ cell] += 1 }
+        }
         if convertsMask & (1 << UInt64(best)) != 0 { bestConversions += 1 }
         if variant == best { bestViews += 1 }
     }
@@ -281,6 +335,7 @@ public struct FleetMetrics: Sendable, Codable {
         Self.add(&viewCounts, other.viewCounts)
         Self.add(&conversionCounts, other.conversionCounts)
         Self.add(&epochViews, other.epochViews)
+        Self.add(&segmentConversions, other.segmentConversions)
         sessions += other.sessions
         queueDepth += other.queueDepth
         offeredEvents += other.offeredEvents

@@ -211,7 +211,7 @@ public struct FleetSimulation: Sendable {
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
         fleet.forcesTimeOrder = forcesTimeOrder || scenario.analysis != nil
         if let plan = scenario.analysis {
-            fleet.inference = FleetInference(plan: plan, scenario: scenario, devices: 0 ..< scenario.population.devices)
+            fleet.inference = FleetInference(plan: plan, scenario: scenario, devices: 0 ..< scenario.population.devices, segments: fleet.segments)
         }
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         if logs { fleet.deliveryLog = DeliveryLog() }

@@ -127,7 +127,7 @@ extension Scenario {
         start = try r.optional("start").map { x throws(ScenarioError) in try x.instant() }
         timestep = try r.optional("timestep")?.duration(atLeast: 1) ?? min(3600, horizon)
         population = try Self.population(try r.required("population", "a mapping with at least 'devices'"))
-        experiments = try Self.experiments(try r.required("experiments", "a list of experiments"))
+        experiments = try Self.experiments(try r.required("experiments", "a list of experiments"), attributes: population.attributes)
         if let list = r.optional("allocators") {
             allocators = try Self.allocators(list, experiments: experiments)
         } else if r.has("policies") {

@@ -1,5 +1,5 @@
 extension Scenario {
-    static func experiments(_ r: ScenarioReader) throws(ScenarioError) -> [Experiment] {
+    static func experiments(_ r: ScenarioReader, attributes: [Attribute] = []) throws(ScenarioError) -> [Experiment] {
         let list = try r.elements
         guard !list.isEmpty else { throw r.error("is empty; expected at least one experiment") }
         guard list.count <= Limits.experiments.upperBound else {
@@ -7,7 +7,7 @@ extension Scenario {
         }
         var seen = Set<String>()
         return try list.map { e throws(ScenarioError) in
-            try e.requireKeys(allowed: ["id", "variants", "sticky", "rate_changes"])
+            try e.requireKeys(allowed: ["id", "variants", "sticky", "rate_changes", "segments"])
             let id = try e.required("id", "an experiment id").text
             guard seen.insert(id).inserted else { throw e.error("duplicate experiment id '\(id)'", at: "id") }
             let variants = try e.required("variants", "a list of at least two variants").elements
@@ -43,10 +43,47 @@ extension Scenario {
                     changes.append((at, try values.map { x throws(ScenarioError) in try x.number(in: 0...1, "a conversion rate in [0, 1]") }))
                 }
             }
+            let segments = try e.optional("segments").map { list throws(ScenarioError) in try segmentRates(list, variants: ids.count, attributes: attributes) } ?? []
+            if !segments.isEmpty, !changes.isEmpty {
+                throw e.error("sets both segments and rate_changes, which cannot be combined yet; keep one", at: "segments")
+            }
             return Experiment(
                 id: id, variantIDs: ids, rates: rates, rateChanges: changes, sticky: try e.optional("sticky")?.boolean() ?? true,
-                behaviour: behaviour.allSatisfy(\.isPlain) ? [] : behaviour
+                behaviour: behaviour.allSatisfy(\.isPlain) ? [] : behaviour, segments: segments
             )
+        }
+    }
+
+    /// `segments:`, rules such as `{when: {platform: ios, tier: [new, casual]}, rates: [0.05, 0.08]}`
+    /// over ``Population/attributes``, the first that matches a device giving its rates.
+    static func segmentRates(_ r: ScenarioReader, variants: Int, attributes: [Attribute]) throws(ScenarioError) -> [SegmentRates] {
+        guard !attributes.isEmpty else {
+            throw r.error("needs device attributes to match; add population.attributes, e.g. platform: {ios: 0.45, android: 0.55}")
+        }
+        return try r.elements(atMost: Limits.segments.upperBound, "segment rules").map { rule throws(ScenarioError) in
+            try rule.requireKeys(allowed: ["when", "rates"])
+            var when: [Int: Set<Int>] = [:]
+            for (name, values) in try rule.required("when", "the attributes and values the rule matches, e.g. {platform: ios}").entries {
+                guard let a = attributes.firstIndex(where: { $0.name == name }) else {
+                    throw rule.error("names attribute '\(name)', which population.attributes does not have; expected one of \(attributes.map(\.name).joined(separator: ", "))", at: "when.\(name)")
+                }
+                let named = values.isMapping ? [] : (try? values.elements) ?? [values]
+                var matched = Set<Int>()
+                for value in named {
+                    let text = try value.text
+                    guard let v = attributes[a].values.firstIndex(of: text) else {
+                        throw value.error("is not a value of '\(name)'; expected one of \(attributes[a].values.joined(separator: ", "))")
+                    }
+                    matched.insert(v)
+                }
+                guard !matched.isEmpty else { throw values.error("expected a value of '\(name)' or a list of them") }
+                when[a] = matched
+            }
+            let list = try rule.required("rates", "one rate per variant").elements
+            guard list.count == variants else {
+                throw rule.error("has \(list.count) rates for \(variants) variants; expected one per variant", at: "rates")
+            }
+            return SegmentRates(when: when, rates: try list.map { x throws(ScenarioError) in try x.number(in: 0...1, "a conversion rate in [0, 1]") })
         }
     }
 }

@@ -41,6 +41,13 @@ extension Scenario {
         /// Events a variant logs per view: enough for a chatty screen, few enough that a
         /// session's events stay within a queue.
         public static let eventsPerView: ClosedRange<Int> = 1...1_000
+        /// Device attributes: each multiplies the segments, which the kernel keeps rates and
+        /// counts for.
+        public static let attributes: ClosedRange<Int> = 1...8
+        /// Values of one attribute.
+        public static let attributeValues: ClosedRange<Int> = 2...64
+        /// Segments (combinations of attribute values): a device's segment is kept in 16 bits.
+        public static let segments: ClosedRange<Int> = 1...4_096
     }
 
     /// The number of samples a replicate takes: one per timestep, and one at the horizon.

@@ -1,7 +1,7 @@
 extension Scenario {
     static func population(_ r: ScenarioReader) throws(ScenarioError) -> Population {
         try r.requireKeys(allowed: ["devices", "sessions_per_day", "arrivals", "daily_profile", "weekly_profile", "session_length", "app_events", "conversion_delay", "crash_probability",
-                                    "app_upgrades", "ramp", "cold_start_after"])
+                                    "app_upgrades", "ramp", "cold_start_after", "attributes"])
         let sessions = try Activity.sessionsPerDay(r.optional("sessions_per_day"))
         let activity = try Activity.read(r, sessionsShape: sessions.shape)
         if activity.weeklyProfile != nil, let arrivals = r.optional("arrivals"), try arrivals.text == "fixed" {
@@ -34,7 +34,32 @@ extension Scenario {
             coldStartAfter: try r.optional("cold_start_after").flatMap { x throws(ScenarioError) in
                 try x.text == "never" ? nil : x.duration(atLeast: 0, "a duration such as 30m or 6h, or never")
             },
-            activity: activity
+            activity: activity,
+            attributes: try r.optional("attributes").map { a throws(ScenarioError) in try attributes(a) } ?? []
         )
+    }
+
+    /// `attributes:`, each a mapping of its values to their shares of the devices:
+    /// `platform: {ios: 0.45, android: 0.55}`.
+    static func attributes(_ r: ScenarioReader) throws(ScenarioError) -> [Attribute] {
+        let mapping = try r.entries
+        guard Limits.attributes.contains(mapping.count) else {
+            throw r.error("has \(mapping.count) attributes; expected \(describe(Limits.attributes))")
+        }
+        var segments = 1
+        let attributes = try mapping.map { (name, values) throws(ScenarioError) -> Attribute in
+            let entries = try values.entries
+            guard Limits.attributeValues.contains(entries.count) else {
+                throw values.error("has \(entries.count) value(s); expected \(describe(Limits.attributeValues)), each with its share of the devices, e.g. {ios: 0.45, android: 0.55}")
+            }
+            let weights = try entries.map { (_, share) throws(ScenarioError) in try share.number(in: 0.000_001...1e9, "a share of the devices > 0") }
+            let total = weights.reduce(0, +)
+            return Attribute(name: name, values: entries.map(\.key), shares: weights.map { $0 / total })
+        }
+        for attribute in attributes { segments *= attribute.values.count }
+        guard Limits.segments.contains(segments) else {
+            throw r.error("makes \(segments) segments (every combination of values); expected at most \(Limits.segments.upperBound)")
+        }
+        return attributes
     }
 }

@@ -100,6 +100,9 @@ public struct Scenario: Sendable {
         /// How the devices' users differ, the week's shape, sessions of differing lengths and
         /// the app's own events (see ``Scenario/Activity``); plain unless the scenario says.
         public var activity = Activity()
+        /// The devices' attributes (``Scenario/Attribute``), drawn per device; none unless the
+        /// scenario says. Their combinations are the segments ``Experiment/segments`` rate.
+        public var attributes: [Attribute] = []
     }
 
     /// An app release.
@@ -125,8 +128,12 @@ public struct Scenario: Sendable {
         /// What each variant's own code does to the client, by variant; empty when no variant
         /// sets any of it.
         public var behaviour: [VariantBehaviour] = []
+        /// Rates for the devices of some segments, the first matching rule winning (see
+        /// ``Scenario/rates(experiment:segment:at:)``); empty when every device converts at
+        /// ``rates``.
+        public var segments: [SegmentRates] = []
 
-        /// The true rates in force at time `t`.
+        /// The true rates in force at time `t`, for devices no segment rule matches.
         public func rates(at t: Double) -> [Double] {
             rateChanges.last { $0.at <= t }?.rates ?? rates
         }

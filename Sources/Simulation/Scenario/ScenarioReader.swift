@@ -75,6 +75,23 @@ struct ScenarioReader {
 
     var isMapping: Bool { node.mapping != nil }
 
+    /// A mapping whose keys are names the file chooses (an attribute's values), in file order.
+    var entries: [(key: String, value: ScenarioReader)] {
+        get throws(ScenarioError) {
+            guard let mapping = node.mapping else {
+                throw error("expected a mapping, found \(describe(node))")
+            }
+            var seen = Set<String>()
+            var entries: [(key: String, value: ScenarioReader)] = []
+            for (key, value) in mapping {
+                guard let name = key.string, !name.isEmpty else { throw error("expected text keys, found \(describe(key))") }
+                guard seen.insert(name).inserted else { throw error("has '\(name)' twice") }
+                entries.append((name, ScenarioReader(file: file, node: value, path: child(name))))
+            }
+            return entries
+        }
+    }
+
     var text: String {
         get throws(ScenarioError) {
             guard case .scalar(let scalar) = node else {
