@@ -77,7 +77,12 @@ struct RunCommand: ParsableCommand {
                 let looks = plan.lookTimes(horizon: result.scenario.horizon).count
                 print("What the analyst concludes (\(looks) look(s), \(plan.test.rawValue) test at \(fixed(plan.alpha, 3)); lifts over each experiment's first variant):")
                 print("")
-                print(InferenceSummaryTable.rendered(InferenceReport.summaries(InferenceReport.runs(result))))
+                // The whole fleet here; each segment's rows are in inference.csv and inference-comparison.csv.
+                let summaries = InferenceReport.summaries(InferenceReport.runs(result))
+                print(InferenceSummaryTable.rendered(summaries.filter { $0.segment == nil }))
+                if summaries.contains(where: { $0.segment != nil }) {
+                    print("Each segment's analysis: inference.csv and inference-comparison.csv (column segment).")
+                }
                 print("")
             }
         }

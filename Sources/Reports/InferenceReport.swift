@@ -26,6 +26,9 @@ public enum InferenceReport {
         public var commits: Bool
         /// Its commitment, if it made one.
         public var commit: InferenceCommit?
+        /// The segment its units come from (``Scenario/segmentName(_:)``), or `nil` for the
+        /// whole fleet.
+        public var segment: String?
 
         /// A run given directly.
         public init(scenario: String, allocator: String, replicate: Int, experiment: String, variants: [String],
@@ -53,9 +56,11 @@ public enum InferenceReport {
         "srm_p", "srm_p_sequential", "srm_p_oracle", "srm_alarm", "decision", "decision_correct",
     ]
 
-    /// `inference.csv`.
+    /// `inference.csv`: with a `segment` column after `experiment` where some run analyses a
+    /// segment (empty on the whole fleet's rows).
     public static func rows(_ runs: [Run]) -> CSVTable {
-        var table = CSVTable(columns: columns)
+        let segmented = runs.contains { $0.segment != nil }
+        var table = CSVTable(columns: segmented ? withSegment(columns) : columns)
         for run in runs {
             for (index, entry) in run.looks.enumerated() {
                 let look = entry.look, analysis = look.analysis
@@ -80,6 +85,7 @@ public enum InferenceReport {
                     cells += [stat(analysis.srmPValue), stat(analysis.srmSequentialPValue), stat(analysis.srmOraclePValue), flag(analysis.srmAlarm)]
                     cells += [.text(decision.name(variants: run.variants)),
                               flag(truth[decision.production] >= best)]
+                    if segmented { cells.insert(.text(run.segment ?? ""), at: 4) }
                     table.append(cells)
                 }
             }
@@ -117,9 +123,21 @@ public enum InferenceReport {
 
     /// `inference-comparison.csv` from summaries already made.
     public static func comparison(_ summaries: [Summary]) -> CSVTable {
-        var table = CSVTable(columns: comparisonColumns)
-        for summary in summaries { table.append(summary.cells) }
+        let segmented = summaries.contains { $0.segment != nil }
+        var table = CSVTable(columns: segmented ? withSegment(comparisonColumns) : comparisonColumns)
+        for summary in summaries {
+            var cells = summary.cells
+            if segmented { cells.insert(.text(summary.segment ?? ""), at: 3) }
+            table.append(cells)
+        }
         return table
+    }
+
+    /// `columns` with `segment` after `experiment`.
+    static func withSegment(_ columns: [String]) -> [String] {
+        var columns = columns
+        columns.insert("segment", at: columns.firstIndex(of: "experiment")! + 1)
+        return columns
     }
 
     /// One row of `inference-comparison.csv`, with the figures the printed summary reads.
@@ -128,6 +146,8 @@ public enum InferenceReport {
         public var allocator: String
         /// The experiment.
         public var experiment: String
+        /// The segment, or `nil` for the whole fleet.
+        public var segment: String?
         /// The estimator.
         public var estimator: Estimator
         /// The variant's name.
@@ -163,7 +183,7 @@ public enum InferenceReport {
         var groups: [String: [Run]] = [:]
         var order: [String] = []
         for run in runs {
-            let key = "\(run.scenario)\u{1}\(run.allocator)\u{1}\(run.experiment)"
+            let key = "\(run.scenario)\u{1}\(run.allocator)\u{1}\(run.experiment)\u{1}\(run.segment ?? "")"
             if groups[key] == nil { order.append(key) }
             groups[key, default: []].append(run)
         }
@@ -180,11 +200,11 @@ public enum InferenceReport {
         }
         // Each allocator against the first (the baseline) on the same replicates: the same
         // seeds and potential outcomes, so the differences are paired, as in comparison.csv.
-        let baselines = Dictionary(summaries.map { ("\($0.scenario)\u{1}\($0.experiment)", $0.allocator) }, uniquingKeysWith: { first, _ in first })
+        let baselines = Dictionary(summaries.map { ("\($0.scenario)\u{1}\($0.experiment)\u{1}\($0.segment ?? "")", $0.allocator) }, uniquingKeysWith: { first, _ in first })
         let byKey = Dictionary(summaries.map { (pairKey($0, allocator: $0.allocator), $0) }, uniquingKeysWith: { first, _ in first })
         for index in summaries.indices {
             let s = summaries[index]
-            let baseline = baselines["\(s.scenario)\u{1}\(s.experiment)"]
+            let baseline = baselines["\(s.scenario)\u{1}\(s.experiment)\u{1}\(s.segment ?? "")"]
             guard baseline != s.allocator, let base = baseline.flatMap({ byKey[pairKey(s, allocator: $0)] }) else {
                 summaries[index].cells += Array(repeating: stat(nil), count: 9)
                 continue
@@ -200,7 +220,7 @@ public enum InferenceReport {
     }
 
     private static func pairKey(_ s: Summary, allocator: String) -> String {
-        "\(s.scenario)\u{1}\(s.experiment)\u{1}\(allocator)\u{1}\(s.estimator.rawValue)\u{1}\(s.variant)"
+        "\(s.scenario)\u{1}\(s.experiment)\u{1}\(s.segment ?? "")\u{1}\(allocator)\u{1}\(s.estimator.rawValue)\u{1}\(s.variant)"
     }
 
     /// The mean of paired differences with its normal 95 % interval.
@@ -272,7 +292,7 @@ public enum InferenceReport {
         } else {
             cells += Array(repeating: stat(nil), count: 7)
         }
-        return Summary(allocator: first.allocator, experiment: first.experiment, estimator: estimator, variant: first.variants[v], isControl: v == 0,
+        return Summary(allocator: first.allocator, experiment: first.experiment, segment: first.segment, estimator: estimator, variant: first.variants[v], isControl: v == 0,
                        coverage: covered.rate, rejectionRate: rejected.rate, rejectionRateAnyLook: anyLook.rate,
                        rejectionRateSequential: sequential.rate, srmAlarmRate: srm.rate, decisionRate: Double(decided) / Double(group.count),
                        correctSelection: correct.rate, bias: bias, cells: cells, scenario: first.scenario, byReplicate: byReplicate)
@@ -322,12 +342,26 @@ extension InferenceReport {
     /// analysis plan (none otherwise).
     public static func runs(_ result: FleetSimulation.Result) -> [Run] {
         guard let plan = result.scenario.analysis else { return [] }
-        return result.runs.flatMap { run in
+        let scenario = result.scenario
+        let whole = result.runs.flatMap { run in
             run.inference.enumerated().map { e, looks in
-                let experiment = result.scenario.experiments[e]
-                return Run(scenario: result.scenario.name, allocator: run.allocator, replicate: run.replicate, experiment: experiment.id,
+                let experiment = scenario.experiments[e]
+                return Run(scenario: scenario.name, allocator: run.allocator, replicate: run.replicate, experiment: experiment.id,
                            variants: experiment.variantIDs, looks: looks, plan: plan)
             }
         }
+        // Each segment's rows after the whole fleet's, so that those read as without attributes.
+        let bySegment = result.runs.flatMap { run in
+            run.segmentInference.enumerated().flatMap { e, segments in
+                segments.enumerated().map { s, looks in
+                    let experiment = scenario.experiments[e]
+                    var analysed = Run(scenario: scenario.name, allocator: run.allocator, replicate: run.replicate, experiment: experiment.id,
+                                       variants: experiment.variantIDs, looks: looks, plan: plan)
+                    analysed.segment = scenario.segmentName(s)
+                    return analysed
+                }
+            }
+        }
+        return whole + bySegment
     }
 }

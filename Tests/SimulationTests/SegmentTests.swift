@@ -183,6 +183,50 @@ struct SegmentTests {
         #expect(one.regretAgainstBestVariant == two.regretAgainstBestVariant)
     }
 
+    // MARK: - The analyst's view by segment
+
+    /// With an analysis, each segment is analysed on its own devices beside the whole fleet:
+    /// per view (sticky: false), each segment's true lift is its own rates' difference, the
+    /// estimates sit within 4.5 standard errors of it, and the segments' units add up to the
+    /// fleet's.
+    @Test func eachSegmentIsAnalysedAgainstItsOwnTruth() throws {
+        let experiments = Self.experiments.replacingOccurrences(of: "  - id: button\n", with: "  - id: button\n    sticky: false\n")
+        let scenario = try Tiny.scenario(["population": Self.population, "experiments": experiments, "replicates": "replicates: 1"],
+                                         extra: "analysis: {looks: 1d, test: fixed}")
+        let runs = Tiny.run(scenario)
+        let analysed = InferenceReport.runs(FleetSimulation.Result(scenario: scenario, runs: runs))
+        #expect(analysed.filter { $0.segment == nil }.count == 1)
+        #expect(analysed.compactMap(\.segment) == (0..<4).map(scenario.segmentName))
+        let table = InferenceReport.rows(analysed)
+        #expect(table.columns[3...5] == ["experiment", "segment", "look"])
+        let last = table.rows.filter { $0[table.columns.firstIndex(of: "look")!] == "3" && $0[table.columns.firstIndex(of: "estimator")!] == "naive" }
+        func value(_ row: [String], _ column: String) -> String { row[table.columns.firstIndex(of: column)!] }
+        var segmentUnits = 0, fleetUnits = 0
+        for row in last {
+            let segment = value(row, "segment")
+            if value(row, "variant") == "green" {
+                let s = (0..<4).first { scenario.segmentName($0) == segment }
+                let rates = s.map { scenario.rates(experiment: 0, segment: $0, at: 0) }
+                let truth = try #require(Double(value(row, "lift_truth")))
+                if let rates { #expect(abs(truth - (rates[1] - rates[0])) < 1e-9, "\(segment)") }
+                let lift = try #require(Double(value(row, "lift"))), low = try #require(Double(value(row, "lift_ci95_low")))
+                let se = (lift - low) / 1.96
+                #expect(abs(lift - truth) < 4.5 * se, "\(segment): lift \(lift), truth \(truth), se \(se)")
+            }
+            let units = try #require(Int(value(row, "units")))
+            if segment.isEmpty { fleetUnits += units } else { segmentUnits += units }
+        }
+        #expect(fleetUnits > 0 && segmentUnits == fleetUnits)
+        let comparison = InferenceReport.comparison(analysed)
+        #expect(comparison.columns[2...3] == ["experiment", "segment"])
+        #expect(Set(comparison.column("segment")) == Set([""] + (0..<4).map(scenario.segmentName)))
+        // Without attributes, neither table has the column.
+        let (plain, plainRuns) = (try Tiny.scenario(extra: "analysis: {looks: 1d}"), Tiny.run(try Tiny.scenario(extra: "analysis: {looks: 1d}")))
+        let plainAnalysed = InferenceReport.runs(FleetSimulation.Result(scenario: plain, runs: plainRuns))
+        #expect(!InferenceReport.rows(plainAnalysed).columns.contains("segment"))
+        #expect(!InferenceReport.comparison(plainAnalysed).columns.contains("segment"))
+    }
+
     // MARK: - Reports
 
     @Test func segmentsCSVAndTheSummaryColumnAppearOnlyWithAttributes() throws {

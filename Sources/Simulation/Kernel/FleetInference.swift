@@ -50,6 +50,16 @@ struct FleetInference {
     private var counted: [[Bool]]
     private var viewTruth: [[Double]]
 
+    /// Where devices have attributes (at most ``segmentsAnalysed`` segments), the same per
+    /// experiment and segment, over the segment's devices only: each segment's effects
+    /// estimated as an analyst who splits the results by segment would, beside its truth.
+    private var segmentLedgers: [[UnitLedger]] = []
+    private var segmentViewTruth: [[[Double]]] = []
+    /// Per experiment and segment, the analysed looks; empty unless analysed by segment.
+    private(set) var segmentLooks: [[[(hours: Double?, look: InferenceLook)]]] = []
+    /// Segments beyond this many are not analysed one by one: each look would analyse them all.
+    static let segmentsAnalysed = 64
+
     init(plan: AnalysisPlan, scenario: Scenario, devices: Range<Int>, segments: [UInt16] = []) {
         self.plan = plan
         self.scenario = scenario
@@ -72,6 +82,14 @@ struct FleetInference {
         viewTruth = variantCounts.map { Array(repeating: 0, count: $0) }
         ledgers = scenario.experiments.map { UnitLedger(variantCount: $0.rates.count, sticky: $0.sticky) }
         looks = Array(repeating: [], count: experiments)
+        if !segments.isEmpty, scenario.segmentCount <= Self.segmentsAnalysed {
+            let count = scenario.segmentCount
+            segmentLedgers = scenario.experiments.map { experiment in
+                Array(repeating: UnitLedger(variantCount: experiment.rates.count, sticky: experiment.sticky), count: count)
+            }
+            segmentViewTruth = variantCounts.map { Array(repeating: Array(repeating: 0, count: $0), count: count) }
+            segmentLooks = Array(repeating: Array(repeating: [], count: count), count: experiments)
+        }
     }
 
     /// The time of the next look, or ∞ after the last.
@@ -84,6 +102,9 @@ struct FleetInference {
     mutating func notePublication(_ data: ExperimentData) {
         for e in ledgers.indices where e < data.experiments.count {
             ledgers[e].published(version: data.version, weights: data.experiments[e].snapshot.weights)
+            for s in segmentLedgers.isEmpty ? 0..<0 : segmentLedgers[e].indices {
+                segmentLedgers[e][s].published(version: data.version, weights: data.experiments[e].snapshot.weights)
+            }
         }
     }
 
@@ -111,8 +132,12 @@ struct FleetInference {
             // The rates in force when the view was shown.
             let rates = segments.isEmpty ? experiments[e].rates(at: event.createdAt) : scenario.rates(experiment: e, segment: Int(segments[d]), at: event.createdAt)
             for w in 0..<variantCounts[e] { viewTruth[e][w] += rates[w] }
+            if !segmentLedgers.isEmpty {
+                for w in 0..<variantCounts[e] { segmentViewTruth[e][Int(segments[d])][w] += rates[w] }
+            }
         }
         ledgers[e].ingested(event)
+        if !segmentLedgers.isEmpty, segments.indices.contains(d) { segmentLedgers[e][Int(segments[d])].ingested(event) }
     }
 
     // MARK: - Looks
@@ -124,6 +149,11 @@ struct FleetInference {
             let truth = truth(experiment: e).value
             looks[e].append((now / 3_600, InferenceLook(views: Int(input.totals.reduce(0) { $0 + $1.views }), totals: input.totals, truth: truth,
                                                         analysis: LookAnalysis(input, plan: plan))))
+            for s in segmentLooks.isEmpty ? 0..<0 : segmentLooks[e].indices {
+                let input = segmentLedgers[e][s].look()
+                segmentLooks[e][s].append((now / 3_600, InferenceLook(views: Int(input.totals.reduce(0) { $0 + $1.views }), totals: input.totals,
+                                                                      truth: self.truth(experiment: e, segment: s).value, analysis: LookAnalysis(input, plan: plan))))
+            }
         }
         nextLook += 1
     }
@@ -141,6 +171,18 @@ struct FleetInference {
             for v in 0..<k { sums[v] += 1 - exp(survival[base + v]) }
         }
         return TruthSums(sums: sums, views: views)
+    }
+
+    /// The same over segment `s`'s units (analysed by segment only).
+    func truth(experiment e: Int, segment s: Int) -> TruthSums {
+        let k = variantCounts[e], ledger = segmentLedgers[e][s]
+        guard sticky[e] else { return TruthSums(sums: segmentViewTruth[e][s], views: Double(ledger.unitTotals.reduce(0) { $0 + $1.units })) }
+        var sums = [Double](repeating: 0, count: k)
+        for d in counted[e].indices where counted[e][d] && Int(segments[d]) == s {
+            let base = d * variantsPerDevice + offsets[e]
+            for v in 0..<k { sums[v] += 1 - exp(survival[base + v]) }
+        }
+        return TruthSums(sums: sums, views: Double(ledger.unitTotals.reduce(0) { $0 + $1.views }))
     }
 }
 

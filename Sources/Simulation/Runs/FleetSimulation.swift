@@ -73,6 +73,9 @@ public struct FleetSimulation: Sendable {
         /// Where the scenario has an analysis plan: per experiment, the analyst's looks with
         /// their virtual time in hours.
         public var inference: [[(hours: Double?, look: InferenceLook)]] = []
+        /// Where devices also have attributes (a few segments): per experiment and segment, the
+        /// looks at that segment's devices alone.
+        public var segmentInference: [[[(hours: Double?, look: InferenceLook)]]] = []
         /// The replicate's deliveries, where the simulation was asked to log them
         /// (``FleetSimulation/recordsDeliveries``).
         public var deliveries: DeliveryLog?
@@ -152,18 +155,20 @@ public struct FleetSimulation: Sendable {
             try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let (metrics, failure, windows, inference, deliveries) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        let (metrics, failure, windows, inference, segmentInference, deliveries) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         var run = Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: Self.replicateSeed(scenario, replicate: replicate), metrics: metrics, wallSeconds: wall, failure: failure)
         run.windowProfile = windows
         run.inference = inference
+        run.segmentInference = segmentInference
         run.deliveries = deliveries
         return run
     }
 
     /// A replicate's metrics, the first failure its allocators threw from
     /// ``Allocator/finish()``, its window profile if one was recorded, and its analysed looks.
-    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?, inference: [[(hours: Double?, look: InferenceLook)]], deliveries: DeliveryLog?)
+    typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?, inference: [[(hours: Double?, look: InferenceLook)]],
+                           segmentInference: [[[(hours: Double?, look: InferenceLook)]]], deliveries: DeliveryLog?)
 
     /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
     /// existential would leave the whole event loop running unspecialised generic code.
@@ -206,7 +211,7 @@ public struct FleetSimulation: Sendable {
             fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
             let recorder = profilesWindows ? WindowRecorder(shards: fleet.shardCount, windows: fleet.windowCount, threads: threads) : nil
             let metrics = fleet.run(threads: threads, recorder: recorder)
-            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile(), [], nil)
+            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile(), [], [], nil)
         }
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
         fleet.forcesTimeOrder = forcesTimeOrder || scenario.analysis != nil
@@ -216,7 +221,7 @@ public struct FleetSimulation: Sendable {
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         if logs { fleet.deliveryLog = DeliveryLog() }
         let metrics = fleet.run()
-        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [], fleet.deliveryLog)
+        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [], fleet.inference?.segmentLooks ?? [], fleet.deliveryLog)
     }
 }
 
