@@ -26,7 +26,7 @@ public enum InferenceReport {
         public var commits: Bool
         /// Its commitment, if it made one.
         public var commit: InferenceCommit?
-        /// The segment its units come from (``Scenario/segmentName(_:)``), or `nil` for the
+        /// The segment its units come from (`Scenario.segmentName(_:)`), or `nil` for the
         /// whole fleet.
         public var segment: String?
 

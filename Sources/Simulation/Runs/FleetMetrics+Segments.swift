@@ -1,11 +1,15 @@
 extension FleetMetrics {
     /// What one segment's devices saw of one variant over the run (see ``segmentCells(_:)``).
     public struct SegmentCell: Sendable, Equatable {
-        /// The segment (``Scenario/segmentName(_:)``), its experiment and variant.
+        /// The segment (``Scenario/segmentName(_:)``).
         public var segment: Int
+        /// The experiment's index in the scenario.
         public var experiment: Int
+        /// The variant's index in the experiment.
         public var variant: Int
+        /// The segment's views of the variant.
         public var views: Int
+        /// Those views that converted.
         public var conversions: Int
         /// The variant's true rate in the segment, averaged over its views (the rate where it
         /// had none).
