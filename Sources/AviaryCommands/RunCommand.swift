@@ -252,7 +252,8 @@ struct ValidateCommand: ParsableCommand {
     func run() throws {
         for s in try loadScenarios(scenario) {
             let allocators = s.allocators.map(\.label).joined(separator: ", ")
-            print("\(scenario): OK — \(s.name): \(s.population.devices) devices, \(s.experiments.count) experiment(s), \(s.allocators.count) allocator(s) (\(allocators)), \(s.replicates) replicate(s), horizon \(formatDuration(s.horizon))")
+            let segments = s.hasAttributes ? " in \(s.segmentCount) segments (\(s.population.attributes.map(\.name).joined(separator: " × ")))" : ""
+            print("\(scenario): OK — \(s.name): \(s.population.devices) devices\(segments), \(s.experiments.count) experiment(s), \(s.allocators.count) allocator(s) (\(allocators)), \(s.replicates) replicate(s), horizon \(formatDuration(s.horizon))")
         }
     }
 }
