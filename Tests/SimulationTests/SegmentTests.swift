@@ -227,6 +227,30 @@ struct SegmentTests {
         #expect(!InferenceReport.comparison(plainAnalysed).columns.contains("segment"))
     }
 
+    /// report.html draws the fleet's analysis: the segments' rows of the inference tables do
+    /// not enter its charts, which are those of the same tables without them.
+    @Test func theReportsChartsOfTheAnalysisAreTheFleets() throws {
+        let analysed = try Tiny.scenario(["population": Self.population, "experiments": Self.experiments, "allocators": "allocators: [uniform, thompson]"],
+                                         extra: "analysis: {looks: 1d}")
+        let result = FleetSimulation.Result(scenario: analysed, runs: Tiny.run(analysed))
+        func folder(_ runs: [InferenceReport.Run]) throws -> URL {
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-segments-\(UUID().uuidString)", isDirectory: true)
+            _ = try FleetReport.write([result], to: url)
+            try InferenceReport.rows(runs).write(to: url.appendingPathComponent("inference.csv"))
+            try InferenceReport.comparison(runs).write(to: url.appendingPathComponent("inference-comparison.csv"))
+            return url
+        }
+        let all = InferenceReport.runs(result)
+        let withSegments = try folder(all), fleetOnly = try folder(all.filter { $0.segment == nil })
+        defer { for url in [withSegments, fleetOnly] { try? FileManager.default.removeItem(at: url) } }
+        #expect(try String(contentsOf: withSegments.appendingPathComponent("inference.csv"), encoding: .utf8).contains("platform=ios"))
+        let drawn = try HTMLReport.render(folder: withSegments).charts, expected = try HTMLReport.render(folder: fleetOnly).charts
+        #expect(drawn.contains { $0.kind == "inference-coverage" })
+        #expect(drawn.map(\.id) == expected.map(\.id))
+        let differing = zip(drawn, expected).filter { $0.svg != $1.svg }.map(\.0.id)
+        #expect(differing.isEmpty, "charts drawn differently: \(differing)")
+    }
+
     // MARK: - Reports
 
     @Test func segmentsCSVAndTheSummaryColumnAppearOnlyWithAttributes() throws {

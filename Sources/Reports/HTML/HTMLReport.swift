@@ -91,7 +91,8 @@ public enum HTMLReport {
             guard let looks = try ReportTable.read("inference.csv", in: folder) else {
                 throw ReportError("\(folder.path): inference-comparison.csv needs inference.csv beside it")
             }
-            sections += try InferenceCharts(comparison: comparison, looks: looks).sections()
+            // The fleet's analysis; its segments' rows are in the CSV files for who reads them.
+            sections += try InferenceCharts(comparison: comparison.wholeFleet(), looks: looks.wholeFleet()).sections()
         }
         if let capacity = try ReportTable.read("capacity.csv", in: folder) {
             sections += try CapacityCharts(capacity: capacity).sections()

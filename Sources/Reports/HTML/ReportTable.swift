@@ -39,6 +39,18 @@ struct ReportTable {
         return rows.filter { $0[index] == value }
     }
 
+    /// The whole fleet's rows: without those of single segments (a non-empty `segment`), which
+    /// the page's charts of the fleet must not pool with its own. The table itself where there
+    /// is no `segment` column.
+    func wholeFleet() -> ReportTable {
+        guard let index = table.columns.firstIndex(of: "segment") else { return self }
+        var fleet = CSVTable(columns: table.columns.enumerated().filter { $0.offset != index }.map(\.element))
+        for row in rows where row[index].isEmpty {
+            fleet.appendRaw(row.enumerated().filter { $0.offset != index }.map(\.element))
+        }
+        return ReportTable(name: name, table: fleet)
+    }
+
     /// The distinct values of `column` in first-seen order.
     func distinct(_ column: String, in rows: [[String]]? = nil) throws(ReportError) -> [String] {
         let index = try index(column)
