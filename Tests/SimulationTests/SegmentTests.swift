@@ -227,6 +227,24 @@ struct SegmentTests {
         #expect(!InferenceReport.comparison(plainAnalysed).columns.contains("segment"))
     }
 
+    /// Per device (sticky), each segment's truth is over its own units: the segments' truths,
+    /// weighted by their views, add up to the fleet's at every look.
+    @Test func theSegmentsTruthsAddUpToTheFleets() throws {
+        let scenario = try Tiny.scenario(["population": Self.population, "experiments": Self.experiments, "replicates": "replicates: 1"],
+                                         extra: "analysis: {looks: 1d}")
+        let run = try #require(Tiny.run(scenario).first)
+        let fleet = try #require(run.inference.first), segments = try #require(run.segmentInference.first)
+        #expect(segments.count == 4)
+        for (index, entry) in fleet.enumerated() {
+            #expect(entry.look.views > 0)
+            #expect(segments.map { $0[index].look.views }.reduce(0, +) == entry.look.views)
+            for v in entry.look.truth.indices {
+                let pooled = segments.map { $0[index].look.truth[v] * Double($0[index].look.views) }.reduce(0, +)
+                #expect(abs(pooled - entry.look.truth[v] * Double(entry.look.views)) < 1e-6, "look \(index + 1), variant \(v)")
+            }
+        }
+    }
+
     /// report.html draws the fleet's analysis: the segments' rows of the inference tables do
     /// not enter its charts, which are those of the same tables without them.
     @Test func theReportsChartsOfTheAnalysisAreTheFleets() throws {

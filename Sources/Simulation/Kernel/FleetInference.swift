@@ -149,10 +149,11 @@ struct FleetInference {
             let truth = truth(experiment: e).value
             looks[e].append((now / 3_600, InferenceLook(views: Int(input.totals.reduce(0) { $0 + $1.views }), totals: input.totals, truth: truth,
                                                         analysis: LookAnalysis(input, plan: plan))))
-            for s in segmentLooks.isEmpty ? 0..<0 : segmentLooks[e].indices {
+            let truths = segmentLooks.isEmpty ? [] : segmentTruths(experiment: e)
+            for s in truths.indices {
                 let input = segmentLedgers[e][s].look()
                 segmentLooks[e][s].append((now / 3_600, InferenceLook(views: Int(input.totals.reduce(0) { $0 + $1.views }), totals: input.totals,
-                                                                      truth: self.truth(experiment: e, segment: s).value, analysis: LookAnalysis(input, plan: plan))))
+                                                                      truth: truths[s].value, analysis: LookAnalysis(input, plan: plan))))
             }
         }
         nextLook += 1
@@ -173,16 +174,19 @@ struct FleetInference {
         return TruthSums(sums: sums, views: views)
     }
 
-    /// The same over segment `s`'s units (analysed by segment only).
-    func truth(experiment e: Int, segment s: Int) -> TruthSums {
-        let k = variantCounts[e], ledger = segmentLedgers[e][s]
-        guard sticky[e] else { return TruthSums(sums: segmentViewTruth[e][s], views: Double(ledger.unitTotals.reduce(0) { $0 + $1.units })) }
-        var sums = [Double](repeating: 0, count: k)
-        for d in counted[e].indices where counted[e][d] && Int(segments[d]) == s {
-            let base = d * variantsPerDevice + offsets[e]
-            for v in 0..<k { sums[v] += 1 - exp(survival[base + v]) }
+    /// The same for each segment, over its own units (analysed by segment only), in one pass
+    /// over the devices.
+    func segmentTruths(experiment e: Int) -> [TruthSums] {
+        let k = variantCounts[e], ledgers = segmentLedgers[e]
+        guard sticky[e] else {
+            return ledgers.indices.map { TruthSums(sums: segmentViewTruth[e][$0], views: Double(ledgers[$0].unitTotals.reduce(0) { $0 + $1.units })) }
         }
-        return TruthSums(sums: sums, views: Double(ledger.unitTotals.reduce(0) { $0 + $1.views }))
+        var sums = [[Double]](repeating: [Double](repeating: 0, count: k), count: ledgers.count)
+        for d in counted[e].indices where counted[e][d] {
+            let base = d * variantsPerDevice + offsets[e], s = Int(segments[d])
+            for v in 0..<k { sums[s][v] += 1 - exp(survival[base + v]) }
+        }
+        return ledgers.indices.map { TruthSums(sums: sums[$0], views: Double(ledgers[$0].unitTotals.reduce(0) { $0 + $1.views })) }
     }
 }
 
