@@ -264,6 +264,10 @@ struct SegmentTests {
         #expect(try String(contentsOf: withSegments.appendingPathComponent("inference.csv"), encoding: .utf8).contains("platform=ios"))
         let drawn = try HTMLReport.render(folder: withSegments).charts, expected = try HTMLReport.render(folder: fleetOnly).charts
         #expect(drawn.contains { $0.kind == "inference-coverage" })
+        // And a table of the segments, from segments.csv: each segment of each allocator, with its best variant.
+        let page = try HTMLReport.render(folder: withSegments).page
+        #expect(page.contains("<h2>Segments</h2>") || page.contains(">Segments</h2>"))
+        for s in 0..<4 { #expect(page.contains("<td>uniform</td><td>\(analysed.segmentName(s))</td><td>\(s < 2 ? "green" : "control")</td>")) }
         #expect(drawn.map(\.id) == expected.map(\.id))
         let differing = zip(drawn, expected).filter { $0.svg != $1.svg }.map(\.0.id)
         #expect(differing.isEmpty, "charts drawn differently: \(differing)")

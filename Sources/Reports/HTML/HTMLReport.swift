@@ -84,6 +84,9 @@ public enum HTMLReport {
                                            delivery: try ReportTable.read("delivery.csv", in: folder),
                                            deliveryTimeseries: try ReportTable.read("delivery-timeseries.csv", in: folder)).sections()
         }
+        if let segments = try ReportTable.read("segments.csv", in: folder) {
+            sections.append(try SegmentSection(segments: segments).section())
+        }
         if let comparison = try ReportTable.read("bandit-comparison.csv", in: folder) {
             sections += try BanditCharts(comparison: comparison).sections()
         }
