@@ -25,10 +25,11 @@ struct FleetInference {
     private(set) var looks: [[(hours: Double?, look: InferenceLook)]]
 
     private let experiments: [Scenario.Experiment]
-    /// For the rates of the devices' segments; `segments` holds each device's, by its place in
-    /// the devices counted (empty without attributes).
-    private let scenario: Scenario
+    /// Each device's segment, by its place in the devices counted (empty without attributes).
     private let segments: [UInt16]
+    /// Per experiment with segment rules and segment, its rates (fixed: rules do not combine
+    /// with rate changes yet), so that a view event costs a lookup, not a rule match.
+    private let segmentRates: [[[Double]]]
     private let variantCounts: [Int]
     private let sticky: [Bool]
     /// The first device of the replicate (events carry fleet device numbers).
@@ -62,8 +63,10 @@ struct FleetInference {
 
     init(plan: AnalysisPlan, scenario: Scenario, devices: Range<Int>, segments: [UInt16] = []) {
         self.plan = plan
-        self.scenario = scenario
         self.segments = segments
+        segmentRates = segments.isEmpty ? [] : scenario.experiments.indices.map { e in
+            scenario.experiments[e].segments.isEmpty ? [] : (0..<scenario.segmentCount).map { scenario.rates(experiment: e, segment: $0, at: 0) }
+        }
         lookTimes = plan.lookTimes(horizon: scenario.horizon)
         experiments = scenario.experiments
         variantCounts = scenario.experiments.map(\.rates.count)
@@ -130,7 +133,7 @@ struct FleetInference {
             if event.kind == .view { counted[e][d] = true }
         } else if event.kind == .view {
             // The rates in force when the view was shown.
-            let rates = segments.isEmpty ? experiments[e].rates(at: event.createdAt) : scenario.rates(experiment: e, segment: Int(segments[d]), at: event.createdAt)
+            let rates = segments.isEmpty || segmentRates[e].isEmpty ? experiments[e].rates(at: event.createdAt) : segmentRates[e][Int(segments[d])]
             for w in 0..<variantCounts[e] { viewTruth[e][w] += rates[w] }
             if !segmentLedgers.isEmpty {
                 for w in 0..<variantCounts[e] { segmentViewTruth[e][Int(segments[d])][w] += rates[w] }
