@@ -12,7 +12,9 @@ import csv
 import math
 from collections import defaultdict
 
-EXPERIMENT = ("scenario", "allocator", "replicate", "experiment")
+# "segment" where devices have attributes: each segment's rows are an analysis of their own (an
+# empty cell, or no column, is the whole fleet).
+EXPERIMENT = ("scenario", "allocator", "replicate", "experiment", "segment")
 LOOK = EXPERIMENT + ("look",)
 COMPARISON = LOOK + ("estimator", "metric")
 SRM_METRIC = "conversions_per_view"  # every metric has the same units; one metric's rows suffice
@@ -37,7 +39,7 @@ def count(cell):
 
 
 def key(row, columns):
-    return tuple(row[c] for c in columns)
+    return tuple(row.get(c, "") for c in columns)
 
 
 def variant_order(rows):
