@@ -436,7 +436,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         if board.publishes { publish() }
         for connection in connections { connection.close() }
         live.connectionsOpened = handshakes
-        live.fleet = fleet.finishLive(server: ServerRecord(service: server, acknowledged: fleet.metrics, holdsTotals: index == 0))
+        live.fleet = fleet.finishLive(server: ServerRecord(service: server, acknowledged: fleet.metrics))
         promise.succeed(live)
     }
 }
@@ -451,24 +451,22 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
 /// sends nothing it has seen acknowledged, and its deadline falls after its socket's, so no
 /// answer arrives for a request it has given up on.
 ///
-/// The embedded server's totals are the whole fleet's, so one shard's record holds them and
-/// the others' hold none: the shards' metrics then add up to the fleet's.
+/// The embedded server's totals are the whole fleet's, and a shard that finishes first would
+/// read them while another still drains its last requests: no shard's record holds them, and
+/// ``ShardedRun`` adds them once every shard is done.
 struct ServerRecord: IngestionRecord {
     let service: (any EmbeddedServer)?
     let acknowledged: FleetMetrics
-    let holdsTotals: Bool
 
     func hasIngested(_ id: EventID) -> Bool {
         service.map { $0.ingestedCount([id]) == 1 } ?? false
     }
 
     var eventsAccepted: Int {
-        guard let service else { return acknowledged.acceptedEvents + acknowledged.duplicatesIgnored }
-        return holdsTotals ? service.ingestionCounts().accepted : 0
+        service == nil ? acknowledged.acceptedEvents + acknowledged.duplicatesIgnored : 0
     }
 
     var duplicatesIgnored: Int {
-        guard let service else { return acknowledged.duplicatesIgnored }
-        return holdsTotals ? service.ingestionCounts().duplicates : 0
+        service == nil ? acknowledged.duplicatesIgnored : 0
     }
 }

@@ -71,6 +71,12 @@ package struct ShardedRun: Sendable {
         var parts: [LiveMetrics] = []
         for future in running { parts.append(try! await future.get()) }
         var metrics = LiveMetrics.merging(parts, devices: ranges.map(\.count), scenario: scenario)
+        if let server {
+            // Every shard has drained its requests: the server's totals are final now.
+            let counts = server.ingestionCounts()
+            metrics.fleet.eventsAcked += counts.accepted
+            metrics.fleet.duplicatesIgnored += counts.duplicates
+        }
         metrics.clientCPUSeconds = Self.cpuSeconds() - cpuBefore
         metrics.wallSeconds = clock.wallSeconds
         return metrics
