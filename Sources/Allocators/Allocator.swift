@@ -35,6 +35,13 @@ public protocol Allocator {
     var statistics: [ArmStatistics] { get }
     /// Chooses the variant for one view.
     mutating func choose() -> Int
+    /// Chooses the variant for one view by a device in `context` (see ``ContextSpace``). The
+    /// default ignores the context.
+    mutating func choose(context: Int) -> Int
+    /// Whether choices and snapshots depend on the device's context: a server then tells the
+    /// allocator each view's context, and devices evaluate its snapshots in theirs. The default
+    /// is `false`.
+    static var isContextual: Bool { get }
     /// Learns from one piece of feedback.
     mutating func record(_ feedback: Feedback)
     /// Learns from a batch of feedback.
@@ -69,6 +76,13 @@ public protocol Allocator {
 extension Allocator {
     /// Order matters unless the allocator says otherwise.
     public static var learnsFromSums: Bool { false }
+
+    /// Not contextual.
+    public static var isContextual: Bool { false }
+
+    /// The context does not matter.
+    @inline(__always)
+    public mutating func choose(context: Int) -> Int { choose() }
 
     /// Records each element in order.
     public mutating func record<S: Sequence<Feedback>>(contentsOf batch: S) {

@@ -26,11 +26,22 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     /// A fixed split until a view count or a significant test, then the winner.
     case exploreThenCommit(views: Int?, significance: Double?, minimumViewsPerVariant: Int, weights: [Double]?,
                            test: ExploreThenCommit.StoppingTest = .z)
+    /// LinUCB over the device's context (``LinUCB``).
+    case linUCB(alpha: Double, ridge: Double)
+    /// Linear Thompson sampling over the device's context (``LinearThompsonSampling``).
+    case linearThompson(scale: Double, ridge: Double, draws: Int, floor: Double)
+    /// ε-greedy over ridge estimates in the device's context (``RidgeEpsilonGreedy``).
+    case ridgeEpsilonGreedy(epsilon: Double, ridge: Double)
+    /// Thompson sampling in the leaves of a tree over the device's attributes (``TreeThompsonSampling``).
+    case treeThompson(minimumViews: Int, depth: Int, priorAlpha: Double, priorBeta: Double, draws: Int, floor: Double)
+    /// Eppo's inverse-gap rule over ridge estimates in the device's context (``InverseGapWeighting``).
+    case inverseGap(gamma: Double, floor: Double, ridge: Double)
     /// An allocator found in ``AllocatorRegistry`` by name, with its parameters as given.
     case registered(name: String, parameters: [String: Value])
 
     /// The built-in allocator names, in the order the documentation lists them.
-    public static let builtInNames = ["uniform", "epsilon-greedy", "thompson", "ucb1", "explore-then-commit"]
+    public static let builtInNames = ["uniform", "epsilon-greedy", "thompson", "ucb1", "explore-then-commit",
+                                      "linucb", "linear-thompson", "epsilon-greedy-ridge", "tree-thompson", "inverse-gap"]
 
     /// The allocator names understood: the built-in ones, then the registered ones
     /// (``AllocatorRegistry``) in the order they were registered.
@@ -43,7 +54,22 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         "thompson": ["prior-alpha", "prior-beta", "draws", "floor"],
         "ucb1": [],
         "explore-then-commit": ["views", "significance", "minimum-views", "split", "test", "tuning"],
+        "linucb": ["alpha", "ridge"],
+        "linear-thompson": ["v", "ridge", "draws", "floor"],
+        "epsilon-greedy-ridge": ["epsilon", "ridge"],
+        "tree-thompson": ["minimum-views", "depth", "prior-alpha", "prior-beta", "draws", "floor"],
+        "inverse-gap": ["gamma", "floor", "ridge"],
     ]
+
+    /// Whether the allocator chooses by the device's context (its attributes' segment), so
+    /// that a scenario must give devices attributes and a device evaluates its snapshots in
+    /// its own context.
+    public var isContextual: Bool {
+        switch self {
+        case .linUCB, .linearThompson, .ridgeEpsilonGreedy, .treeThompson, .inverseGap: true
+        default: false
+        }
+    }
 
     /// Whether the allocator ends by sending every view to one winner of its own choosing
     /// (explore-then-commit), so that its commitment is a decision to judge.
@@ -60,6 +86,11 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         case .thompson: "thompson"
         case .ucb1: "ucb1"
         case .exploreThenCommit: "explore-then-commit"
+        case .linUCB: "linucb"
+        case .linearThompson: "linear-thompson"
+        case .ridgeEpsilonGreedy: "epsilon-greedy-ridge"
+        case .treeThompson: "tree-thompson"
+        case .inverseGap: "inverse-gap"
         case .registered(let name, _): name
         }
     }
@@ -107,7 +138,23 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
             )
         case "ucb1":
             self = .ucb1
-        default:
+        case "linucb":
+            self = .linUCB(alpha: try reader.number("alpha") ?? 1, ridge: try reader.number("ridge") ?? 1)
+        case "linear-thompson":
+            self = .linearThompson(scale: try reader.number("v") ?? 0.25, ridge: try reader.number("ridge") ?? 1,
+                                   draws: try reader.integer("draws") ?? 1_000, floor: try reader.number("floor") ?? 0)
+        case "epsilon-greedy-ridge":
+            guard let epsilon = try reader.number("epsilon") else {
+                throw AllocatorError("epsilon-greedy-ridge: parameter 'epsilon' is required (a rate in [0, 1])")
+            }
+            self = .ridgeEpsilonGreedy(epsilon: epsilon, ridge: try reader.number("ridge") ?? 1)
+        case "tree-thompson":
+            self = .treeThompson(minimumViews: try reader.integer("minimum-views") ?? 200, depth: try reader.integer("depth") ?? 8,
+                                 priorAlpha: try reader.number("prior-alpha") ?? 1, priorBeta: try reader.number("prior-beta") ?? 1,
+                                 draws: try reader.integer("draws") ?? 10_000, floor: try reader.number("floor") ?? 0)
+        case "inverse-gap":
+            self = .inverseGap(gamma: try reader.number("gamma") ?? 100, floor: try reader.number("floor") ?? 0, ridge: try reader.number("ridge") ?? 1)
+        case "explore-then-commit":
             let test: ExploreThenCommit.StoppingTest
             switch try reader.text("test") {
             case nil, "z"?:
@@ -127,6 +174,8 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
                 weights: try reader.numbers("split"),
                 test: test
             )
+        default:
+            throw AllocatorError("unknown allocator '\(name)'; expected one of \(Self.names.joined(separator: ", "))")
         }
         try validate()
     }
@@ -261,6 +310,9 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         // As many variants as the floor allows, capped: a tiny floor would otherwise ask for
         // more variants than an Int holds (1 / 1e-320 is infinite) or than memory does.
         case .thompson(_, _, _, let floor) where floor > 0: max(1, Int(min(1 / floor, 64).rounded(.down)))
+        case .linearThompson(_, _, _, let floor) where floor > 0: max(1, Int(min(1 / floor, 64).rounded(.down)))
+        case .treeThompson(_, _, _, _, _, let floor) where floor > 0: max(1, Int(min(1 / floor, 64).rounded(.down)))
+        case .inverseGap(_, let floor, _) where floor > 0: max(1, Int(min(1 / floor, 64).rounded(.down)))
         case .registered(_, let parameters):
             if case .numbers(let weights)? = parameters["split"] { weights.count } else { 2 }
         default: 2
@@ -271,7 +323,7 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Throws: `AllocatorError` if the parameters do not fit that many variants (a split
     ///   with another count, a floor too large).
-    public func makeAllocator(variantCount: Int, seed: StreamSeed) throws(AllocatorError) -> any Allocator {
+    public func makeAllocator(variantCount: Int, seed: StreamSeed, contexts: ContextSpace = .single) throws(AllocatorError) -> any Allocator {
         switch self {
         case .uniform(let weights):
             try UniformSplit(variantCount: variantCount, weights: weights, seed: seed)
@@ -284,6 +336,17 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         case .exploreThenCommit(let views, let significance, let minimum, let weights, let test):
             try ExploreThenCommit(variantCount: variantCount, explorationViews: views, significance: significance, minimumViewsPerVariant: minimum,
                                   weights: weights, test: test, seed: seed)
+        case .linUCB(let alpha, let ridge):
+            try LinUCB(variantCount: variantCount, contexts: contexts, alpha: alpha, ridge: ridge, seed: seed)
+        case .linearThompson(let scale, let ridge, let draws, let floor):
+            try LinearThompsonSampling(variantCount: variantCount, contexts: contexts, scale: scale, ridge: ridge, draws: draws, floor: floor, seed: seed)
+        case .ridgeEpsilonGreedy(let epsilon, let ridge):
+            try RidgeEpsilonGreedy(variantCount: variantCount, contexts: contexts, epsilon: epsilon, ridge: ridge, seed: seed)
+        case .treeThompson(let minimumViews, let depth, let priorAlpha, let priorBeta, let draws, let floor):
+            try TreeThompsonSampling(variantCount: variantCount, contexts: contexts, minimumViews: minimumViews, depth: depth,
+                                     priorAlpha: priorAlpha, priorBeta: priorBeta, draws: draws, floor: floor, seed: seed)
+        case .inverseGap(let gamma, let floor, let ridge):
+            try InverseGapWeighting(variantCount: variantCount, contexts: contexts, gamma: gamma, floor: floor, ridge: ridge, seed: seed)
         case .registered(let name, let parameters):
             try Self.makeRegistered(name, parameters: parameters, variantCount: variantCount, seed: seed)
         }
@@ -322,6 +385,28 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
                 parts.append("test=sequential")
                 if tuning != 5_000 { parts.append("tuning=\(format(tuning))") }
             }
+        case .linUCB(let alpha, let ridge):
+            if alpha != 1 { parts.append("alpha=\(format(alpha))") }
+            if ridge != 1 { parts.append("ridge=\(format(ridge))") }
+        case .linearThompson(let scale, let ridge, let draws, let floor):
+            if scale != 0.25 { parts.append("v=\(format(scale))") }
+            if ridge != 1 { parts.append("ridge=\(format(ridge))") }
+            if draws != 1_000 { parts.append("draws=\(draws)") }
+            if floor != 0 { parts.append("floor=\(format(floor))") }
+        case .ridgeEpsilonGreedy(let epsilon, let ridge):
+            parts.append("epsilon=\(format(epsilon))")
+            if ridge != 1 { parts.append("ridge=\(format(ridge))") }
+        case .treeThompson(let minimumViews, let depth, let priorAlpha, let priorBeta, let draws, let floor):
+            if minimumViews != 200 { parts.append("minimum-views=\(minimumViews)") }
+            if depth != 8 { parts.append("depth=\(depth)") }
+            if priorAlpha != 1 { parts.append("prior-alpha=\(format(priorAlpha))") }
+            if priorBeta != 1 { parts.append("prior-beta=\(format(priorBeta))") }
+            if draws != 10_000 { parts.append("draws=\(draws)") }
+            if floor != 0 { parts.append("floor=\(format(floor))") }
+        case .inverseGap(let gamma, let floor, let ridge):
+            if gamma != 100 { parts.append("gamma=\(format(gamma))") }
+            if floor != 0 { parts.append("floor=\(format(floor))") }
+            if ridge != 1 { parts.append("ridge=\(format(ridge))") }
         case .registered(_, let parameters):
             parts = parameters.keys.sorted().map { "\($0)=\(Self.format(parameters[$0]!, key: $0))" }
         }

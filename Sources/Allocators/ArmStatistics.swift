@@ -45,23 +45,27 @@ public struct Feedback: Hashable, Sendable {
     public var successes: Int
     /// Reward added.
     public var reward: Double
+    /// The context of the device that viewed or converted (see ``ContextSpace``); 0 where the
+    /// devices have no attributes. Allocators that are not contextual ignore it.
+    public var context: Int
 
     /// Creates feedback; prefer the static factories.
-    public init(variant: Int, trials: Int, successes: Int, reward: Double) {
+    public init(variant: Int, trials: Int, successes: Int, reward: Double, context: Int = 0) {
         self.variant = variant
         self.trials = trials
         self.successes = successes
         self.reward = reward
+        self.context = context
     }
 
-    /// One view of `variant`, outcome not yet known.
-    public static func view(_ variant: Int) -> Feedback {
-        Feedback(variant: variant, trials: 1, successes: 0, reward: 0)
+    /// One view of `variant`, outcome not yet known, by a device in `context`.
+    public static func view(_ variant: Int, context: Int = 0) -> Feedback {
+        Feedback(variant: variant, trials: 1, successes: 0, reward: 0, context: context)
     }
 
-    /// One conversion of an earlier view of `variant`, worth `value`.
-    public static func conversion(_ variant: Int, value: Double = 1) -> Feedback {
-        Feedback(variant: variant, trials: 0, successes: 1, reward: value)
+    /// One conversion of an earlier view of `variant`, worth `value`, by a device in `context`.
+    public static func conversion(_ variant: Int, value: Double = 1, context: Int = 0) -> Feedback {
+        Feedback(variant: variant, trials: 0, successes: 1, reward: value, context: context)
     }
 
     /// A view whose outcome is known at once (immediate feedback).

@@ -160,13 +160,15 @@ extension ClientEngine {
         return VariantView(variant: profile.defaults.experiments[index].snapshot.sample(using: &generator), isFirstView: false, isDefault: true)
     }
 
-    /// The fast path of ``viewVariant(_:at:using:)`` by experiment index in ``activeData``.
+    /// The fast path of ``viewVariant(_:at:using:)`` by experiment index in ``activeData``;
+    /// `context` is the device's own (see `PolicySnapshot.variant(forUniform:context:)`), in
+    /// which a contextual policy is evaluated.
     ///
     /// Allocation-free when the variant is already assigned.
     ///
     /// - Precondition: `index` is a valid experiment index of ``activeData``.
     @inlinable
-    public mutating func viewVariant(experiment index: Int, at now: Double, using generator: inout some RandomNumberGenerator) -> VariantView {
+    public mutating func viewVariant(experiment index: Int, at now: Double, context: Int = 0, using generator: inout some RandomNumberGenerator) -> VariantView {
         guard let data else {
             return VariantView(variant: profile.defaults.experiments[index].snapshot.sample(using: &generator), isFirstView: false, isDefault: true)
         }
@@ -176,7 +178,7 @@ extension ClientEngine {
             if state & Self.unloggedBit != 0 { return logView(experiment: index, at: now) }
             return VariantView(variant: Int(state & Self.variantMask) - 1, isFirstView: false, isDefault: false)
         }
-        let variant = data.experiments[index].snapshot.sample(using: &generator)
+        let variant = data.experiments[index].snapshot.sample(context: context, using: &generator)
         assignments[index] = UInt32(truncatingIfNeeded: variant + 1)
         // The event names the data version the draw used, so a server can look up its weights.
         queue(.view, experiment: index, variant: variant, value: 0, at: now, policyVersion: UInt16(truncatingIfNeeded: data.version))
@@ -186,10 +188,11 @@ extension ClientEngine {
     /// Draws (or recalls) the variant a view will show without logging the view: the screen
     /// that shows it is still loading. ``logView(experiment:at:)`` logs it once it has loaded;
     /// until then the assignment is kept but has no view, so a conversion is not recorded, and
-    /// the next ``viewVariant(experiment:at:using:)`` of a sticky experiment logs it.
+    /// the next ``viewVariant(experiment:at:context:using:)`` of a sticky experiment logs it.
+    /// `context` is the device's own, in which a contextual policy is evaluated.
     ///
     /// - Precondition: `index` is a valid experiment index of ``activeData``.
-    public mutating func assignVariant(experiment index: Int, using generator: inout some RandomNumberGenerator) -> VariantView {
+    public mutating func assignVariant(experiment index: Int, context: Int = 0, using generator: inout some RandomNumberGenerator) -> VariantView {
         guard let data else {
             return VariantView(variant: profile.defaults.experiments[index].snapshot.sample(using: &generator), isFirstView: false, isDefault: true)
         }
@@ -198,14 +201,14 @@ extension ClientEngine {
         if state != 0 && data.experiments[index].sticky {
             return VariantView(variant: Int(state & Self.variantMask) - 1, isFirstView: state & Self.unloggedBit != 0, isDefault: false)
         }
-        let variant = data.experiments[index].snapshot.sample(using: &generator)
+        let variant = data.experiments[index].snapshot.sample(context: context, using: &generator)
         assignments[index] = UInt32(truncatingIfNeeded: variant + 1) | Self.unloggedBit
         return VariantView(variant: variant, isFirstView: true, isDefault: false)
     }
 
     /// The screen showing experiment `index`'s assigned variant has loaded: queues its view if
     /// none was logged for the assignment. The event names the data version in force now,
-    /// which is the draw's unless the data changed since ``assignVariant(experiment:using:)``.
+    /// which is the draw's unless the data changed since ``assignVariant(experiment:context:using:)``.
     ///
     /// - Precondition: `index` is a valid experiment index of ``activeData``.
     @discardableResult

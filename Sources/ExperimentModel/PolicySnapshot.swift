@@ -19,6 +19,9 @@ public struct PolicySnapshot: Hashable, Sendable {
     public let posteriors: [BetaParameters]
     /// Cumulative weights, the last forced to exactly 1 so a draw below 1 always lands.
     @usableFromInline let cumulative: [Double]
+    /// A contextual policy's cumulative weights, one row of ``variantCount`` per context, one
+    /// context after another; empty for a policy that is the same in every context.
+    @usableFromInline var contextCumulative: [Double]
 
     /// Creates a snapshot from non-negative weights, normalising them.
     ///
@@ -37,6 +40,57 @@ public struct PolicySnapshot: Hashable, Sendable {
         }
         cumulative[cumulative.count - 1] = 1
         self.cumulative = cumulative
+        self.contextCumulative = []
+    }
+
+    /// Creates a contextual policy: in context *c* a device draws from `contextWeights[c]`
+    /// (each row normalised). Devices evaluate it locally, knowing their own context; its
+    /// ``weights`` are the rows' mean, the policy of a device whose context is unknown.
+    ///
+    /// - Throws: ``AllocatorError`` if there are no rows, rows differ in length, or a row's
+    ///   weights are not valid snapshot weights.
+    public init(contextWeights: [[Double]], posteriors: [BetaParameters] = [], version: Int = 0, issuedAt: Double = 0) throws(AllocatorError) {
+        guard let first = contextWeights.first else {
+            throw AllocatorError("contextual snapshot weights have no context: at least one is needed")
+        }
+        var rows: [[Double]] = []
+        rows.reserveCapacity(contextWeights.count)
+        for (context, row) in contextWeights.enumerated() {
+            guard row.count == first.count else {
+                throw AllocatorError("contextual snapshot weights: context \(context) has \(row.count) weights, context 0 has \(first.count)")
+            }
+            rows.append(try Self.normalise(row, what: "snapshot weights of context \(context)"))
+        }
+        var mean = [Double](repeating: 0, count: first.count)
+        for row in rows { for k in row.indices { mean[k] += row[k] } }
+        try self.init(weights: mean, posteriors: posteriors, version: version, issuedAt: issuedAt)
+        var flat: [Double] = []
+        flat.reserveCapacity(rows.count * first.count)
+        for row in rows {
+            var running = 0.0
+            for weight in row.dropLast() {
+                running += weight
+                flat.append(running)
+            }
+            flat.append(1)
+        }
+        self.contextCumulative = flat
+    }
+
+    /// The number of contexts a contextual policy tells apart; 0 for a policy that is the same
+    /// in every context.
+    public var contextCount: Int { contextCumulative.count / cumulative.count }
+
+    /// Context `context`'s weights: the policy's own where it is contextual, ``weights``
+    /// otherwise.
+    public func weights(inContext context: Int) -> [Double] {
+        guard !contextCumulative.isEmpty else { return weights }
+        let row = contextCumulative[context * variantCount ..< (context + 1) * variantCount]
+        var previous = 0.0
+        return row.map { c in
+            defer { previous = c }
+            return c - previous
+        }
     }
 
     /// The number of variants.
@@ -48,15 +102,17 @@ public struct PolicySnapshot: Hashable, Sendable {
     /// them all update the same reference counts, one cache line passed from core to core;
     /// each thread of a fleet reads a copy of its own instead.
     package func unshared() -> PolicySnapshot {
-        PolicySnapshot(version: version, issuedAt: issuedAt, weights: weights.map { $0 }, posteriors: posteriors.map { $0 }, cumulative: cumulative.map { $0 })
+        PolicySnapshot(version: version, issuedAt: issuedAt, weights: weights.map { $0 }, posteriors: posteriors.map { $0 }, cumulative: cumulative.map { $0 },
+                       contextCumulative: contextCumulative.map { $0 })
     }
 
-    private init(version: Int, issuedAt: Double, weights: [Double], posteriors: [BetaParameters], cumulative: [Double]) {
+    private init(version: Int, issuedAt: Double, weights: [Double], posteriors: [BetaParameters], cumulative: [Double], contextCumulative: [Double]) {
         self.version = version
         self.issuedAt = issuedAt
         self.weights = weights
         self.posteriors = posteriors
         self.cumulative = cumulative
+        self.contextCumulative = contextCumulative
     }
 
     /// The variant that a uniform draw `u` in [0, 1) selects.
@@ -77,6 +133,27 @@ public struct PolicySnapshot: Hashable, Sendable {
     @inlinable @inline(__always)
     public func sample<G: RandomNumberGenerator>(using generator: inout G) -> Int {
         variant(forUniform: generator.nextUniform())
+    }
+
+    /// The variant that a uniform draw `u` in [0, 1) selects for a device in context
+    /// `context`: from the context's row where the policy is contextual (a context beyond its
+    /// rows takes the mean policy), from ``weights`` otherwise.
+    @inlinable @inline(__always)
+    public func variant(forUniform u: Double, context: Int) -> Int {
+        let count = cumulative.count
+        guard context >= 0, (context + 1) * count <= contextCumulative.count else { return variant(forUniform: u) }
+        return contextCumulative.withUnsafeBufferPointer { buffer in
+            var index = 0
+            let row = context * count, last = count - 1
+            while index < last && u >= buffer[row + index] { index += 1 }
+            return index
+        }
+    }
+
+    /// Draws a variant for a device in context `context` (see ``variant(forUniform:context:)``).
+    @inlinable @inline(__always)
+    public func sample<G: RandomNumberGenerator>(context: Int, using generator: inout G) -> Int {
+        variant(forUniform: generator.nextUniform(), context: context)
     }
 
     /// A snapshot that always assigns `variant`.

@@ -43,10 +43,11 @@ extension ExperimentServer {
     /// the next choice, and the allocator chooses.
     public mutating func decide(experiment: Int, for request: DeviceRequestID, uniform: Double, at now: Double) -> Int {
         let variant: Int
+        let context = A.isContextual ? self.context(ofDevice: request.device) : 0
         if case .every = cadence {
-            variant = published.experiments[experiment].snapshot.variant(forUniform: uniform)
+            variant = published.experiments[experiment].snapshot.variant(forUniform: uniform, context: context)
         } else {
-            variant = allocators[experiment].choose()
+            variant = allocators[experiment].choose(context: context)
         }
         recordDecision(experiment: experiment, variant: variant, from: request, at: now)
         return variant
@@ -65,12 +66,14 @@ extension ExperimentServer {
     /// ``DeviceRequestID``).
     public mutating func recordDecision(experiment: Int, variant: Int, from request: DeviceRequestID? = nil, at now: Double) {
         decisions += 1
-        learn(.view(variant), experiment: experiment, at: now, from: FeedbackOrigin(request))
+        let context = A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0
+        learn(.view(variant, context: context), experiment: experiment, at: now, from: FeedbackOrigin(request))
     }
 
     /// Records a goal reported directly (the Conductrics style, no event queue), from
     /// `request` if it is known (see ``DeviceRequestID``).
     public mutating func goal(experiment: Int, variant: Int, value: Double, from request: DeviceRequestID? = nil, at now: Double) {
-        learn(.conversion(variant, value: value), experiment: experiment, at: now, from: FeedbackOrigin(request))
+        let context = A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0
+        learn(.conversion(variant, value: value, context: context), experiment: experiment, at: now, from: FeedbackOrigin(request))
     }
 }

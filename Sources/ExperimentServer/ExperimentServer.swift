@@ -71,6 +71,10 @@ public struct ExperimentServer<A: Allocator> {
     public private(set) var eventsInvalid = 0
     /// Decisions answered (server-side assignment).
     public internal(set) var decisions = 0
+    /// Each device's context (see `ContextSpace`), by the device's number, as a server's store
+    /// of user attributes holds them; read only where the allocators are contextual. A device
+    /// beyond it is in context 0.
+    public var deviceContexts: [UInt16] = []
 
     /// Every event id ingested.
     var seen = IngestedEvents()
@@ -158,18 +162,25 @@ public struct ExperimentServer<A: Allocator> {
             }
             result.accepted += 1
             accepted(event)
-            let feedback: Feedback
+            var feedback: Feedback
             switch event.kind {
             case .view: feedback = .view(variant)
             case .conversion: feedback = .conversion(variant, value: event.value)
             default: continue
             }
+            if A.isContextual { feedback.context = context(ofDevice: event.id.device) }
             learn(feedback, experiment: experiment, at: now, from: .event(event.id))
         }
         eventsAccepted += result.accepted
         duplicatesIgnored += result.duplicates
         eventsInvalid += result.invalid
         return result
+    }
+
+    /// Device `device`'s context: 0 unless ``deviceContexts`` holds it.
+    @inline(__always)
+    public func context(ofDevice device: UInt64) -> Int {
+        device < UInt64(deviceContexts.count) ? Int(deviceContexts[Int(device)]) : 0
     }
 
     /// Whether the event `id` was ingested.

@@ -12,6 +12,10 @@ extension ExperimentService {
     /// The state before any record is replayed: empty, or what `snapshot` holds.
     static func initialState(_ configuration: ServerConfiguration, snapshot: Snapshot?, at now: Double) throws(ServeError) -> State {
         let seed = StreamSeed(configuration.seed).derive("live")
+        guard !configuration.allocator.isContextual else {
+            // Its policy depends on the device's attributes, which no wire carries yet.
+            throw ServeError("allocator \(configuration.allocator) is contextual, and the server does not know its devices' attributes yet: contextual allocators run in simulated fleets (aviary run); serve a non-contextual allocator")
+        }
         if let snapshot {
             guard Snapshot.formats.contains(snapshot.format), snapshot.experiments.count == configuration.experiments.count else {
                 throw ServeError("the snapshot of generation \(snapshot.generation) does not match the served experiments; serve it with the scenario that wrote it, or use another --data-dir")

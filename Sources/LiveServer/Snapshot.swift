@@ -103,7 +103,7 @@ package struct Snapshot: Codable, Sendable {
     package static func supports(_ spec: AllocatorSpec) -> Bool {
         switch spec {
         case .uniform, .epsilonGreedy, .thompson, .ucb1: true
-        case .exploreThenCommit, .registered: false
+        case .exploreThenCommit, .registered, .linUCB, .linearThompson, .ridgeEpsilonGreedy, .treeThompson, .inverseGap: false
         }
     }
 

@@ -27,7 +27,7 @@ struct AllocatorSpecTests {
         #expect {
             try AllocatorSpec(parsing: "thomson")
         } throws: { error in
-            (error as? AllocatorError)?.message.hasPrefix("unknown allocator 'thomson'; expected one of uniform, epsilon-greedy, thompson, ucb1, explore-then-commit, external") == true
+            (error as? AllocatorError)?.message.hasPrefix("unknown allocator 'thomson'; expected one of uniform, epsilon-greedy, thompson, ucb1, explore-then-commit, linucb, linear-thompson, epsilon-greedy-ridge, tree-thompson, inverse-gap, external") == true
         }
     }
 

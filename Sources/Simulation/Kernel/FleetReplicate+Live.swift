@@ -115,7 +115,7 @@ extension FleetReplicate {
     /// live run. Every device's streams derive from its index in the whole fleet, so what a
     /// device does is the same in whichever shard it runs.
     package init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile, devices range: Range<Int>) {
-        var server = Self.makeServer(scenario, allocators: allocators, profile: profile)
+        var server = Self.makeServer(scenario, replicate: replicate, allocators: allocators, profile: profile)
         server.expectDevices(UInt64(range.lowerBound) ..< UInt64(range.upperBound))
         self.init(scenario: scenario, replicate: replicate, server: server, profile: profile, devices: range)
     }

@@ -172,7 +172,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
 
     /// A replicate of the whole fleet, with its own server.
     package init(scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile) {
-        var server = Self.makeServer(scenario, allocators: allocators, profile: profile)
+        var server = Self.makeServer(scenario, replicate: replicate, allocators: allocators, profile: profile)
         server.expectDevices(0 ..< UInt64(scenario.population.devices))
         self.init(scenario: scenario, replicate: replicate, server: server, profile: profile, devices: 0..<scenario.population.devices)
     }
@@ -213,9 +213,15 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         segments.isEmpty ? 0 : Int(segments[d])
     }
 
-    /// The scenario's experiment server, with its allocators and update cadence.
-    static func makeServer(_ scenario: Scenario, allocators: [A], profile: EngineProfile) -> ExperimentServer<A> {
-        ExperimentServer(experiments: profile.defaults.experiments, allocators: allocators, cadence: scenario.server.update, at: 0)
+    /// The scenario's experiment server, with its allocators and update cadence; where the
+    /// allocators are contextual, it knows every device's segment, as a server knows the
+    /// attributes its users' devices report.
+    static func makeServer(_ scenario: Scenario, replicate: Int, allocators: [A], profile: EngineProfile) -> ExperimentServer<A> {
+        var server = ExperimentServer(experiments: profile.defaults.experiments, allocators: allocators, cadence: scenario.server.update, at: 0)
+        if A.isContextual {
+            server.deviceContexts = SegmentDraws(scenario: scenario, replicate: replicate).segments(of: 0 ..< scenario.population.devices)
+        }
+        return server
     }
 
     // MARK: - Running
@@ -366,7 +372,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// What device `d`'s client may know of its device.
     @inline(__always)
     func facts(_ d: Int) -> DeviceFacts {
-        DeviceFacts(local: d, fleet: deviceRange.lowerBound + d, online: devices[d].online, foregroundUntil: devices[d].foregroundUntil)
+        DeviceFacts(local: d, fleet: deviceRange.lowerBound + d, online: devices[d].online, foregroundUntil: devices[d].foregroundUntil, context: segment(d))
     }
 
     /// Adds what only the clients, the style and the server know, at the horizon.

@@ -84,7 +84,7 @@ struct SplitFleet<A: Allocator, Style: DeviceStyle>: ~Copyable {
         guard let window = scenario.independentWindow else { preconditionFailure("a scenario without an independence window runs on one thread") }
         self.scenario = scenario
         self.window = window
-        let server = FleetReplicate<A, Style>.makeServer(scenario, allocators: allocators, profile: profile)
+        let server = FleetReplicate<A, Style>.makeServer(scenario, replicate: replicate, allocators: allocators, profile: profile)
         self.server = server
         let devices = scenario.population.devices
         let count = max(1, min(devices, requested ?? Self.shardCount(devices: devices)))

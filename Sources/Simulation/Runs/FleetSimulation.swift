@@ -151,8 +151,9 @@ public struct FleetSimulation: Sendable {
         let spec = scenario.allocators[index].spec
         let seed = StreamSeed(scenario.seed).derive(replicate).derive("allocator").derive(index)
         // Validated when the scenario was read.
+        let contexts = spec.isContextual ? scenario.contextSpace : .single
         let allocators = scenario.experiments.indices.map { e in
-            try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e))
+            try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e), contexts: contexts)
         }
         let start = DispatchTime.now().uptimeNanoseconds
         let (metrics, failure, windows, inference, segmentInference, deliveries) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
@@ -183,6 +184,11 @@ public struct FleetSimulation: Sendable {
         case is UCB1: return run(UCB1.self)
         case is ExploreThenCommit: return run(ExploreThenCommit.self)
         case is ExternalAllocator: return run(ExternalAllocator.self)
+        case is LinUCB: return run(LinUCB.self)
+        case is LinearThompsonSampling: return run(LinearThompsonSampling.self)
+        case is RidgeEpsilonGreedy: return run(RidgeEpsilonGreedy.self)
+        case is TreeThompsonSampling: return run(TreeThompsonSampling.self)
+        case is InverseGapWeighting: return run(InverseGapWeighting.self)
         default: return runGeneric(first, all: all, allocatorIndex: allocatorIndex, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         }
     }

@@ -175,6 +175,20 @@ extension Scenario {
             // Its server decides each view and logs goals, and no view event carries a unit.
             throw section.error("is not available for the conductrics style yet, whose server logs decisions rather than view events; remove it or use another style")
         }
+        if let index = allocators.firstIndex(where: \.spec.isContextual), let list = r.optional("allocators") {
+            let element = try list.elements[index]
+            guard !population.attributes.isEmpty else {
+                throw element.error("is contextual, and the devices have no attributes to tell contexts apart; give population.attributes, or choose an allocator that is not contextual")
+            }
+            // The other styles' clients assign from campaign or configuration weights that
+            // carry no context yet.
+            guard client.style == .myna || client.style == .conductrics else {
+                throw element.error("is contextual, which the \(client.style.rawValue) style does not evaluate yet; use style: myna or conductrics")
+            }
+            guard contextSpace.dimension <= Limits.contextFeatures else {
+                throw element.error("is contextual, and the attributes give \(contextSpace.dimension) features (1 + each attribute's values but one); expected at most \(Limits.contextFeatures)")
+            }
+        }
         try validateSchedule(file: file)
     }
 

@@ -32,6 +32,9 @@ extension Scenario {
         /// Monte Carlo draws per Thompson snapshot (with three or more variants): a million
         /// draws of 64 variants take about 3 s, once per snapshot.
         public static let thompsonDraws: ClosedRange<Int> = 1...1_000_000
+        /// Features of a contextual allocator's linear models (1 + each attribute's values but
+        /// one): each refresh factors a matrix of that size per variant.
+        public static let contextFeatures = 64
         /// Entries in one schedule: app upgrades (a device counts the upgrades it has had in
         /// 16 bits), rate changes, outages, partitions.
         public static let scheduleEntries = 10_000

@@ -1,3 +1,4 @@
+import Allocators
 import Randomness
 
 extension Scenario {
@@ -25,6 +26,13 @@ extension Scenario {
         func matches(_ values: [Int]) -> Bool {
             when.allSatisfy { $0.value.contains(values[$0.key]) }
         }
+    }
+
+    /// The contexts of contextual allocators: the segments, with the features their linear
+    /// models read (see `ContextSpace`).
+    public var contextSpace: ContextSpace {
+        // Cannot throw: every attribute has two values or more, and at most 4,096 segments.
+        try! ContextSpace(valueCounts: population.attributes.map(\.values.count))
     }
 
     /// The segments devices fall into: every combination of the attributes' values, the

@@ -242,6 +242,9 @@ package struct DeviceFacts {
     package var online: Bool
     /// The app is in the foreground until then.
     package var foregroundUntil: Double
+    /// The device's segment of the scenario's attributes: the context a contextual policy is
+    /// evaluated in (0 without attributes).
+    package var context: Int
 }
 
 /// What a style's halves read of the run: the client's settings, the engine profile, what the

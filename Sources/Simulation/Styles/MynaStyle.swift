@@ -45,12 +45,12 @@ package enum MynaStyle: DeviceStyle {
 
     @inline(__always)
     package static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout NoCounters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
-        let shown = client.viewVariant(experiment: view.experiment, at: now, using: &assignment)
+        let shown = client.viewVariant(experiment: view.experiment, at: now, context: device.context, using: &assignment)
         return Shown(variant: shown.variant, isDefault: shown.isDefault)
     }
 
     package static func assign(experiment e: Int, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout NoCounters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
-        let drawn = client.assignVariant(experiment: e, using: &assignment)
+        let drawn = client.assignVariant(experiment: e, context: device.context, using: &assignment)
         return Shown(variant: drawn.variant, isDefault: drawn.isDefault)
     }
 
