@@ -7,8 +7,8 @@ code with Aviary (a C program with its own random numbers, a Python model of the
 tolerance is stated with the check and justified in validation/README.md.
 
 Writes validation/results.csv (check, expected, measured, tolerance, pass) and exits 1 if any
-check fails. Usage: validate.py --aviary PATH --gbstats-python PATH --stats-python PATH [--jobs N] [--readme]
-  --gbstats-python, --stats-python  the venvs scripts/setup-stats makes
+check fails. Usage: validate.py --aviary PATH --gbstats-python PATH --stats-python PATH --obp-python PATH [--jobs N] [--readme]
+  --gbstats-python, --stats-python, --obp-python  the venvs scripts/setup-stats makes
   --readme  also rewrites the results table in validation/README.md
 """
 import argparse
@@ -403,6 +403,35 @@ def inference(suite, rates_reference, engines):
 
 # MARK: - Output
 
+# MARK: - Off-policy evaluation
+
+OPE = dict(replicates=1000, candidates=["uniform", "linucb", "epsilon-greedy-ridge(epsilon=0.1)"])
+
+
+def off_policy(suite, obp_python):
+    """aviary evaluate's IPS, SNIPS and DR against Open Bandit Pipeline's on the same log, and the
+    coverage of their 95 % intervals (with the devices' propensities) over 1,000 replicates."""
+    scenario = os.path.join(HERE, "ope.yaml")
+    flags = [x for c in OPE["candidates"] for x in ("--allocator", c)]
+    folder = suite.folder("ope-obp")
+    suite.run_aviary("evaluate", scenario, *flags, "--decisions", "-o", folder)
+    largest, compared = finish(start_reference(obp_python, os.path.join(HERE, "reference", "ope_obp.py"), folder)).split()
+    suite.check(f"OPE: IPS, SNIPS and DR against Open Bandit Pipeline 0.5.7, largest |difference| over {compared} estimates",
+                0, float(largest), 1e-9)
+    folder = suite.folder("ope-coverage")
+    suite.run_aviary("evaluate", scenario, *flags, "--replicates", OPE["replicates"], "-o", folder)
+    rows = read_csv(os.path.join(folder, "ope.csv"))
+    for estimator in ("ips", "snips", "dr"):
+        chosen = [r for r in rows if r["propensities"] == "device" and r["estimator"] == estimator]
+        coverage = sum(r["covered"] == "true" for r in chosen) / len(chosen)
+        # The normal interval of a mean of importance-weighted rewards, whose weights reach 10
+        # (a floor of 0.1 in the logging policy): 95 % asymptotically; the tolerance is three
+        # binomial standard errors of the count plus 1.5 points for the skew of ~3,000 decisions.
+        tolerance = 3 * math.sqrt(0.95 * 0.05 / len(chosen)) + 0.015
+        suite.check(f"OPE: coverage of the 95 % interval, {estimator} with the devices' propensities ({len(chosen)} intervals)",
+                    0.95, coverage, tolerance)
+
+
 def write_csv(rows, path):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
@@ -451,6 +480,7 @@ def main():
     parser.add_argument("--readme", action="store_true")
     parser.add_argument("--gbstats-python", required=True, help="a python with gbstats 0.8.0 (scripts/setup-stats)")
     parser.add_argument("--stats-python", required=True, help="a python with spotify-confidence, statsmodels, scipy, ssrm-test")
+    parser.add_argument("--obp-python", required=True, help="a python with obp 0.5.7 (scripts/setup-stats)")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="aviary-validate-") as scratch:
         suite = Suite(os.path.abspath(arguments.aviary), arguments.jobs, scratch)
@@ -470,6 +500,7 @@ def main():
         thompson_slope(suite, slope)
         delayed_feedback(suite, delays)
         inference(suite, rates_reference, (arguments.gbstats_python, arguments.stats_python))
+        off_policy(suite, arguments.obp_python)
     write_csv(suite.rows, os.path.join(HERE, "results.csv"))
     if arguments.readme:
         update_readme(suite.rows)

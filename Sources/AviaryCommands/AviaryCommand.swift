@@ -5,7 +5,7 @@ public struct AviaryCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "aviary",
         abstract: "Simulate mobile A/B-testing clients and compare allocation strategies.",
-        subcommands: [RunCommand.self, FitCommand.self, LoadTestCommand.self, ValidateCommand.self, ScenariosCommand.self, BanditCommand.self, ReportCommand.self, MergeCommand.self, ServeCommand.self, QueueWriterCommand.self]
+        subcommands: [RunCommand.self, FitCommand.self, LoadTestCommand.self, ValidateCommand.self, ScenariosCommand.self, BanditCommand.self, EvaluateCommand.self, ReportCommand.self, MergeCommand.self, ServeCommand.self, QueueWriterCommand.self]
     )
 
     public init() {}

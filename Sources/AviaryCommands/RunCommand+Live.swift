@@ -17,6 +17,7 @@ extension RunCommand {
     /// the devices saw acknowledged.
     func runLive(_ scenarios: [Scenario]) async throws {
         #if Live
+        try refuseContextualAllocatorsLive(scenarios)
         if let url = live.url {
             for scenario in scenarios where scenario.analysis != nil {
                 FileHandle.standardError.write(Data("aviary: \(scenario.name): inference.csv needs the embedded server's analysis; against \(url), read GET /v1/results\n".utf8))
@@ -80,5 +81,15 @@ extension RunCommand {
         #else
         throw CommandFailure(liveModeMissing)
         #endif
+    }
+}
+
+/// Live devices do not send their attributes yet, so no server can evaluate a contextual
+/// allocator for them: refused before any run starts.
+func refuseContextualAllocatorsLive(_ scenarios: [Scenario]) throws {
+    for scenario in scenarios {
+        if let named = scenario.allocators.first(where: \.spec.isContextual) {
+            throw CommandFailure("\(scenario.name): allocator \(named.label) is contextual, and live devices do not send their attributes yet; run it simulated (without --live)")
+        }
     }
 }

@@ -93,6 +93,15 @@ public struct PolicySnapshot: Hashable, Sendable {
         }
     }
 
+    /// The probability that a device in context `context` draws `variant` (see
+    /// ``variant(forUniform:context:)``).
+    public func weight(of variant: Int, inContext context: Int) -> Double {
+        let count = cumulative.count
+        guard context >= 0, (context + 1) * count <= contextCumulative.count else { return weights[variant] }
+        let row = context * count
+        return contextCumulative[row + variant] - (variant == 0 ? 0 : contextCumulative[row + variant - 1])
+    }
+
     /// The number of variants.
     public var variantCount: Int { weights.count }
 

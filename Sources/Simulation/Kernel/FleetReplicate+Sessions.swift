@@ -105,10 +105,22 @@ extension FleetReplicate {
             let (slot, facts, environment) = (devices.pointer(d), facts(d), self.environment)
             let shown = Style.view(view, of: &slot.pointee.client, device: facts, environment: environment, counters: &counters, using: &assignment, at: now)
             keep(assignment, as: .assignment, of: d)
+            if decisionLog != nil, let shown, shown.isDraw,
+               let drawn = Style.drawnWeight(of: slot.pointee.client, experiment: e, variant: shown.variant, context: facts.context) {
+                logDecision(view, variant: shown.variant, context: facts.context, drawn: drawn, at: now)
+            }
             if let shown { show(view, shown, at: now) }
         }
         if crashes { crash(d, at: now) }
         runClient(d, at: now)
+    }
+
+    /// Logs a drawn view with the device's propensity and the server's, for `aviary evaluate`.
+    mutating func logDecision(_ view: PendingView, variant: Int, context: Int, drawn: (weight: Double, issuedAt: Double), at now: Double) {
+        let published = server.published.experiments[view.experiment].snapshot.weight(of: variant, inContext: context)
+        decisionLog!.append(DecisionLog.Decision(
+            time: now, device: deviceRange.lowerBound + view.device, experiment: view.experiment, context: context, variant: variant,
+            reward: view.convertsMask & (1 << UInt64(variant)) != 0 ? 1 : 0, propensity: drawn.weight, published: published, policyAge: now - drawn.issuedAt))
     }
 
     /// Device `d`'s view of experiment `e`: one uniform per variant, drawn whatever is shown,

@@ -60,6 +60,9 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     /// Where the run was asked to (``FleetSimulation/recordsDeliveries``): every event the
     /// server took in, with when it was sent and received, and every session's start.
     package var deliveryLog: DeliveryLog?
+    /// Where the run was asked to (``FleetSimulation/recordsDecisions``): every variant drawn,
+    /// with its propensity.
+    package var decisionLog: DecisionLog?
     /// The server's ingestion capacity: see `+ServerLink`.
     var capacityQueue = CapacityQueue()
     /// The true rates in force, flat (experiment `e`'s variants from `metrics.offsets[e]`), and

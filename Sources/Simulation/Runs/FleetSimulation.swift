@@ -32,6 +32,10 @@ public struct FleetSimulation: Sendable {
     /// event its server took in and every session's start, for a vendor's export of the
     /// fleet. That replicate runs on one thread.
     public var recordsDeliveries: (allocator: Int, replicate: Int)?
+    /// Whether every replicate logs its devices' draws with their propensities
+    /// (``Run/decisions``), for an off-policy evaluation; each replicate then runs on one
+    /// thread, in time order.
+    public var recordsDecisions = false
 
     /// Creates a simulation of `scenario`.
     public init(scenario: Scenario) {
@@ -79,6 +83,9 @@ public struct FleetSimulation: Sendable {
         /// The replicate's deliveries, where the simulation was asked to log them
         /// (``FleetSimulation/recordsDeliveries``).
         public var deliveries: DeliveryLog?
+        /// The devices' draws, where the simulation was asked to log them
+        /// (``FleetSimulation/recordsDecisions``).
+        public var decisions: DecisionLog?
 
         /// A run measured elsewhere (in real time, say) of the replicate `replicate` of `allocator`.
         public init(allocator: String, replicate: Int, seed: UInt64, metrics: FleetMetrics, wallSeconds: Double, failure: AllocatorError? = nil) {
@@ -156,20 +163,21 @@ public struct FleetSimulation: Sendable {
             try! spec.makeAllocator(variantCount: scenario.experiments[e].rates.count, seed: seed.derive(e), contexts: contexts)
         }
         let start = DispatchTime.now().uptimeNanoseconds
-        let (metrics, failure, windows, inference, segmentInference, deliveries) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
+        let (metrics, failure, windows, inference, segmentInference, deliveries, decisions) = runFleet(allocators[0], all: allocators, allocatorIndex: index, replicate: replicate, profile: profile, task: task, threads: threads, tracker: tracker)
         let wall = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         var run = Run(allocator: scenario.allocators[index].label, replicate: replicate, seed: Self.replicateSeed(scenario, replicate: replicate), metrics: metrics, wallSeconds: wall, failure: failure)
         run.windowProfile = windows
         run.inference = inference
         run.segmentInference = segmentInference
         run.deliveries = deliveries
+        run.decisions = decisions
         return run
     }
 
     /// A replicate's metrics, the first failure its allocators threw from
     /// ``Allocator/finish()``, its window profile if one was recorded, and its analysed looks.
     typealias Outcome = (metrics: FleetMetrics, failure: AllocatorError?, windows: WindowProfile?, inference: [[(hours: Double?, look: InferenceLook)]],
-                           segmentInference: [[[(hours: Double?, look: InferenceLook)]]], deliveries: DeliveryLog?)
+                           segmentInference: [[[(hours: Double?, look: InferenceLook)]]], deliveries: DeliveryLog?, decisions: DecisionLog?)
 
     /// Dispatches to a replicate specialised for the allocator's concrete type: an opened
     /// existential would leave the whole event loop running unspecialised generic code.
@@ -210,24 +218,26 @@ public struct FleetSimulation: Sendable {
     private func runFleet<A: Allocator, Style: DeviceStyle>(_ typed: [A], style: Style.Type, replicate: Int, profile: EngineProfile, task: Int, threads: Int, tracker: ProgressTracker,
                                                            logs: Bool) -> Outcome {
         // The split, windowed kernel hands events to the server a window at a time, out of time
-        // order; an analysis reads the ledger at its looks and a delivery log is written in
-        // arrival order, so either runs the replicate whole, in time order, on one thread.
-        if !logs, !forcesTimeOrder, scenario.analysis == nil, scenario.independentWindow != nil {
+        // order; an analysis reads the ledger at its looks, a delivery log is written in
+        // arrival order and a decision log reads the server's publication at each draw, so
+        // each runs the replicate whole, in time order, on one thread.
+        if !logs, !recordsDecisions, !forcesTimeOrder, scenario.analysis == nil, scenario.independentWindow != nil {
             var fleet = SplitFleet<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile, shards: shardCount)
             fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
             let recorder = profilesWindows ? WindowRecorder(shards: fleet.shardCount, windows: fleet.windowCount, threads: threads) : nil
             let metrics = fleet.run(threads: threads, recorder: recorder)
-            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile(), [], [], nil)
+            return (metrics, Self.finish(fleet.server.allocators), recorder?.profile(), [], [], nil, nil)
         }
         var fleet = FleetReplicate<A, Style>(scenario: scenario, replicate: replicate, allocators: typed, profile: profile)
-        fleet.forcesTimeOrder = forcesTimeOrder || scenario.analysis != nil
+        fleet.forcesTimeOrder = forcesTimeOrder || scenario.analysis != nil || recordsDecisions
         if let plan = scenario.analysis {
             fleet.inference = FleetInference(plan: plan, scenario: scenario, devices: 0 ..< scenario.population.devices, segments: fleet.segments)
         }
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
         if logs { fleet.deliveryLog = DeliveryLog() }
+        if recordsDecisions { fleet.decisionLog = DecisionLog() }
         let metrics = fleet.run()
-        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [], fleet.inference?.segmentLooks ?? [], fleet.deliveryLog)
+        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [], fleet.inference?.segmentLooks ?? [], fleet.deliveryLog, fleet.decisionLog)
     }
 }
 

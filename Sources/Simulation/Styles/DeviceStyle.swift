@@ -58,6 +58,10 @@ package protocol DeviceStyle {
     /// waits for the server; the view then comes back from ``takeDecided(_:)``.
     static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout Counters, using assignment: inout DeviceRandom, at now: Double) -> Shown?
 
+    /// The weight the policy `client` drew from gave `variant` of experiment `e` in `context`,
+    /// and when that policy was published: the propensity the device logs with a drawn view.
+    static func drawnWeight(of client: borrowing Client, experiment e: Int, variant: Int, context: Int) -> (weight: Double, issuedAt: Double)?
+
     /// A view whose screen may not load before the user leaves: the variant it will show,
     /// drawn or recalled, with no view logged yet. Only the styles that model a variant's own
     /// behaviour (``Scenario/VariantBehaviour``) implement it; the scenario refuses it elsewhere.
@@ -218,10 +222,14 @@ package struct Shown {
     package var variant: Int
     /// The in-app default (offline mode, a fallback), not an assignment.
     package var isDefault: Bool
+    /// The variant was drawn for this view from the policy the device holds (not recalled
+    /// from a sticky assignment): a decision an off-policy evaluation reads.
+    package var isDraw: Bool
 
-    package init(variant: Int, isDefault: Bool) {
+    package init(variant: Int, isDefault: Bool, isDraw: Bool = false) {
         self.variant = variant
         self.isDefault = isDefault
+        self.isDraw = isDraw
     }
 }
 
@@ -323,6 +331,9 @@ extension DeviceStyle where Shared == Void {
 }
 
 extension DeviceStyle {
+    /// Not known: the server decides, or the device draws from weights of its own.
+    package static func drawnWeight(of client: borrowing Client, experiment e: Int, variant: Int, context: Int) -> (weight: Double, issuedAt: Double)? { nil }
+
     package static func carried(_ request: Request, _ fate: Carried<Reply>, client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {}
     @inline(__always)
     package static func takeDecided(_ client: inout Client) -> DecidedView? { nil }

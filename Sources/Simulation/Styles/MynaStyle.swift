@@ -46,7 +46,14 @@ package enum MynaStyle: DeviceStyle {
     @inline(__always)
     package static func view(_ view: PendingView, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout NoCounters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {
         let shown = client.viewVariant(experiment: view.experiment, at: now, context: device.context, using: &assignment)
-        return Shown(variant: shown.variant, isDefault: shown.isDefault)
+        return Shown(variant: shown.variant, isDefault: shown.isDefault, isDraw: shown.isFirstView && !shown.isDefault)
+    }
+
+    /// The cached data's snapshot, in the device's context.
+    package static func drawnWeight(of client: borrowing Client, experiment e: Int, variant: Int, context: Int) -> (weight: Double, issuedAt: Double)? {
+        guard let data = client.data else { return nil }
+        let snapshot = data.experiments[e].snapshot
+        return (snapshot.weight(of: variant, inContext: context), snapshot.issuedAt)
     }
 
     package static func assign(experiment e: Int, of client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, counters: inout NoCounters, using assignment: inout DeviceRandom, at now: Double) -> Shown? {

@@ -1,0 +1,168 @@
+import Allocators
+import ExperimentModel
+import ArgumentParser
+import Foundation
+import Reports
+import Simulation
+
+/// `aviary evaluate`: off-policy evaluation of candidate allocators from the propensities a
+/// simulated fleet's devices logged.
+struct EvaluateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evaluate",
+        abstract: "Estimate what candidate allocators would have earned on a fleet's logged draws (IPS, SNIPS, DR), beside the truth.",
+        discussion: """
+            Runs the scenario with its first allocator (or --logging) as the policy the devices draw from, logs every \
+            drawn view with the propensity the device drew it with and the weight the server had published, and \
+            replays the log for each candidate (--allocator, repeatable; default: the scenario's allocators): \
+            inverse propensity weighting, its self-normalised form and the doubly robust estimate (a ridge outcome \
+            model per variant), each with a 95 % interval and an always-valid confidence sequence, once with the \
+            devices' propensities and once with the server's. The truth is what the candidate's policies in force \
+            would have earned on the same decisions. Writes ope.csv, ope-propensities.csv and, with --decisions, \
+            decisions.csv (the log, the outcome model and each candidate's policy per decision). Myna style only.
+            """
+    )
+
+    @Argument(help: "The scenario file (default: the built-in default scenario).")
+    var scenario: String?
+
+    @Option(name: .customLong("allocator"), help: ArgumentHelp(
+        "A candidate to evaluate, repeatable (default: the scenario's allocators), e.g. 'linucb', 'uniform(split=50/50)'.", valueName: "spec"))
+    var allocators: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("The policy the devices draw from and log (default: the scenario's first allocator).", valueName: "spec"))
+    var logging: String?
+
+    @Option(name: .long, help: "Master seed.")
+    var seed: UInt64?
+
+    @Option(name: .long, help: "Replicates: logged runs, each evaluated on its own.")
+    var replicates: Int?
+
+    @Option(name: .long, help: "Number of devices.")
+    var devices: Int?
+
+    @Option(name: .long, help: "Logged decisions between two publications of a candidate's policy.")
+    var batch: Int = 1_000
+
+    @Option(name: .long, help: "The sample size the confidence sequences are tightest at.")
+    var tuning: Double = 5_000
+
+    @Option(name: .long, help: "Threads: replicates run in parallel (results are identical for any value).")
+    var jobs: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(name: .shortAndLong, help: "Output folder (default: aviary-out/<scenario name>-ope).")
+    var output: String?
+
+    @Flag(name: .long, help: "Also write decisions.csv: every logged decision with the outcome model and each candidate's policy.")
+    var decisions = false
+
+    func validate() throws {
+        guard jobs >= 1 else { throw CommandFailure("--jobs is \(jobs); it must be at least 1") }
+        guard batch >= 1 else { throw CommandFailure("--batch is \(batch); expected at least 1 decision") }
+        guard tuning > 0 && tuning.isFinite else { throw CommandFailure("--tuning is \(tuning); expected a positive number of decisions") }
+        if let replicates, !Scenario.Limits.replicates.contains(replicates) {
+            throw CommandFailure("--replicates is \(replicates); expected \(Scenario.Limits.replicates.lowerBound) to \(Scenario.Limits.replicates.upperBound)")
+        }
+        if let devices, !Scenario.Limits.devices.contains(devices) {
+            throw CommandFailure("--devices is \(devices); expected \(Scenario.Limits.devices.lowerBound) to \(Scenario.Limits.devices.upperBound)")
+        }
+    }
+
+    func run() throws {
+        let loaded = try loadScenarios(scenario)
+        guard loaded.count == 1, var base = loaded.first else {
+            throw CommandFailure("\(scenario ?? "the scenario") is a sweep of \(loaded.count) scenarios; evaluate reads one (pick one of its values)")
+        }
+        if let seed { base.seed = seed }
+        if let replicates { base.replicates = replicates }
+        if let devices { base.population.devices = devices }
+        guard base.client.style == .myna else {
+            throw CommandFailure("client.style is \(base.client.style.rawValue); evaluate reads the propensities Myna devices draw with (style: myna)")
+        }
+        if let index = base.experiments.firstIndex(where: { !$0.behaviour.isEmpty }) {
+            throw CommandFailure("experiments[\(index)] gives its variants a behaviour of their own (load delay, crashes, events), which evaluate does not log yet")
+        }
+        let logger = try logging.map { try named($0, "--logging", in: base) } ?? base.allocators[0]
+        var labels = Set<String>()
+        let candidates = try (allocators.isEmpty ? base.allocators : allocators.map { try named($0, "--allocator", in: base) }).map { candidate in
+            guard labels.insert(candidate.label).inserted else { throw CommandFailure("--allocator: '\(candidate.label)' is given twice") }
+            return candidate
+        }
+        var logged = base
+        logged.allocators = [logger]
+        var simulation = FleetSimulation(scenario: logged)
+        simulation.recordsDecisions = true
+        let runs = simulation.run(jobs: jobs)
+        if let failure = runs.compactMap(\.failure).first { throw CommandFailure(failure.message) }
+
+        var evaluation = OffPolicyEvaluation(scenario: base, candidates: candidates)
+        evaluation.batch = batch
+        evaluation.tuning = tuning
+        var rows: [OffPolicyEvaluation.Row] = []
+        var comparisons: [OffPolicyEvaluation.PropensityComparison] = []
+        var decisionTable: CSVTable?
+        for run in runs.sorted(by: { $0.replicate < $1.replicate }) {
+            guard let log = run.decisions else { continue }
+            let result = evaluation.evaluate(log, replicate: run.replicate)
+            rows += result.rows
+            comparisons += result.propensities
+            if decisions { OffPolicyReport.decisions(log, replicate: run.replicate, evaluation: evaluation, into: &decisionTable) }
+        }
+        guard !rows.isEmpty else {
+            throw CommandFailure("the devices drew no variant from a downloaded policy in \(base.replicates) replicate(s): nothing to evaluate (more devices, a longer horizon?)")
+        }
+        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base.name)-ope", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var written = [("ope.csv", OffPolicyReport.estimates(rows, scenario: base)), ("ope-propensities.csv", OffPolicyReport.propensities(comparisons, scenario: base))]
+        if let decisionTable { written.append(("decisions.csv", decisionTable)) }
+        for (name, table) in written { try table.write(to: folder.appendingPathComponent(name)) }
+        print(summary(rows, comparisons, base: base, logger: logger))
+        for (name, _) in written { print("Wrote \(folder.appendingPathComponent(name).path)") }
+    }
+
+    private func named(_ text: String, _ flag: String, in scenario: Scenario) throws -> Scenario.NamedAllocator {
+        do throws(AllocatorError) {
+            let spec = try AllocatorSpec(parsing: text)
+            try Scenario.check(spec, fits: scenario.experiments)
+            if spec.isContextual, !scenario.hasAttributes {
+                throw AllocatorError("\(spec.name) is contextual, and the scenario's devices have no attributes (population.attributes)")
+            }
+            return Scenario.NamedAllocator(label: spec.description, spec: spec)
+        } catch {
+            throw CommandFailure("\(flag): \(error.message)")
+        }
+    }
+
+    /// Per candidate, source of propensities and estimator: the estimate and the truth averaged
+    /// over replicates, the bias with its interval, and how often the intervals held the truth.
+    private func summary(_ rows: [OffPolicyEvaluation.Row], _ comparisons: [OffPolicyEvaluation.PropensityComparison], base: Scenario,
+                         logger: Scenario.NamedAllocator) -> String {
+        let decisions = comparisons.reduce(0) { $0 + $1.decisions }, differing = comparisons.reduce(0) { $0 + $1.differing }
+        let age = comparisons.reduce(0) { $0 + $1.meanPolicyAge * Double($1.decisions) } / Double(max(1, decisions))
+        var lines = ["\(base.name): \(base.replicates) replicate(s) logged by \(logger.label), \(decisions) decisions; "
+            + "\(fixed(100 * Double(differing) / Double(max(1, decisions)), 1)) % drawn with another weight than the server's latest, policies \(formatDuration(age)) old on average", ""]
+        var table = TextTable(["candidate", "propensities", "estimator", "estimate", "truth", "bias (95% CI)", "covered"])
+        var order: [String] = []
+        let grouped = Dictionary(grouping: rows) { row -> String in
+            let key = "\(row.candidate)\t\(row.propensities.rawValue)\t\(row.estimate.estimator.rawValue)\t\(row.experiment)"
+            if !order.contains(key) { order.append(key) }
+            return key
+        }
+        for key in order {
+            let group = grouped[key]!
+            let first = group[0]
+            let estimate = MeanInterval(group.map(\.estimate.value)), truth = MeanInterval(group.map(\.truth))
+            let bias = MeanInterval(group.map { $0.estimate.value - $0.truth })
+            let candidate = base.experiments.count > 1 ? "\(first.candidate) [\(base.experiments[first.experiment].id)]" : first.candidate
+            table.append([
+                candidate, first.propensities.rawValue, first.estimate.estimator.rawValue, fixed(estimate.mean * 100, 3) + " %",
+                fixed(truth.mean * 100, 3) + " %", "\(fixed(bias.mean * 100, 3)) ± \(fixed(bias.halfWidth * 100, 3)) pp",
+                "\(group.filter(\.covered).count)/\(group.count)",
+            ])
+        }
+        lines.append(table.rendered)
+        lines.append("")
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,215 @@
+import Allocators
+import Analysis
+import ExperimentModel
+import Randomness
+
+/// Estimates, from the draws one allocator's devices logged (``DecisionLog``), what candidate
+/// allocators would have earned on the same traffic, beside the truth the simulator knows.
+///
+/// Each candidate replays the log in order: before each batch of ``batch`` decisions it
+/// publishes its policy, as a server would, and at every decision the policy's probability of
+/// the logged variant in the device's segment weighs the logged reward; it then learns from
+/// the logged view and its outcome (the variants the logging policy chose, not its own). The
+/// estimand is the mean, over the logged decisions, of what the candidate's policy in force
+/// would have earned in expectation: Σₐ π(a | xₜ) × the true rate of a in xₜ's segment. The
+/// simulator knows those rates, so it knows the estimand exactly; inverse propensity weighting is
+/// unbiased for it whatever the candidate learns, since each policy depends only on the
+/// decisions before it.
+///
+/// The estimates are made twice: with the propensities the devices drew with (from the policy
+/// each had cached, in its segment), and with the weights the server had published last, which
+/// a server that assumes its devices up to date would log. Stale caches and offline draws make
+/// the second wrong, and the estimates built on it biased; a weight the server had set to 0
+/// cannot weigh its decision at all, which the rows count.
+public struct OffPolicyEvaluation: Sendable {
+    /// Where a decision's propensity comes from.
+    public enum Propensities: String, Sendable, CaseIterable {
+        /// The device's cached policy, in its segment: what it drew with.
+        case device
+        /// The server's latest publication at the moment of the draw.
+        case server
+    }
+
+    /// One estimate of one candidate's value in one replicate.
+    public struct Row: Sendable {
+        /// The candidate's label.
+        public var candidate: String
+        /// The replicate whose log was read.
+        public var replicate: Int
+        /// The experiment's index in the scenario.
+        public var experiment: Int
+        /// Whose propensities weighed the decisions.
+        public var propensities: Propensities
+        /// The estimate, its standard error, interval and confidence sequence.
+        public var estimate: OffPolicyEstimates.Estimate
+        /// Decisions weighed.
+        public var decisions: Int
+        /// Decisions whose propensity was 0, which no weight can count.
+        public var unweighable: Int
+        /// The mean importance weight: 1 in expectation where the propensities are right.
+        public var meanWeight: Double
+        /// The largest importance weight.
+        public var largestWeight: Double
+        /// What the candidate's policies in force would have earned per decision, in expectation.
+        public var truth: Double
+
+        /// Whether the interval holds the truth.
+        public var covered: Bool { estimate.lower <= truth && truth <= estimate.upper }
+        /// Whether the confidence sequence holds the truth.
+        public var sequenceCovered: Bool { estimate.sequenceLower <= truth && truth <= estimate.sequenceUpper }
+    }
+
+    /// How the propensities the devices logged compare with the server's, in one replicate.
+    public struct PropensityComparison: Sendable {
+        /// The replicate whose log was read.
+        public var replicate: Int
+        /// The experiment's index in the scenario.
+        public var experiment: Int
+        /// Decisions logged.
+        public var decisions: Int
+        /// Of those, the decisions whose two propensities differ by more than 1e-9.
+        public var differing: Int
+        /// The mean |device − server|.
+        public var meanAbsoluteDifference: Double
+        /// The largest |device − server|.
+        public var largestDifference: Double
+        /// Decisions whose server weight was 0.
+        public var zeroPublished: Int
+        /// The mean age of the devices' policies at their draws, in seconds.
+        public var meanPolicyAge: Double
+        /// The logging policy's mean reward per decision: its on-policy value.
+        public var loggedValue: Double
+    }
+
+    /// The scenario whose devices logged the decisions.
+    public let scenario: Scenario
+    /// The candidates evaluated.
+    public let candidates: [Scenario.NamedAllocator]
+    /// Decisions between two publications of a candidate's policy.
+    public var batch = 1_000
+    /// One minus the intervals' and sequences' confidence.
+    public var alpha = 0.05
+    /// The number of decisions the confidence sequences are tightest at.
+    public var tuning = 5_000.0
+    /// The outcome model's ridge penalty.
+    public var ridge = 1.0
+
+    /// Evaluates `candidates` on logs of `scenario`.
+    public init(scenario: Scenario, candidates: [Scenario.NamedAllocator]) {
+        self.scenario = scenario
+        self.candidates = candidates
+    }
+
+    /// Per candidate, experiment and source of propensities, the three estimates on replicate
+    /// `replicate`'s log, with the truth; and per experiment, how the two propensities compare.
+    public func evaluate(_ log: DecisionLog, replicate: Int) -> (rows: [Row], propensities: [PropensityComparison]) {
+        var rows: [Row] = []
+        var comparisons: [PropensityComparison] = []
+        for e in scenario.experiments.indices {
+            let decisions = log.decisions.filter { $0.experiment == e }
+            guard !decisions.isEmpty else { continue }
+            let model = outcomeModel(decisions, experiment: e)
+            comparisons.append(compare(decisions, replicate: replicate, experiment: e))
+            for (index, candidate) in candidates.enumerated() {
+                rows += replay(candidate, index: index, decisions: decisions, model: model, replicate: replicate, experiment: e)
+            }
+        }
+        return (rows, comparisons)
+    }
+
+    /// q̂(x, a) for every segment and variant: a ridge regression per variant on the segment's
+    /// features, fit on the whole log.
+    public func outcomeModel(_ decisions: [DecisionLog.Decision], experiment e: Int) -> [[Double]] {
+        let contexts = scenario.contextSpace
+        var model = try! RidgeRewardModel(variantCount: scenario.experiments[e].rates.count, contexts: contexts, ridge: ridge)
+        for decision in decisions {
+            model.record(.view(decision.variant, context: decision.context))
+            if decision.reward != 0 { model.record(.conversion(decision.variant, value: decision.reward, context: decision.context)) }
+        }
+        return (0..<contexts.count).map { model.predictions(context: $0) }
+    }
+
+    /// What each candidate's policies in force gave the logged decisions, publication by
+    /// publication: per decision, its policy's probabilities in the decision's segment.
+    public func policies(_ candidate: Scenario.NamedAllocator, index: Int, decisions: [DecisionLog.Decision], replicate: Int, experiment e: Int) -> [[Double]] {
+        let variants = scenario.experiments[e].rates.count
+        let seed = StreamSeed(scenario.seed).derive(replicate).derive("candidate").derive(index).derive(e)
+        // Validated when the candidates were read.
+        var allocator = try! candidate.spec.makeAllocator(variantCount: variants, seed: seed,
+                                                          contexts: candidate.spec.isContextual ? scenario.contextSpace : .single)
+        var result: [[Double]] = []
+        result.reserveCapacity(decisions.count)
+        var start = 0, version = 0
+        while start < decisions.count {
+            version += 1
+            let snapshot = allocator.snapshot(version: version, issuedAt: decisions[start].time)
+            var rows = [[Double]?](repeating: nil, count: max(1, snapshot.contextCount))
+            let end = min(start + batch, decisions.count)
+            for decision in decisions[start..<end] {
+                let key = snapshot.contextCount == 0 ? 0 : decision.context
+                if rows[key] == nil { rows[key] = snapshot.weights(inContext: decision.context) }
+                result.append(rows[key]!)
+            }
+            for decision in decisions[start..<end] {
+                allocator.record(.view(decision.variant, context: decision.context))
+                if decision.reward != 0 { allocator.record(.conversion(decision.variant, value: decision.reward, context: decision.context)) }
+            }
+            start = end
+        }
+        return result
+    }
+
+    private func replay(_ candidate: Scenario.NamedAllocator, index: Int, decisions: [DecisionLog.Decision], model: [[Double]], replicate: Int, experiment e: Int) -> [Row] {
+        let policies = policies(candidate, index: index, decisions: decisions, replicate: replicate, experiment: e)
+        var estimates = [OffPolicyEstimates(), OffPolicyEstimates()]
+        var unweighable = [0, 0]
+        var truth = 0.0
+        var rates: [Int: [Double]] = [:]
+        for (decision, pi) in zip(decisions, policies) {
+            let key = decision.context
+            let segmentRates = rates[key] ?? scenario.rates(experiment: e, segment: decision.context, at: decision.time)
+            if scenario.experiments[e].rateChanges.isEmpty { rates[key] = segmentRates }
+            var value = 0.0, modelValue = 0.0
+            for a in pi.indices {
+                value += pi[a] * segmentRates[a]
+                modelValue += pi[a] * model[decision.context][a]
+            }
+            truth += value
+            for (k, propensity) in [decision.propensity, decision.published].enumerated() {
+                guard propensity > 0 else {
+                    unweighable[k] += 1
+                    continue
+                }
+                estimates[k].add(reward: decision.reward, propensity: propensity, target: pi[decision.variant],
+                                 modelOfAction: model[decision.context][decision.variant], modelOfTarget: modelValue)
+            }
+        }
+        truth /= Double(decisions.count)
+        var rows: [Row] = []
+        for (k, source) in Propensities.allCases.enumerated() {
+            for estimate in estimates[k].estimates(alpha: alpha, tuning: tuning) {
+                rows.append(Row(candidate: candidate.label, replicate: replicate, experiment: e, propensities: source, estimate: estimate,
+                                decisions: estimates[k].decisions, unweighable: unweighable[k], meanWeight: estimates[k].meanWeight,
+                                largestWeight: estimates[k].largestWeight, truth: truth))
+            }
+        }
+        return rows
+    }
+
+    private func compare(_ decisions: [DecisionLog.Decision], replicate: Int, experiment e: Int) -> PropensityComparison {
+        var differing = 0, zero = 0
+        var sum = 0.0, largest = 0.0, age = 0.0, reward = 0.0
+        for decision in decisions {
+            let difference = abs(decision.propensity - decision.published)
+            if difference > 1e-9 { differing += 1 }
+            if decision.published == 0 { zero += 1 }
+            sum += difference
+            largest = max(largest, difference)
+            age += decision.policyAge
+            reward += decision.reward
+        }
+        let n = Double(decisions.count)
+        return PropensityComparison(replicate: replicate, experiment: e, decisions: decisions.count, differing: differing, meanAbsoluteDifference: sum / n,
+                                    largestDifference: largest, zeroPublished: zero, meanPolicyAge: age / n, loggedValue: reward / n)
+    }
+}
