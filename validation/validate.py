@@ -432,6 +432,28 @@ def off_policy(suite, obp_python):
                     0.95, coverage, tolerance)
 
 
+def contextual_policies(suite, numpy_python):
+    """Each contextual allocator's policy, batch by batch on a logged stream, against a NumPy
+    reimplementation from the papers (reference/contextual_numpy.py)."""
+    checks = [
+        ("ope.yaml", os.path.join(HERE, "ope.yaml"), [], ["linucb(alpha=0.5)", "epsilon-greedy-ridge(epsilon=0.1)", "inverse-gap",
+                                                          "linear-thompson(draws=100000)"], ["2"], 1000),
+        ("contextual-bandits.yaml", os.path.join(ROOT, "Scenarios", "contextual-bandits.yaml"),
+         ["--replicates", 1, "--devices", 2000, "--logging", "thompson(floor=0.05)"],
+         ["linucb", "epsilon-greedy-ridge(epsilon=0.1)", "inverse-gap(gamma=50, floor=0.02)"], ["2", "2"], 100),
+    ]
+    for name, scenario, extra, candidates, counts, batch in checks:
+        folder = suite.folder("contextual-" + name)
+        flags = [x for c in candidates for x in ("--allocator", c)]
+        suite.run_aviary("evaluate", scenario, *extra, *flags, "--decisions", "--batch", batch, "-o", folder)
+        out = finish(start_reference(numpy_python, os.path.join(HERE, "reference", "contextual_numpy.py"), folder,
+                                     "--value-counts", *counts, "--batch", batch))
+        for line in out.strip().splitlines():
+            label, largest, tolerance, decisions = line.rsplit(" ", 3)
+            suite.check(f"{label}: policy in force vs NumPy from the paper, largest |difference| over {decisions} decisions ({name})",
+                        0, float(largest), float(tolerance))
+
+
 def write_csv(rows, path):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
@@ -501,6 +523,7 @@ def main():
         delayed_feedback(suite, delays)
         inference(suite, rates_reference, (arguments.gbstats_python, arguments.stats_python))
         off_policy(suite, arguments.obp_python)
+        contextual_policies(suite, arguments.stats_python)
     write_csv(suite.rows, os.path.join(HERE, "results.csv"))
     if arguments.readme:
         update_readme(suite.rows)
