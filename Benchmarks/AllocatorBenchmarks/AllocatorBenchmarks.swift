@@ -71,6 +71,52 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // Contextual allocators: 4 variants, 8 two-valued attributes (256 segments, 9 features), a
+    // device's segment drawn afresh for each operation. A thousand operations per iteration:
+    // a choice costs microseconds, not nanoseconds.
+    let contexts = try! ContextSpace(valueCounts: Array(repeating: 2, count: 8))
+    let contextualRates = BenchmarkWorkload.conversionRates(variants: 4)
+    let contextual: [(String, @Sendable () throws -> any Allocator)] = [
+        ("linucb", { try LinUCB(variantCount: 4, contexts: contexts, seed: BenchmarkWorkload.allocatorSeed) }),
+        ("linear-thompson", { try LinearThompsonSampling(variantCount: 4, contexts: contexts, seed: BenchmarkWorkload.allocatorSeed) }),
+        ("epsilon-greedy-ridge", { try RidgeEpsilonGreedy(variantCount: 4, contexts: contexts, epsilon: 0.1, seed: BenchmarkWorkload.allocatorSeed) }),
+        ("inverse-gap", { try InverseGapWeighting(variantCount: 4, contexts: contexts, seed: BenchmarkWorkload.allocatorSeed) }),
+        ("tree-thompson", { try TreeThompsonSampling(variantCount: 4, contexts: contexts, seed: BenchmarkWorkload.allocatorSeed) }),
+    ]
+    for (name, make) in contextual {
+        // The server deciding every view (Conductrics style, immediate feedback): a choice in
+        // the device's segment, then its view and outcome learnt, so every choice refreshes the
+        // models first.
+        Benchmark("ContextualAssign \(name) 4 variants 256 segments", configuration: .init(scalingFactor: .kilo)) { benchmark in
+            var allocator = try! make()
+            var outcomes = BenchmarkWorkload.outcomeSeed.makeGenerator()
+            benchmark.startMeasurement()
+            runContextualAssignments(&allocator, contexts: contexts.count, rates: contextualRates, outcomes: &outcomes, iterations: benchmark.scaledIterations)
+            benchmark.stopMeasurement()
+        }
+        // The server deciding between two updates of a clock cadence: choices only, from a
+        // model that learnt 10,000 views.
+        Benchmark("ContextualChoose \(name) 4 variants 256 segments", configuration: .init(scalingFactor: .kilo)) { benchmark in
+            var allocator = try! make()
+            var outcomes = BenchmarkWorkload.outcomeSeed.makeGenerator()
+            runContextualAssignments(&allocator, contexts: contexts.count, rates: contextualRates, outcomes: &outcomes, iterations: 0..<10_000)
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(allocator.choose(context: outcomes.nextIndex(below: contexts.count))) }
+            benchmark.stopMeasurement()
+        }
+    }
+    // The Myna device side of a contextual policy: the cached snapshot looked up in the
+    // device's segment.
+    Benchmark("ContextualSnapshotSample 4 variants 256 segments") { benchmark in
+        let snapshot = try! PolicySnapshot(contextWeights: (0..<contexts.count).map { c in (0..<4).map { Double(($0 + c) % 4 + 1) } })
+        var generator = BenchmarkWorkload.outcomeSeed.makeGenerator()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            blackHole(snapshot.sample(context: generator.nextIndex(below: 256), using: &generator))
+        }
+        benchmark.stopMeasurement()
+    }
+
     // A posterior after about a thousand views at 5 %: both Gamma draws inside gsl_ran_beta take
     // the Marsaglia–Tsang path, as they do for every posterior past its first few conversions.
     let betaA = 50.0
@@ -146,6 +192,17 @@ func runAssignments<A: Allocator>(
         let converted = outcomes.nextBernoulli(conversionRates[variant])
         allocator.record(.outcome(variant, converted: converted))
         blackHole(variant)
+    }
+}
+
+/// A choice in a random segment, its view and its outcome learnt, per iteration.
+@inline(never)
+func runContextualAssignments(_ allocator: inout any Allocator, contexts: Int, rates: [Double], outcomes: inout Xoshiro256, iterations: Range<Int>) {
+    for _ in iterations {
+        let context = outcomes.nextIndex(below: contexts)
+        let variant = allocator.choose(context: context)
+        allocator.record(.view(variant, context: context))
+        if outcomes.nextBernoulli(rates[variant]) { allocator.record(.conversion(variant, context: context)) }
     }
 }
 

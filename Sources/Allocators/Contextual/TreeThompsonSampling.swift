@@ -11,8 +11,10 @@ import Randomness
 /// evidence says the variants convert differently, and each leaf runs Beta–Bernoulli Thompson
 /// sampling on its own devices' views and conversions.
 ///
-/// The tree is grown greedily from the root whenever feedback has arrived since it was last
-/// read: a node splits on the attribute (one child per value) that most raises the Beta–Binomial
+/// The tree is grown greedily from the root at every snapshot that follows feedback, and
+/// between snapshots once ``minimumViews`` views have arrived since it was last grown (its
+/// leaves' posteriors take every piece of feedback at once): a server deciding every view
+/// would otherwise regrow it for each. A node splits on the attribute (one child per value) that most raises the Beta–Binomial
 /// marginal likelihood of its counts, if any does and every child has at least ``minimumViews``
 /// views, down to ``depth`` levels. A leaf's posterior for a variant is
 /// Beta(α₀ + s, β₀ + n − s) over the leaf's views n and conversions s of it.
@@ -38,11 +40,17 @@ public struct TreeThompsonSampling: Allocator {
     /// Views and conversions per context and variant, context-major.
     private var views: [Int]
     private var conversions: [Int]
-    /// Each context's leaf, and each leaf's posterior parameters (leaf-major); valid when `grown`.
+    /// Each context's leaf, and each leaf's posterior parameters (leaf-major), once grown.
     private var leafOfContext: [Int] = []
     private var leafAlpha: [Double] = []
     private var leafBeta: [Double] = []
     private var grown = false
+    /// Views recorded since the tree was last grown, and whether any feedback was.
+    private var viewsSinceGrowth = 0
+    private var changedSinceGrowth = false
+    /// Each leaf's views and conversions per variant (leaf-major).
+    private var leafViews: [Int] = []
+    private var leafConversions: [Int] = []
     private let random: GSLRandom
     private let snapshotSeed: StreamSeed
 
@@ -119,11 +127,22 @@ public struct TreeThompsonSampling: Allocator {
         let cell = (feedback.context >= 0 && feedback.context < contexts.count ? feedback.context : 0) * variantCount + feedback.variant
         views[cell] += feedback.trials
         conversions[cell] += feedback.successes
-        grown = false
+        viewsSinceGrowth += feedback.trials
+        changedSinceGrowth = true
+        guard grown, viewsSinceGrowth < minimumViews else {
+            grown = false
+            return
+        }
+        // The tree stands: the leaf's posterior takes the feedback now.
+        let leaf = leafOfContext[cell / variantCount] * variantCount + feedback.variant
+        leafViews[leaf] += feedback.trials
+        leafConversions[leaf] += feedback.successes
+        setPosterior(leaf)
     }
 
     /// Per context, its leaf's P(best), floored.
     public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
+        if changedSinceGrowth { grown = false }
         grow()
         let random = GSLRandom(seed: snapshotSeed.derive(version))
         let leaves = leafAlpha.count / variantCount
@@ -165,6 +184,10 @@ public struct TreeThompsonSampling: Allocator {
         leafOfContext = Array(repeating: 0, count: contexts.count)
         leafAlpha = []
         leafBeta = []
+        leafViews = []
+        leafConversions = []
+        viewsSinceGrowth = 0
+        changedSinceGrowth = false
         let values = (0..<contexts.count).map { contexts.values(of: $0) }
         split(Array(0..<contexts.count), values: values, unused: Array(contexts.valueCounts.indices), level: 0)
         grown = true
@@ -188,14 +211,23 @@ public struct TreeThompsonSampling: Allocator {
             let leaf = leafAlpha.count / variantCount
             for context in members { leafOfContext[context] = leaf }
             for variant in 0..<variantCount {
-                leafAlpha.append(priorAlpha + Double(here.conversions[variant]))
-                // More conversions than views only while feedback arrives out of order.
-                leafBeta.append(priorBeta + Double(max(0, here.views[variant] - here.conversions[variant])))
+                leafViews.append(here.views[variant])
+                leafConversions.append(here.conversions[variant])
+                leafAlpha.append(0)
+                leafBeta.append(0)
+                setPosterior(leafViews.count - 1)
             }
             return
         }
         let rest = unused.filter { $0 != best.attribute }
         for child in best.children { split(child, values: values, unused: rest, level: level + 1) }
+    }
+
+    /// Beta(α₀ + s, β₀ + n − s) from the leaf's counts for one variant (`cell`, leaf-major).
+    private mutating func setPosterior(_ cell: Int) {
+        leafAlpha[cell] = priorAlpha + Double(leafConversions[cell])
+        // More conversions than views only while feedback arrives out of order.
+        leafBeta[cell] = priorBeta + Double(max(0, leafViews[cell] - leafConversions[cell]))
     }
 
     private func totals(_ members: [Int]) -> (views: [Int], conversions: [Int]) {
