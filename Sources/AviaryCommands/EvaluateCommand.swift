@@ -19,7 +19,10 @@ struct EvaluateCommand: ParsableCommand {
             model per variant), each with a 95 % interval and an always-valid confidence sequence, once with the \
             devices' propensities and once with the server's. The truth is what the candidate's policies in force \
             would have earned on the same decisions. Writes ope.csv, ope-propensities.csv and, with --decisions, \
-            decisions.csv (the log, the outcome model and each candidate's policy per decision). Myna style only.
+            decisions.csv (the log, the outcome model and each candidate's policy per decision). Myna style only. \
+            With --log DIR, reads aviary serve's event log instead (the scenario the server served names its \
+            experiments): each unit's first view with the propensity its device sent is a decision, its conversion \
+            the reward; the truth is not known there.
             """
     )
 
@@ -57,6 +60,9 @@ struct EvaluateCommand: ParsableCommand {
     @Flag(name: .long, help: "Also write decisions.csv: every logged decision with the outcome model and each candidate's policy.")
     var decisions = false
 
+    @Option(name: .long, help: ArgumentHelp("aviary serve's --data-dir: evaluate the candidates on the events it logged instead of a simulated run.", valueName: "dir"))
+    var log: String?
+
     func validate() throws {
         guard jobs >= 1 else { throw CommandFailure("--jobs is \(jobs); it must be at least 1") }
         guard batch >= 1 else { throw CommandFailure("--batch is \(batch); expected at least 1 decision") }
@@ -77,6 +83,10 @@ struct EvaluateCommand: ParsableCommand {
         if let seed { base.seed = seed }
         if let replicates { base.replicates = replicates }
         if let devices { base.population.devices = devices }
+        if let log {
+            try evaluateServeLog(log, base: base)
+            return
+        }
         guard base.client.style == .myna else {
             throw CommandFailure("client.style is \(base.client.style.rawValue); evaluate reads the propensities Myna devices draw with (style: myna)")
         }
@@ -84,11 +94,7 @@ struct EvaluateCommand: ParsableCommand {
             throw CommandFailure("experiments[\(index)] gives its variants a behaviour of their own (load delay, crashes, events), which evaluate does not log yet")
         }
         let logger = try logging.map { try named($0, "--logging", in: base) } ?? base.allocators[0]
-        var labels = Set<String>()
-        let candidates = try (allocators.isEmpty ? base.allocators : allocators.map { try named($0, "--allocator", in: base) }).map { candidate in
-            guard labels.insert(candidate.label).inserted else { throw CommandFailure("--allocator: '\(candidate.label)' is given twice") }
-            return candidate
-        }
+        let candidates = try self.candidates(base)
         var logged = base
         logged.allocators = [logger]
         var simulation = FleetSimulation(scenario: logged)
@@ -119,6 +125,58 @@ struct EvaluateCommand: ParsableCommand {
         for (name, table) in written { try table.write(to: folder.appendingPathComponent(name)) }
         print(summary(rows, comparisons, base: base, logger: logger))
         for (name, _) in written { print("Wrote \(folder.appendingPathComponent(name).path)") }
+    }
+
+    /// The candidates on the decisions of a server's event log, where no truth is known.
+    private func evaluateServeLog(_ path: String, base: Scenario) throws {
+        let read: (log: DecisionLog, summary: DecisionLog.ServeLogSummary)
+        do {
+            read = try DecisionLog.read(serveLog: URL(fileURLWithPath: path, isDirectory: true), scenario: base)
+        } catch {
+            throw CommandFailure("--log: \(error.description)")
+        }
+        let candidates = try self.candidates(base)
+        if let contextual = candidates.first(where: \.spec.isContextual) {
+            throw CommandFailure("--allocator: \(contextual.label) is contextual, and a server's log carries no device attributes")
+        }
+        guard read.log.decisions.count >= 2 else {
+            throw CommandFailure("--log: \(path) holds \(read.log.decisions.count) unit(s) whose first view carried a propensity (of \(read.summary.units)); nothing to evaluate")
+        }
+        var evaluation = OffPolicyEvaluation(scenario: base, candidates: candidates)
+        evaluation.batch = batch
+        evaluation.tuning = tuning
+        evaluation.knowsTruth = false
+        let result = evaluation.evaluate(read.log, replicate: 0)
+        let rows = result.rows.filter { $0.propensities == .device }
+        let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base.name)-ope-log", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var written = [("ope.csv", OffPolicyReport.estimates(rows, scenario: base))]
+        if decisions {
+            var table: CSVTable?
+            OffPolicyReport.decisions(read.log, replicate: 0, evaluation: evaluation, into: &table)
+            if let table { written.append(("decisions.csv", table)) }
+        }
+        for (name, table) in written { try table.write(to: folder.appendingPathComponent(name)) }
+        let s = read.summary
+        print("\(base.name): \(s.files.joined(separator: ", ")) in \(path): \(s.units) units, \(read.log.decisions.count) with a propensity"
+              + (s.withoutPropensity > 0 ? ", \(s.withoutPropensity) without (not weighed)" : "") + (s.unknown > 0 ? "; \(s.unknown) events of unknown experiments or variants" : ""))
+        print("")
+        var table = TextTable(["candidate", "estimator", "estimate (95% CI)", "mean weight"])
+        for row in rows {
+            let e = row.estimate
+            table.append([row.candidate, e.estimator.rawValue, "\(fixed(e.value * 100, 3)) % [\(fixed(e.lower * 100, 3)), \(fixed(e.upper * 100, 3))]", fixed(row.meanWeight, 3)])
+        }
+        print(table.rendered)
+        print("")
+        for (name, _) in written { print("Wrote \(folder.appendingPathComponent(name).path)") }
+    }
+
+    private func candidates(_ base: Scenario) throws -> [Scenario.NamedAllocator] {
+        var labels = Set<String>()
+        return try (allocators.isEmpty ? base.allocators : allocators.map { try named($0, "--allocator", in: base) }).map { candidate in
+            guard labels.insert(candidate.label).inserted else { throw CommandFailure("--allocator: '\(candidate.label)' is given twice") }
+            return candidate
+        }
     }
 
     private func named(_ text: String, _ flag: String, in scenario: Scenario) throws -> Scenario.NamedAllocator {

@@ -21,7 +21,8 @@ public enum OffPolicyReport {
                 .text(row.propensities.rawValue), .text(e.estimator.rawValue), .integer(row.decisions), .integer(row.unweighable),
                 .decimal(e.value, places: places), .decimal(e.standardError, places: places), .decimal(e.lower, places: places),
                 .decimal(e.upper, places: places), .decimal(e.sequenceLower, places: places), .decimal(e.sequenceUpper, places: places),
-                .decimal(row.truth, places: places), .text(row.covered ? "true" : "false"), .text(row.sequenceCovered ? "true" : "false"),
+                .decimal(row.truth, places: places), .text(row.truth.isNaN ? "" : row.covered ? "true" : "false"),
+                .text(row.truth.isNaN ? "" : row.sequenceCovered ? "true" : "false"),
                 .number(row.meanWeight), .number(row.largestWeight),
             ])
         }

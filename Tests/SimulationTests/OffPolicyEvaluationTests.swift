@@ -99,3 +99,60 @@ struct OffPolicyEvaluationTests {
         #expect(none.differing == 0 && none.meanAbsoluteDifference == 0)
     }
 }
+
+/// Reading `aviary serve`'s event log (its JSON lines as `EventLog` writes them).
+struct ServeLogReadingTests {
+    static let scenario = try! Tiny.scenario()
+
+    static func folder(_ files: [String: String]) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("aviary-serve-log-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for (name, text) in files { try text.write(to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        return folder
+    }
+
+    static func event(_ id: String, _ kind: String, _ variant: String, experiment: String = "button", propensity: Double? = nil) -> String {
+        #"{"created_at":1,"experiment":"\#(experiment)","id":"\#(id)","kind":"\#(kind)","value":0,"variant":"\#(variant)""#
+            + (propensity.map { #","propensity":\#($0)"# } ?? "") + "}"
+    }
+
+    static func batch(_ events: [String], time: Double) -> String {
+        #"{"events":[\#(events.joined(separator: ","))],"kind":"events","time":\#(time)}"#
+    }
+
+    /// A unit's first view is its decision, with its propensity; a later view of the unit is
+    /// not; a conversion anywhere in the log (even one logged first) is its reward; the next
+    /// generation's file follows; a unit whose first view carried no propensity and events of
+    /// an unknown experiment are counted apart.
+    @Test func aUnitsFirstViewIsItsDecisionAndItsConversionItsReward() throws {
+        let folder = try Self.folder([
+            "events.log": [
+                #"{"kind":"publication","time":0,"version":1,"weights":[[0.5,0.5]]}"#,
+                Self.batch([Self.event("7#1", "conversion", "green")], time: 5),
+                Self.batch([Self.event("7#0", "view", "green", propensity: 0.25), Self.event("8#0", "view", "control", propensity: 0.75)], time: 6),
+                Self.batch([Self.event("8#1", "view", "green", propensity: 0.5), Self.event("9#0", "view", "control")], time: 7),
+            ].joined(separator: "\n") + "\n",
+            "events-1.log": Self.batch([Self.event("10#0", "view", "green", propensity: 0.5), Self.event("11#0", "view", "a", experiment: "other", propensity: 0.5)], time: 9) + "\n",
+        ])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (log, summary) = try DecisionLog.read(serveLog: folder, scenario: Self.scenario)
+        #expect(summary.files == ["events.log", "events-1.log"])
+        #expect(summary.units == 4 && summary.withoutPropensity == 1 && summary.unknown == 1)
+        #expect(log.decisions.map(\.device) == [7, 8, 10])
+        #expect(log.decisions.map(\.variant) == [1, 0, 1])
+        #expect(log.decisions.map(\.propensity) == [0.25, 0.75, 0.5])
+        #expect(log.decisions.map(\.reward) == [1, 0, 0])
+        #expect(log.decisions.map(\.time) == [6, 6, 9])
+    }
+
+    @Test func aLineThatIsNoRecordIsNamed() throws {
+        let folder = try Self.folder(["events.log": Self.batch([Self.event("1#0", "view", "green", propensity: 0.5)], time: 1) + "\n{\"kind\": 3}\n"])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let error = try #require(throws: ScenarioError.self) { try DecisionLog.read(serveLog: folder, scenario: Self.scenario) }
+        #expect(error.key == "line 2" && error.file?.hasSuffix("events.log") == true)
+        let empty = try Self.folder([:])
+        defer { try? FileManager.default.removeItem(at: empty) }
+        let none = try #require(throws: ScenarioError.self) { try DecisionLog.read(serveLog: empty, scenario: Self.scenario) }
+        #expect(none.problem.contains("no events.log"))
+    }
+}

@@ -93,6 +93,9 @@ public struct OffPolicyEvaluation: Sendable {
     public var tuning = 5_000.0
     /// The outcome model's ridge penalty.
     public var ridge = 1.0
+    /// Whether the scenario's rates are the truth of the logged decisions: not for a real
+    /// server's log, whose rows then carry no truth (NaN).
+    public var knowsTruth = true
 
     /// Evaluates `candidates` on logs of `scenario`.
     public init(scenario: Scenario, candidates: [Scenario.NamedAllocator]) {
@@ -184,7 +187,7 @@ public struct OffPolicyEvaluation: Sendable {
                                  modelOfAction: model[decision.context][decision.variant], modelOfTarget: modelValue)
             }
         }
-        truth /= Double(decisions.count)
+        truth = knowsTruth ? truth / Double(decisions.count) : .nan
         var rows: [Row] = []
         for (k, source) in Propensities.allCases.enumerated() {
             for estimate in estimates[k].estimates(alpha: alpha, tuning: tuning) {
