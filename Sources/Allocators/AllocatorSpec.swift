@@ -4,7 +4,7 @@ import Randomness
 /// A named allocator with its parameters: what a scenario file or a command-line flag asks for.
 ///
 /// A spec is validated when it is made, so a scenario with a bad allocator fails before a run
-/// starts; ``makeAllocator(variantCount:seed:)`` then builds a fresh allocator per replicate.
+/// starts; ``makeAllocator(variantCount:seed:contexts:)`` then builds a fresh allocator per replicate.
 ///
 /// The textual form is `name` or `name(key=value, key=value)`, e.g. `thompson(floor=0.01)`,
 /// `epsilon-greedy(epsilon=0.1, decay=0.0001)`, `uniform(split=80/20)`,

@@ -29,7 +29,7 @@ public struct ContextSpace: Hashable, Sendable {
 
     /// Creates the contexts of attributes with `valueCounts` values each.
     ///
-    /// - Throws: ``AllocatorError`` if an attribute has fewer than 2 values, or there are more
+    /// - Throws: `AllocatorError` if an attribute has fewer than 2 values, or there are more
     ///   than ``maximumCount`` contexts.
     public init(valueCounts: [Int]) throws(AllocatorError) {
         var count = 1
