@@ -416,7 +416,7 @@ def off_policy(suite, obp_python):
     folder = suite.folder("ope-obp")
     suite.run_aviary("evaluate", scenario, *flags, "--decisions", "-o", folder)
     largest, compared = finish(start_reference(obp_python, os.path.join(HERE, "reference", "ope_obp.py"), folder)).split()
-    suite.check(f"OPE: IPS, SNIPS and DR against Open Bandit Pipeline 0.5.7, largest |difference| over {compared} estimates",
+    suite.check(f"OPE: IPS, SNIPS and DR against Open Bandit Pipeline 0.5.7, largest absolute difference over {compared} estimates",
                 0, float(largest), 1e-9)
     folder = suite.folder("ope-coverage")
     suite.run_aviary("evaluate", scenario, *flags, "--replicates", OPE["replicates"], "-o", folder)
@@ -450,7 +450,7 @@ def contextual_policies(suite, numpy_python):
                                      "--value-counts", *counts, "--batch", batch))
         for line in out.strip().splitlines():
             label, largest, tolerance, decisions = line.rsplit(" ", 3)
-            suite.check(f"{label}: policy in force vs NumPy from the paper, largest |difference| over {decisions} decisions ({name})",
+            suite.check(f"{label}: policy in force vs NumPy from the paper, largest absolute difference over {decisions} decisions ({name})",
                         0, float(largest), float(tolerance))
 
 

@@ -199,7 +199,8 @@ struct EvaluateCommand: ParsableCommand {
         let decisions = comparisons.reduce(0) { $0 + $1.decisions }, differing = comparisons.reduce(0) { $0 + $1.differing }
         let age = comparisons.reduce(0) { $0 + $1.meanPolicyAge * Double($1.decisions) } / Double(max(1, decisions))
         var lines = ["\(base.name): \(base.replicates) replicate(s) logged by \(logger.label), \(decisions) decisions; "
-            + "\(fixed(100 * Double(differing) / Double(max(1, decisions)), 1)) % drawn with another weight than the server's latest, policies \(formatDuration(age)) old on average", ""]
+            + "\(fixed(100 * Double(differing) / Double(max(1, decisions)), 1)) % drawn with another weight than the server's latest, policies "
+            + (age >= 3_600 ? "\(fixed(age / 3_600, 1)) h" : "\(fixed(age / 60, 0)) min") + " old on average", ""]
         var table = TextTable(["candidate", "propensities", "estimator", "estimate", "truth", "bias (95% CI)", "covered"])
         var order: [String] = []
         let grouped = Dictionary(grouping: rows) { row -> String in
