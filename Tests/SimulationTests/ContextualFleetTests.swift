@@ -68,4 +68,12 @@ struct ContextualFleetTests {
         #expect(error.key == key)
         #expect(error.problem.contains(problem), "\(error.problem)")
     }
+
+    /// A Monte Carlo snapshot's draws are bounded as Thompson sampling's are.
+    @Test func contextualDrawsAreBounded() throws {
+        let error = try #require(throws: ScenarioError.self) {
+            try Tiny.scenario(["population": SegmentTests.population, "allocators": "allocators:\n  - linear-thompson(draws=2000000)"])
+        }
+        #expect(error.key == "allocators[0]" && error.problem.contains("linear-thompson: draws is 2000000"), "\(error)")
+    }
 }

@@ -67,8 +67,12 @@ extension Scenario {
     ///
     /// - Throws: `AllocatorError` naming the parameter and its range.
     public static func checkLimits(_ spec: AllocatorSpec) throws(AllocatorError) {
-        if case .thompson(_, _, let draws, _) = spec, !Limits.thompsonDraws.contains(draws) {
-            throw AllocatorError("thompson: draws is \(draws); expected \(Limits.thompsonDraws.lowerBound) to \(Limits.thompsonDraws.upperBound)")
+        let draws: Int? = switch spec {
+        case .thompson(_, _, let draws, _), .linearThompson(_, _, let draws, _), .treeThompson(_, _, _, _, let draws, _): draws
+        default: nil
+        }
+        if let draws, !Limits.thompsonDraws.contains(draws) {
+            throw AllocatorError("\(spec.name): draws is \(draws); expected \(Limits.thompsonDraws.lowerBound) to \(Limits.thompsonDraws.upperBound)")
         }
     }
 }
