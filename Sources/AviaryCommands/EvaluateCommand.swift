@@ -22,7 +22,7 @@ struct EvaluateCommand: ParsableCommand {
             decisions.csv (the log, the outcome model and each candidate's policy per decision). Myna style only. \
             With --log DIR, reads aviary serve's event log instead (the scenario the server served names its \
             experiments): each unit's first view with the propensity its device sent is a decision, its conversion \
-            the reward; the truth is not known there.
+            the reward, and the server's latest publication before it the server's weight; the truth is not known there.
             """
     )
 
@@ -147,10 +147,10 @@ struct EvaluateCommand: ParsableCommand {
         evaluation.tuning = tuning
         evaluation.knowsTruth = false
         let result = evaluation.evaluate(read.log, replicate: 0)
-        let rows = result.rows.filter { $0.propensities == .device }
+        let rows = result.rows
         let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base.name)-ope-log", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        var written = [("ope.csv", OffPolicyReport.estimates(rows, scenario: base))]
+        var written = [("ope.csv", OffPolicyReport.estimates(rows, scenario: base)), ("ope-propensities.csv", OffPolicyReport.propensities(result.propensities, scenario: base))]
         if decisions {
             var table: CSVTable?
             OffPolicyReport.decisions(read.log, replicate: 0, evaluation: evaluation, into: &table)
@@ -161,10 +161,14 @@ struct EvaluateCommand: ParsableCommand {
         print("\(base.name): \(s.files.joined(separator: ", ")) in \(path): \(s.units) units, \(read.log.decisions.count) with a propensity"
               + (s.withoutPropensity > 0 ? ", \(s.withoutPropensity) without (not weighed)" : "") + (s.unknown > 0 ? "; \(s.unknown) events of unknown experiments or variants" : ""))
         print("")
-        var table = TextTable(["candidate", "estimator", "estimate (95% CI)", "mean weight"])
+        let differing = result.propensities.reduce(0) { $0 + $1.differing }
+        print("\(differing) of \(read.log.decisions.count) first views drew with another weight than the server's latest publication before them")
+        print("")
+        var table = TextTable(["candidate", "propensities", "estimator", "estimate (95% CI)", "mean weight"])
         for row in rows {
             let e = row.estimate
-            table.append([row.candidate, e.estimator.rawValue, "\(fixed(e.value * 100, 3)) % [\(fixed(e.lower * 100, 3)), \(fixed(e.upper * 100, 3))]", fixed(row.meanWeight, 3)])
+            table.append([row.candidate, row.propensities.rawValue, e.estimator.rawValue,
+                          "\(fixed(e.value * 100, 3)) % [\(fixed(e.lower * 100, 3)), \(fixed(e.upper * 100, 3))]", fixed(row.meanWeight, 3)])
         }
         print(table.rendered)
         print("")

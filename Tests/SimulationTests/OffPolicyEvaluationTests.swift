@@ -141,6 +141,8 @@ struct ServeLogReadingTests {
         #expect(log.decisions.map(\.device) == [7, 8, 10])
         #expect(log.decisions.map(\.variant) == [1, 0, 1])
         #expect(log.decisions.map(\.propensity) == [0.25, 0.75, 0.5])
+        // The server's latest publication before each view: ½ each.
+        #expect(log.decisions.map(\.published) == [0.5, 0.5, 0.5])
         #expect(log.decisions.map(\.reward) == [1, 0, 0])
         #expect(log.decisions.map(\.time) == [6, 6, 9])
     }

@@ -19,9 +19,11 @@ extension DecisionLog {
     /// is a decision; its reward is 1 if the log holds a conversion of the unit. `scenario` is
     /// the one the server served: its experiments and variants name the events'.
     ///
-    /// The log carries no attributes, so every decision is in context 0, and it does not say
-    /// which weights the server had published, so `published` repeats the device's propensity.
-    /// A compacted log holds only the events since its last compaction.
+    /// `published` is the weight of the server's latest publication logged before the view's
+    /// batch (its `publication` records), which a server that assumes its devices up to date
+    /// would log; the device's propensity where the log holds no publication yet. The log
+    /// carries no attributes, so every decision is in context 0. A compacted log holds only
+    /// the events since its last compaction.
     ///
     /// - Throws: ``ScenarioError`` naming the folder, or the file and line of a record that
     ///   cannot be read.
@@ -46,6 +48,7 @@ extension DecisionLog {
         var firstViews: [Unit: Decision] = [:]
         var order: [Unit] = []
         var converted = Set<Unit>()
+        var latest: [[Double]]?
         var summary = ServeLogSummary(files: files, units: 0, withoutPropensity: 0, unknown: 0)
         let decoder = JSONDecoder()
         for name in files {
@@ -62,6 +65,10 @@ extension DecisionLog {
                 } catch {
                     throw ScenarioError(file: folder.appendingPathComponent(name).path, key: "line \(number + 1)", "is not a record of aviary serve's log: \(error)")
                 }
+                if record.kind == "publication", let weights = record.weights, weights.count == scenario.experiments.count {
+                    latest = weights
+                    continue
+                }
                 guard record.kind == "events", let events = record.events else { continue }
                 for event in events where event.kind == "view" || event.kind == "conversion" {
                     guard let e = event.experiment.flatMap({ experiments[$0] }), let v = event.variant.flatMap({ variants[e][$0] }) else {
@@ -76,8 +83,9 @@ extension DecisionLog {
                     guard firstViews[unit] == nil else { continue }
                     order.append(unit)
                     let p = event.propensity ?? 0
+                    let published = latest.flatMap { v < $0[e].count ? $0[e][v] : nil } ?? p
                     firstViews[unit] = Decision(time: record.time ?? event.createdAt ?? 0, device: Int(unit.device) ?? 0, experiment: e, context: 0,
-                                                variant: v, reward: 0, propensity: p, published: p, policyAge: 0)
+                                                variant: v, reward: 0, propensity: p, published: published, policyAge: .nan)
                 }
             }
         }
@@ -100,6 +108,7 @@ extension DecisionLog {
         var kind: String
         var time: Double?
         var events: [LogEvent]?
+        var weights: [[Double]]?
     }
 
     private struct LogEvent: Decodable {
