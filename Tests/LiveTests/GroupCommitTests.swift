@@ -227,14 +227,16 @@ struct GroupCommitTests {
         let commits = GroupCommit { permits.flush() }
         let done = Counter()
         commits.written(upTo: 10)
-        let first = Task {
+        // High priority: with the whole suite queued on two cores, a task of the default
+        // priority may wait minutes behind other tests before it starts the flush.
+        let first = Task(priority: .high) {
             try await commits.durable(upTo: 10)
             done.add()
         }
         // The first flush has read how far to flush once it waits for its permit.
         try await Self.eventually { permits.arrivals.value == 1 }
         commits.written(upTo: 20)
-        let second = Task {
+        let second = Task(priority: .high) {
             try await commits.durable(upTo: 20)
             done.add(10)
         }
