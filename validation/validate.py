@@ -422,7 +422,7 @@ def off_policy(suite, obp_python):
     suite.run_aviary("evaluate", scenario, *flags, "--replicates", OPE["replicates"], "-o", folder)
     rows = read_csv(os.path.join(folder, "ope.csv"))
     for estimator in ("ips", "snips", "dr"):
-        chosen = [r for r in rows if r["propensities"] == "device" and r["estimator"] == estimator]
+        chosen = [r for r in rows if r["log"] == "drawn" and r["propensities"] == "device" and r["estimator"] == estimator]
         coverage = sum(r["covered"] == "true" for r in chosen) / len(chosen)
         # The normal interval of a mean of importance-weighted rewards, whose weights reach 10
         # (a floor of 0.1 in the logging policy): 95 % asymptotically; the tolerance is three

@@ -17,8 +17,11 @@ struct EvaluateCommand: ParsableCommand {
             replays the log for each candidate (--allocator, repeatable; default: the scenario's allocators): \
             inverse propensity weighting, its self-normalised form and the doubly robust estimate (a ridge outcome \
             model per variant), each with a 95 % interval and an always-valid confidence sequence, once with the \
-            devices' propensities and once with the server's. The truth is what the candidate's policies in force \
-            would have earned on the same decisions. Writes ope.csv, ope-propensities.csv and, with --decisions, \
+            devices' propensities and once with the server's, on every draw (log: drawn) and on the draws whose view \
+            had reached the server by the end, with the conversions that had too (log: received), which is all a \
+            server's log holds; --settle reads only the draws old enough for their conversions to have arrived. \
+            The truth is what the candidate's policies in force would have earned on every draw read. \
+            Writes ope.csv, ope-propensities.csv and, with --decisions, \
             decisions.csv (the log, the outcome model and each candidate's policy per decision). Myna style only. \
             With --log DIR, reads aviary serve's event log instead (the scenario the server served names its \
             experiments): each unit's first view with the propensity its device sent is a decision, its conversion \
@@ -57,6 +60,11 @@ struct EvaluateCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Output folder (default: aviary-out/<scenario name>-ope).")
     var output: String?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Read only the draws made at least this long before the log ends (e.g. 24h), so that their conversions have had time to arrive.",
+        valueName: "duration"))
+    var settle: String?
+
     @Flag(name: .long, help: "Also write decisions.csv: every logged decision with the outcome model and each candidate's policy.")
     var decisions = false
 
@@ -73,7 +81,13 @@ struct EvaluateCommand: ParsableCommand {
         if let devices, !Scenario.Limits.devices.contains(devices) {
             throw CommandFailure("--devices is \(devices); expected \(Scenario.Limits.devices.lowerBound) to \(Scenario.Limits.devices.upperBound)")
         }
+        if let settle, Scenario.parseDuration(settle).map({ $0 >= 0 }) != true {
+            throw CommandFailure("--settle is '\(settle)'; expected a duration such as 24h")
+        }
     }
+
+    /// The seconds before the log's end that a draw must have been made by, if --settle asks.
+    private var settleSeconds: Double? { settle.flatMap(Scenario.parseDuration) }
 
     func run() throws {
         let loaded = try loadScenarios(scenario)
@@ -109,14 +123,16 @@ struct EvaluateCommand: ParsableCommand {
         var comparisons: [OffPolicyEvaluation.PropensityComparison] = []
         var decisionTable: CSVTable?
         for run in runs.sorted(by: { $0.replicate < $1.replicate }) {
-            guard let log = run.decisions else { continue }
+            guard var log = run.decisions else { continue }
+            if let settleSeconds { log = log.made(through: base.horizon - settleSeconds) }
             let result = evaluation.evaluate(log, replicate: run.replicate)
             rows += result.rows
             comparisons += result.propensities
             if decisions { OffPolicyReport.decisions(log, replicate: run.replicate, evaluation: evaluation, into: &decisionTable) }
         }
         guard !rows.isEmpty else {
-            throw CommandFailure("the devices drew no variant from a downloaded policy in \(base.replicates) replicate(s): nothing to evaluate (more devices, a longer horizon?)")
+            throw CommandFailure("the devices drew no variant from a downloaded policy in \(base.replicates) replicate(s)"
+                                 + (settle.map { " at least \($0) before the end" } ?? "") + ": nothing to evaluate (more devices, a longer horizon?)")
         }
         let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base.name)-ope", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -129,12 +145,13 @@ struct EvaluateCommand: ParsableCommand {
 
     /// The candidates on the decisions of a server's event log, where no truth is known.
     private func evaluateServeLog(_ path: String, base: Scenario) throws {
-        let read: (log: DecisionLog, summary: DecisionLog.ServeLogSummary)
+        var read: (log: DecisionLog, summary: DecisionLog.ServeLogSummary)
         do {
             read = try DecisionLog.read(serveLog: URL(fileURLWithPath: path, isDirectory: true), scenario: base)
         } catch {
             throw CommandFailure("--log: \(error.description)")
         }
+        if let settleSeconds { read.log = read.log.made(through: read.summary.end - settleSeconds) }
         let candidates = try self.candidates(base)
         if let contextual = candidates.first(where: \.spec.isContextual) {
             throw CommandFailure("--allocator: \(contextual.label) is contextual, and a server's log carries no device attributes")
@@ -146,6 +163,7 @@ struct EvaluateCommand: ParsableCommand {
         evaluation.batch = batch
         evaluation.tuning = tuning
         evaluation.knowsTruth = false
+        evaluation.logs = [.received]
         let result = evaluation.evaluate(read.log, replicate: 0)
         let rows = result.rows
         let folder = URL(fileURLWithPath: output ?? "aviary-out/\(base.name)-ope-log", isDirectory: true)
@@ -164,10 +182,10 @@ struct EvaluateCommand: ParsableCommand {
         let differing = result.propensities.reduce(0) { $0 + $1.differing }
         print("\(differing) of \(read.log.decisions.count) first views drew with another weight than the server's latest publication before them")
         print("")
-        var table = TextTable(["candidate", "propensities", "estimator", "estimate (95% CI)", "mean weight"])
+        var table = TextTable(["candidate", "log", "propensities", "estimator", "estimate (95% CI)", "mean weight"])
         for row in rows {
             let e = row.estimate
-            table.append([row.candidate, row.propensities.rawValue, e.estimator.rawValue,
+            table.append([row.candidate, row.log.rawValue, row.propensities.rawValue, e.estimator.rawValue,
                           "\(fixed(e.value * 100, 3)) % [\(fixed(e.lower * 100, 3)), \(fixed(e.upper * 100, 3))]", fixed(row.meanWeight, 3)])
         }
         print(table.rendered)
@@ -202,13 +220,18 @@ struct EvaluateCommand: ParsableCommand {
                          logger: Scenario.NamedAllocator) -> String {
         let decisions = comparisons.reduce(0) { $0 + $1.decisions }, differing = comparisons.reduce(0) { $0 + $1.differing }
         let age = comparisons.reduce(0) { $0 + $1.meanPolicyAge * Double($1.decisions) } / Double(max(1, decisions))
+        let received = comparisons.reduce(0) { $0 + $1.received }
+        let loggedValue = comparisons.reduce(0) { $0 + $1.loggedValue * Double($1.decisions) } / Double(max(1, decisions))
+        let receivedValue = comparisons.reduce(0) { $0 + ($1.received == 0 ? 0 : $1.receivedValue * Double($1.received)) } / Double(max(1, received))
         var lines = ["\(base.name): \(base.replicates) replicate(s) logged by \(logger.label), \(decisions) decisions; "
             + "\(fixed(100 * Double(differing) / Double(max(1, decisions)), 1)) % drawn with another weight than the server's latest, policies "
-            + (age >= 3_600 ? "\(fixed(age / 3_600, 1)) h" : "\(fixed(age / 60, 0)) min") + " old on average", ""]
-        var table = TextTable(["candidate", "propensities", "estimator", "estimate", "truth", "bias (95% CI)", "covered"])
+            + (age >= 3_600 ? "\(fixed(age / 3_600, 1)) h" : "\(fixed(age / 60, 0)) min") + " old on average",
+            "\(fixed(100 * Double(received) / Double(max(1, decisions)), 1)) % of the draws had reached the server by the end, converting "
+            + "\(fixed(receivedValue * 100, 3)) % as it knew them (\(fixed(loggedValue * 100, 3)) % of all draws converted)", ""]
+        var table = TextTable(["candidate", "log", "propensities", "estimator", "estimate", "truth", "bias (95% CI)", "covered"])
         var order: [String] = []
         let grouped = Dictionary(grouping: rows) { row -> String in
-            let key = "\(row.candidate)\t\(row.propensities.rawValue)\t\(row.estimate.estimator.rawValue)\t\(row.experiment)"
+            let key = "\(row.candidate)\t\(row.log.rawValue)\t\(row.propensities.rawValue)\t\(row.estimate.estimator.rawValue)\t\(row.experiment)"
             if !order.contains(key) { order.append(key) }
             return key
         }
@@ -219,7 +242,7 @@ struct EvaluateCommand: ParsableCommand {
             let bias = MeanInterval(group.map { $0.estimate.value - $0.truth })
             let candidate = base.experiments.count > 1 ? "\(first.candidate) [\(base.experiments[first.experiment].id)]" : first.candidate
             table.append([
-                candidate, first.propensities.rawValue, first.estimate.estimator.rawValue, fixed(estimate.mean * 100, 3) + " %",
+                candidate, first.log.rawValue, first.propensities.rawValue, first.estimate.estimator.rawValue, fixed(estimate.mean * 100, 3) + " %",
                 fixed(truth.mean * 100, 3) + " %", "\(fixed(bias.mean * 100, 3)) ± \(fixed(bias.halfWidth * 100, 3)) pp",
                 "\(group.filter(\.covered).count)/\(group.count)",
             ])

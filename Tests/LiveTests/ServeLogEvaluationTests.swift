@@ -58,8 +58,10 @@ struct ServeLogEvaluationTests {
         #expect(log.decisions.allSatisfy { abs($0.propensity - 0.5) < 1e-12 })
         // The logging policy evaluated on its own log: every weight is 1, so every estimator
         // gives the share of units that converted.
-        let rows = OffPolicyEvaluation(scenario: scenario, candidates: [.init(label: "uniform", spec: .uniform(weights: nil))])
-            .evaluate(log, replicate: 0).rows.filter { $0.propensities == .device }
+        var evaluation = OffPolicyEvaluation(scenario: scenario, candidates: [.init(label: "uniform", spec: .uniform(weights: nil))])
+        evaluation.knowsTruth = false
+        evaluation.logs = [.received]
+        let rows = evaluation.evaluate(log, replicate: 0).rows.filter { $0.propensities == .device }
         let converted = Double(log.decisions.filter { $0.reward == 1 }.count) / Double(log.decisions.count)
         #expect(converted > 0.1)
         #expect(rows.count == 3 && rows.allSatisfy { abs($0.estimate.value - converted) < 1e-12 && $0.meanWeight == 1 })

@@ -96,7 +96,8 @@ def main():
             candidates.append(label)
     streams = {}
     for row in rows:
-        streams.setdefault((row["replicate"], row["experiment"]), []).append(row)
+        # Each log (every draw, what the server received) is a stream replayed on its own.
+        streams.setdefault((row["replicate"], row["experiment"], row.get("log", "")), []).append(row)
     for label in candidates:
         name, p = parameters(label)
         largest, checked, tolerance = 0.0, 0, 1e-9

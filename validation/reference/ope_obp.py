@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Open Bandit Pipeline's estimators on the log `aviary evaluate --decisions` wrote.
 
-Reads FOLDER/decisions.csv (each logged decision: the variant, reward, the device's and the
-server's propensity, the outcome model's predictions q_hat_<v>, each candidate's policy in force
+Reads FOLDER/decisions.csv (each logged decision, per log read: the variant, reward, the device's
+and the server's propensity, the outcome model's predictions q_hat_<v>, each candidate's policy in force
 <candidate>|pi_<v>) and recomputes, with obp 0.5.7's InverseProbabilityWeighting,
 SelfNormalizedInverseProbabilityWeighting and DoublyRobust, every estimate in FOLDER/ope.csv.
 Prints the largest absolute difference and the number of estimates compared.
@@ -62,10 +62,12 @@ def main(folder):
     candidates = sorted({c.rsplit("|pi_", 1)[0] for c in columns if "|pi_" in c})
     groups = defaultdict(list)
     for d in decisions:
-        groups[(d["replicate"], d["experiment"])].append(d)
+        groups[(d["replicate"], d["experiment"], d["log"])].append(d)
     largest, compared = 0.0, 0
     for row in estimates:
-        log = groups[(row["replicate"], row["experiment"])]
+        # Each log (every draw, or what the server received) has its own outcome model and
+        # candidates' policies in decisions.csv.
+        log = groups[(row["replicate"], row["experiment"], row["log"])]
         source = "propensity" if row["propensities"] == "device" else "published"
         # A decision the source gave probability 0 cannot be weighed; Aviary counts it apart.
         log = [d for d in log if float(d[source]) > 0]

@@ -118,9 +118,12 @@ extension FleetReplicate {
     /// Logs a drawn view with the device's propensity and the server's, for `aviary evaluate`.
     mutating func logDecision(_ view: PendingView, variant: Int, context: Int, drawn: (weight: Double, issuedAt: Double), at now: Double) {
         let published = server.published.experiments[view.experiment].snapshot.weight(of: variant, inContext: context)
+        let converts = view.convertsMask & (1 << UInt64(variant)) != 0
         decisionLog!.append(DecisionLog.Decision(
             time: now, device: deviceRange.lowerBound + view.device, experiment: view.experiment, context: context, variant: variant,
-            reward: view.convertsMask & (1 << UInt64(variant)) != 0 ? 1 : 0, propensity: drawn.weight, published: published, policyAge: now - drawn.issuedAt))
+            reward: converts ? 1 : 0, propensity: drawn.weight, published: published, policyAge: now - drawn.issuedAt,
+            // As `show` schedules the conversion.
+            convertedAt: converts ? (view.delay <= 0 ? now : now + view.delay) : nil))
     }
 
     /// Device `d`'s view of experiment `e`: one uniform per variant, drawn whatever is shown,

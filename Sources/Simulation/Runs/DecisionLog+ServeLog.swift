@@ -11,6 +11,8 @@ extension DecisionLog {
         public var withoutPropensity: Int
         /// Events naming an experiment or a variant the scenario does not have.
         public var unknown: Int
+        /// The time of the last batch logged, in seconds since 1970: when the log ends.
+        public var end: Double = -.infinity
     }
 
     /// The decisions in an `aviary serve` event log: `events.log` and `events-G.log` in
@@ -70,6 +72,7 @@ extension DecisionLog {
                     continue
                 }
                 guard record.kind == "events", let events = record.events else { continue }
+                if let time = record.time { summary.end = max(summary.end, time) }
                 for event in events where event.kind == "view" || event.kind == "conversion" {
                     guard let e = event.experiment.flatMap({ experiments[$0] }), let v = event.variant.flatMap({ variants[e][$0] }) else {
                         summary.unknown += 1
@@ -98,6 +101,9 @@ extension DecisionLog {
                 continue
             }
             if converted.contains(unit) { decision.reward = 1 }
+            // A server's log holds what reached it, and nothing else.
+            decision.received = true
+            decision.receivedReward = decision.reward
             log.append(decision)
         }
         return (log, summary)

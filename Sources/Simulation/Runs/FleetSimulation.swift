@@ -234,10 +234,12 @@ public struct FleetSimulation: Sendable {
             fleet.inference = FleetInference(plan: plan, scenario: scenario, devices: 0 ..< scenario.population.devices, segments: fleet.segments)
         }
         fleet.onSample = { time, sessions in tracker.update(task: task, time: time, sessions: sessions) }
-        if logs { fleet.deliveryLog = DeliveryLog() }
+        // A decision log learns from the deliveries which decisions reached the server.
+        if logs || recordsDecisions { fleet.deliveryLog = DeliveryLog() }
         if recordsDecisions { fleet.decisionLog = DecisionLog() }
         let metrics = fleet.run()
-        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [], fleet.inference?.segmentLooks ?? [], fleet.deliveryLog, fleet.decisionLog)
+        if let deliveries = fleet.deliveryLog { fleet.decisionLog?.markReceived(deliveries) }
+        return (metrics, Self.finish(fleet.server.allocators), nil, fleet.inference?.looks ?? [], fleet.inference?.segmentLooks ?? [], logs ? fleet.deliveryLog : nil, fleet.decisionLog)
     }
 }
 

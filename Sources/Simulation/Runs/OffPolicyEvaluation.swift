@@ -21,7 +21,22 @@ import Randomness
 /// a server that assumes its devices up to date would log. Stale caches and offline draws make
 /// the second wrong, and the estimates built on it biased; a weight the server had set to 0
 /// cannot weigh its decision at all, which the rows count.
+///
+/// And they are made on two logs: every draw the devices made (``Log/drawn``), and the draws
+/// whose view had reached the server by the end of the run, with only the conversions that had
+/// too (``Log/received``): all a server's log holds. Queues held back offline, capped or
+/// flushed late keep views and conversions from it, and not at random; the truth both are
+/// measured against is the same, what the candidate would have earned on every draw.
 public struct OffPolicyEvaluation: Sendable {
+    /// Which draws the estimates read.
+    public enum Log: String, Sendable, CaseIterable {
+        /// Every draw the devices made, with its outcome.
+        case drawn
+        /// The draws whose view had reached the server by the end of the run, each with the
+        /// reward the server knew of: what a server's log holds.
+        case received
+    }
+
     /// Where a decision's propensity comes from.
     public enum Propensities: String, Sendable, CaseIterable {
         /// The device's cached policy, in its segment: what it drew with.
@@ -38,6 +53,8 @@ public struct OffPolicyEvaluation: Sendable {
         public var replicate: Int
         /// The experiment's index in the scenario.
         public var experiment: Int
+        /// Which draws were read.
+        public var log: Log
         /// Whose propensities weighed the decisions.
         public var propensities: Propensities
         /// The estimate, its standard error, interval and confidence sequence.
@@ -50,7 +67,8 @@ public struct OffPolicyEvaluation: Sendable {
         public var meanWeight: Double
         /// The largest importance weight.
         public var largestWeight: Double
-        /// What the candidate's policies in force would have earned per decision, in expectation.
+        /// What the candidate's policies in force would have earned per decision, in expectation,
+        /// on every draw the devices made (on the log's draws where ``log`` is the only one).
         public var truth: Double
 
         /// Whether the interval holds the truth.
@@ -79,6 +97,10 @@ public struct OffPolicyEvaluation: Sendable {
         public var meanPolicyAge: Double
         /// The logging policy's mean reward per decision: its on-policy value.
         public var loggedValue: Double
+        /// Of the decisions, those whose view had reached the server by the end.
+        public var received: Int
+        /// The mean reward, per decision received, that the server knew of at the end.
+        public var receivedValue: Double
     }
 
     /// The scenario whose devices logged the decisions.
@@ -96,6 +118,8 @@ public struct OffPolicyEvaluation: Sendable {
     /// Whether the scenario's rates are the truth of the logged decisions: not for a real
     /// server's log, whose rows then carry no truth (NaN).
     public var knowsTruth = true
+    /// The logs estimated on: both for a simulated run; a server's log is what it received.
+    public var logs = Log.allCases
 
     /// Evaluates `candidates` on logs of `scenario`.
     public init(scenario: Scenario, candidates: [Scenario.NamedAllocator]) {
@@ -103,21 +127,50 @@ public struct OffPolicyEvaluation: Sendable {
         self.candidates = candidates
     }
 
-    /// Per candidate, experiment and source of propensities, the three estimates on replicate
-    /// `replicate`'s log, with the truth; and per experiment, how the two propensities compare.
+    /// Per candidate, experiment, log and source of propensities, the three estimates on
+    /// replicate `replicate`'s log, with the truth; and per experiment, how the two
+    /// propensities compare.
     public func evaluate(_ log: DecisionLog, replicate: Int) -> (rows: [Row], propensities: [PropensityComparison]) {
         var rows: [Row] = []
         var comparisons: [PropensityComparison] = []
         for e in scenario.experiments.indices {
-            let decisions = log.decisions.filter { $0.experiment == e }
-            guard !decisions.isEmpty else { continue }
-            let model = outcomeModel(decisions, experiment: e)
-            comparisons.append(compare(decisions, replicate: replicate, experiment: e))
+            let drawn = decisions(log, experiment: e, in: .drawn)
+            guard !drawn.isEmpty else { continue }
+            comparisons.append(compare(drawn, replicate: replicate, experiment: e))
+            let received = logs.contains(.received) ? decisions(log, experiment: e, in: .received) : []
+            let drawnModel = logs.contains(.drawn) ? outcomeModel(drawn, experiment: e) : []
+            let receivedModel = received.isEmpty ? [] : outcomeModel(received, experiment: e)
             for (index, candidate) in candidates.enumerated() {
-                rows += replay(candidate, index: index, decisions: decisions, model: model, replicate: replicate, experiment: e)
+                // The truth is the candidate's on every draw, whichever log is read.
+                let onDrawn = knowsTruth || logs.contains(.drawn) ? policies(candidate, index: index, decisions: drawn, replicate: replicate, experiment: e) : []
+                let truth = knowsTruth ? self.truth(drawn, policies: onDrawn, experiment: e) : .nan
+                if logs.contains(.drawn) {
+                    rows += replay(candidate.label, decisions: drawn, policies: onDrawn, log: .drawn, model: drawnModel, truth: truth, replicate: replicate, experiment: e)
+                }
+                if !received.isEmpty {
+                    let onReceived = policies(candidate, index: index, decisions: received, replicate: replicate, experiment: e)
+                    rows += replay(candidate.label, decisions: received, policies: onReceived, log: .received, model: receivedModel, truth: truth,
+                                   replicate: replicate, experiment: e)
+                }
             }
         }
         return (rows, comparisons)
+    }
+
+    /// Experiment `e`'s decisions in `log` as `which` holds them: every draw, or those the
+    /// server had received, with the reward it knew of.
+    public func decisions(_ log: DecisionLog, experiment e: Int, in which: Log) -> [DecisionLog.Decision] {
+        switch which {
+        case .drawn:
+            log.decisions.filter { $0.experiment == e }
+        case .received:
+            log.decisions.compactMap { decision in
+                guard decision.experiment == e, decision.received else { return nil }
+                var kept = decision
+                kept.reward = decision.receivedReward
+                return kept
+            }
+        }
     }
 
     /// q̂(x, a) for every segment and variant: a ridge regression per variant on the segment's
@@ -162,22 +215,29 @@ public struct OffPolicyEvaluation: Sendable {
         return result
     }
 
-    private func replay(_ candidate: Scenario.NamedAllocator, index: Int, decisions: [DecisionLog.Decision], model: [[Double]], replicate: Int, experiment e: Int) -> [Row] {
-        let policies = policies(candidate, index: index, decisions: decisions, replicate: replicate, experiment: e)
-        var estimates = [OffPolicyEstimates(), OffPolicyEstimates()]
-        var unweighable = [0, 0]
+    /// What the candidate's policies in force, replayed on `decisions`, would have earned per
+    /// decision in expectation: Σₐ π(a | xₜ) × the true rate of a in xₜ's segment, averaged.
+    private func truth(_ decisions: [DecisionLog.Decision], policies: [[Double]], experiment e: Int) -> Double {
         var truth = 0.0
         var rates: [Int: [Double]] = [:]
         for (decision, pi) in zip(decisions, policies) {
             let key = decision.context
             let segmentRates = rates[key] ?? scenario.rates(experiment: e, segment: decision.context, at: decision.time)
             if scenario.experiments[e].rateChanges.isEmpty { rates[key] = segmentRates }
-            var value = 0.0, modelValue = 0.0
-            for a in pi.indices {
-                value += pi[a] * segmentRates[a]
-                modelValue += pi[a] * model[decision.context][a]
-            }
+            var value = 0.0
+            for a in pi.indices { value += pi[a] * segmentRates[a] }
             truth += value
+        }
+        return truth / Double(decisions.count)
+    }
+
+    private func replay(_ candidate: String, decisions: [DecisionLog.Decision], policies: [[Double]], log: Log, model: [[Double]], truth: Double,
+                        replicate: Int, experiment e: Int) -> [Row] {
+        var estimates = [OffPolicyEstimates(), OffPolicyEstimates()]
+        var unweighable = [0, 0]
+        for (decision, pi) in zip(decisions, policies) {
+            var modelValue = 0.0
+            for a in pi.indices { modelValue += pi[a] * model[decision.context][a] }
             for (k, propensity) in [decision.propensity, decision.published].enumerated() {
                 guard propensity > 0 else {
                     unweighable[k] += 1
@@ -187,11 +247,10 @@ public struct OffPolicyEvaluation: Sendable {
                                  modelOfAction: model[decision.context][decision.variant], modelOfTarget: modelValue)
             }
         }
-        truth = knowsTruth ? truth / Double(decisions.count) : .nan
         var rows: [Row] = []
         for (k, source) in Propensities.allCases.enumerated() {
             for estimate in estimates[k].estimates(alpha: alpha, tuning: tuning) {
-                rows.append(Row(candidate: candidate.label, replicate: replicate, experiment: e, propensities: source, estimate: estimate,
+                rows.append(Row(candidate: candidate, replicate: replicate, experiment: e, log: log, propensities: source, estimate: estimate,
                                 decisions: estimates[k].decisions, unweighable: unweighable[k], meanWeight: estimates[k].meanWeight,
                                 largestWeight: estimates[k].largestWeight, truth: truth))
             }
@@ -200,9 +259,13 @@ public struct OffPolicyEvaluation: Sendable {
     }
 
     private func compare(_ decisions: [DecisionLog.Decision], replicate: Int, experiment e: Int) -> PropensityComparison {
-        var differing = 0, zero = 0
-        var sum = 0.0, largest = 0.0, age = 0.0, reward = 0.0
+        var differing = 0, zero = 0, received = 0
+        var sum = 0.0, largest = 0.0, age = 0.0, reward = 0.0, receivedReward = 0.0
         for decision in decisions {
+            if decision.received {
+                received += 1
+                receivedReward += decision.receivedReward
+            }
             let difference = abs(decision.propensity - decision.published)
             if difference > 1e-9 { differing += 1 }
             if decision.published == 0 { zero += 1 }
@@ -213,6 +276,7 @@ public struct OffPolicyEvaluation: Sendable {
         }
         let n = Double(decisions.count)
         return PropensityComparison(replicate: replicate, experiment: e, decisions: decisions.count, differing: differing, meanAbsoluteDifference: sum / n,
-                                    largestDifference: largest, zeroPublished: zero, meanPolicyAge: age / n, loggedValue: reward / n)
+                                    largestDifference: largest, zeroPublished: zero, meanPolicyAge: age / n, loggedValue: reward / n,
+                                    received: received, receivedValue: received == 0 ? .nan : receivedReward / Double(received))
     }
 }
