@@ -84,12 +84,16 @@ extension RunCommand {
     }
 }
 
-/// Live devices do not send their attributes yet, so no server can evaluate a contextual
-/// allocator for them: refused before any run starts.
+/// Live Conductrics devices tag their decision requests with their attributes, so the server
+/// decides in their segment; devices of the other styles draw from the published policy,
+/// whose per-segment weights no wire carries yet: a contextual allocator is refused for them
+/// before any run starts.
 func refuseContextualAllocatorsLive(_ scenarios: [Scenario]) throws {
-    for scenario in scenarios {
+    for scenario in scenarios where scenario.client.style != .conductrics {
         if let named = scenario.allocators.first(where: \.spec.isContextual) {
-            throw CommandFailure("\(scenario.name): allocator \(named.label) is contextual, and live devices do not send their attributes yet; run it simulated (without --live)")
+            throw CommandFailure("\(scenario.name): allocator \(named.label) is contextual, and live \(scenario.client.style.rawValue) devices "
+                                 + "draw from the published policy, whose per-segment weights the wire does not carry yet; "
+                                 + "run it simulated (without --live), or with client.style: conductrics, whose server decides in each device's segment")
         }
     }
 }

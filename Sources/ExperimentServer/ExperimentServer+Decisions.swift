@@ -60,20 +60,32 @@ extension ExperimentServer {
         allocators[experiment].choose()
     }
 
+    /// Chooses a variant for `experiment` in segment `context`, learning nothing (see
+    /// ``choose(experiment:)``): a server told the device's attributes in the request.
+    public mutating func choose(experiment: Int, context: Int) -> Int {
+        allocators[experiment].choose(context: context)
+    }
+
     /// Records a decision taken earlier, as ``decide(experiment:at:)`` would have after choosing
     /// `variant`: a server replaying its durable log learns its decisions without choosing again.
     /// `request`, if known, orders it among feedback that arrived at the same time (see
     /// ``DeviceRequestID``).
-    public mutating func recordDecision(experiment: Int, variant: Int, from request: DeviceRequestID? = nil, at now: Double) {
+    ///
+    /// - Parameter context: The device's segment, where the request said it; else the
+    ///   device's in ``deviceContexts``.
+    public mutating func recordDecision(experiment: Int, variant: Int, from request: DeviceRequestID? = nil, context: Int? = nil, at now: Double) {
         decisions += 1
-        let context = A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0
+        let context = context ?? (A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0)
         learn(.view(variant, context: context), experiment: experiment, at: now, from: FeedbackOrigin(request))
     }
 
     /// Records a goal reported directly (the Conductrics style, no event queue), from
     /// `request` if it is known (see ``DeviceRequestID``).
-    public mutating func goal(experiment: Int, variant: Int, value: Double, from request: DeviceRequestID? = nil, at now: Double) {
-        let context = A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0
+    ///
+    /// - Parameter context: The segment the rewarded decision was made in, if the server knew
+    ///   it from the request; else the device's in ``deviceContexts``.
+    public mutating func goal(experiment: Int, variant: Int, value: Double, from request: DeviceRequestID? = nil, context: Int? = nil, at now: Double) {
+        let context = context ?? (A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0)
         learn(.conversion(variant, value: value, context: context), experiment: experiment, at: now, from: FeedbackOrigin(request))
     }
 }

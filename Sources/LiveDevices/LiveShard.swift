@@ -273,7 +273,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
         deadlines.push(Timer(time: deadline, connection: id, serial: serial))
         let left = max(0.001, (deadline - now) / speedup)
         let source = network.spreadsSources ? Self.sourceAddress(device: firstDevice + job.device) : nil
-        connections[id].send(wire.ask(for: job.request), to: network.endpoints[route], from: source, connectTimeout: .nanoseconds(Int64(left * 1e9)))
+        connections[id].send(wire.ask(for: job.request, device: firstDevice + job.device), to: network.endpoints[route], from: source, connectTimeout: .nanoseconds(Int64(left * 1e9)))
     }
 
     /// Device `g`'s own address on loopback: 127.1.0.1 to 127.254.255.254, 16.5 million of them.

@@ -21,8 +21,8 @@ protocol LiveWire<Style>: Sendable {
     /// The socket's timeout for a request, in scenario seconds: the scenario's timeout, which is
     /// wall-clock seconds in live mode, times the speed-up.
     var timeout: Double { get }
-    /// The HTTP request for `request`.
-    func ask(for request: Style.Request) -> HTTPAsk
+    /// The HTTP request for `request`, from device `device` (its index in the fleet).
+    func ask(for request: Style.Request, device: Int) -> HTTPAsk
     /// What `answer` means to the device that sent `request`.
     func exchange(_ answer: HTTPAnswer, for request: Style.Request) -> LiveExchange<Style.Reply>
     /// What no answer means to it: a timeout, or a connection refused or lost.
@@ -68,7 +68,7 @@ struct MynaWire: LiveWire {
         return 0
     }
 
-    func ask(for request: EngineRequest) -> HTTPAsk {
+    func ask(for request: EngineRequest, device: Int) -> HTTPAsk {
         codec.ask(for: request)
     }
 
@@ -114,15 +114,39 @@ package struct ConductricsWire: LiveWire {
     let owner: String
     let timeout: Double
     var apiKey: String?
+    /// Where the devices have attributes: each device's segment, and each segment's values as
+    /// Conductrics targeting features (`features=ios,new`), which a decision request carries
+    /// so that a contextual allocator decides in the device's segment.
+    var targeting: (segments: SegmentDraws, features: [String])?
+
+    init(owner: String, timeout: Double, apiKey: String?, scenario: Scenario, replicate: Int) {
+        self.owner = owner
+        self.timeout = timeout
+        self.apiKey = apiKey
+        guard scenario.hasAttributes else { return }
+        // Codes as Conductrics writes them travel as they are; anything else percent-encoded.
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-_.:")
+        let features = (0..<scenario.segmentCount).map { s in
+            zip(scenario.population.attributes, scenario.segmentValues(s))
+                .map { $0.values[$1].addingPercentEncoding(withAllowedCharacters: allowed) ?? $0.values[$1] }
+                .joined(separator: ",")
+        }
+        targeting = (SegmentDraws(scenario: scenario, replicate: replicate), features)
+    }
 
     func key(of request: DecisionRequest) -> UInt64 { UInt64(UInt(bitPattern: request.id)) }
 
     func events(in request: DecisionRequest) -> Int { 0 }
 
-    func ask(for request: DecisionRequest) -> HTTPAsk {
+    func ask(for request: DecisionRequest, device: Int) -> HTTPAsk {
         var headers = HTTPHeaders()
         if let apiKey { headers.add(name: "x-mpath-apikey", value: apiKey) }
-        return HTTPAsk(method: request.method == "GET" ? .GET : .POST, path: owner + request.path, headers: headers, body: nil)
+        var path = owner + request.path
+        if let targeting, case .decision = request.kind {
+            path += "&features=" + targeting.features[targeting.segments.segment(ofDevice: device)]
+        }
+        return HTTPAsk(method: request.method == "GET" ? .GET : .POST, path: path, headers: headers, body: nil)
     }
 
     func exchange(_ answer: HTTPAnswer, for request: DecisionRequest) -> LiveExchange<ConductricsStyle.Reply> {

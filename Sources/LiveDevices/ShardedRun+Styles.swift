@@ -63,7 +63,7 @@ extension ShardedRun {
         case .myna:
             return await drive { _ in MynaWire(codec: codec(), timeout: settings.requestTimeout) }
         case .conductrics:
-            let wire = ConductricsWire(owner: "/" + ConductricsWire.owner, timeout: settings.decisionTimeout, apiKey: settings.apiKey)
+            let wire = ConductricsWire(owner: "/" + ConductricsWire.owner, timeout: settings.decisionTimeout, apiKey: settings.apiKey, scenario: scenario, replicate: replicate)
             return await drive { _ in wire }
         case .vwo:
             let wire = VWOWire(accountID: "1", appKey: settings.apiKey ?? "aviary", timeout: settings.requestTimeout, deviceOffset: settings.deviceOffset, clock: clock)

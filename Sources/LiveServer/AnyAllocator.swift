@@ -19,8 +19,16 @@ struct AnyAllocator: Allocator {
     var variantCount: Int { base.variantCount }
     var statistics: [ArmStatistics] { base.statistics }
 
+    /// True: the allocator wrapped may be contextual, and the server then tells it each
+    /// decision's and each piece of feedback's segment; one that is not ignores them.
+    static var isContextual: Bool { true }
+
     mutating func choose() -> Int {
         base.choose()
+    }
+
+    mutating func choose(context: Int) -> Int {
+        base.choose(context: context)
     }
 
     mutating func record(_ feedback: Feedback) {

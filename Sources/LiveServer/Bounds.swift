@@ -24,6 +24,8 @@ enum Bounds {
     static let choices = 64
     /// Decisions in one `…/decisions/` request.
     static let decisions = 16
+    /// Attributes a decision request names: a scenario has at most this many.
+    static let attributes = 64
     /// Events in one batch: far above any client's batch (the scenarios send 20 to 200), and
     /// the same whatever `--max-body` allows.
     static let events = 10_000

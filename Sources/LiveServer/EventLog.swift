@@ -48,6 +48,8 @@ final class EventLog {
         /// and propensities of the analysis, and the versions a restart continues from.
         var version: Int?
         var weights: [[Double]]?
+        /// A decision's segment, where the allocator is contextual (``ServedAttributes``).
+        var context: Int?
     }
 
     struct Failure: Error, CustomStringConvertible {

@@ -17,7 +17,8 @@ extension ExperimentHTTPServer {
                 let agent = try Self.agent(context)
                 let choices = try Self.choiceList(Self.decoded(context.parameters.get("choices") ?? ""), field: "choices")
                 let session = try Self.session(request)
-                let variant = try await service.decide(agent, choices: choices, session: session, field: "choices")
+                let context = try service.context(features: try Self.features(request))
+                let variant = try await service.decide(agent, choices: choices, session: session, context: context, field: "choices")
                 return Wire.encode(ConductricsDecision(decision: variant, session: session))
             }
         }
@@ -42,9 +43,10 @@ extension ExperimentHTTPServer {
                     }
                     requested.append((name, try Self.choiceList(parts[1], field: "decisions.\(name)")))
                 }
+                let context = try service.context(features: try Self.features(request))
                 var decisions: [String: ConductricsDecisions.Code] = [:]
                 for (name, choices) in requested {
-                    decisions[name] = .init(code: try await service.decide("\(agent)/\(name)", choices: choices, session: session, field: "decisions.\(name)"))
+                    decisions[name] = .init(code: try await service.decide("\(agent)/\(name)", choices: choices, session: session, context: context, field: "decisions.\(name)"))
                 }
                 return Wire.encode(ConductricsDecisions(decisions: decisions, session: session))
             }
@@ -78,6 +80,8 @@ extension ExperimentHTTPServer {
 
     /// The session header of Conductrics' API.
     private static let sessionHeader = HTTPFields.Element.Name("x-mpath-session")!
+    /// The targeting features' header, beside the `features` query parameter.
+    private static let featuresHeader = HTTPFields.Element.Name("x-mpath-features")!
 
     private struct ConductricsDecision: Encodable {
         var decision: String
@@ -123,6 +127,15 @@ extension ExperimentHTTPServer {
 
     /// The session of a Conductrics request: the `session` query parameter, or else the
     /// `x-mpath-session` header.
+    /// The session's targeting features (Conductrics' `features`, comma-separated, in the
+    /// query or the `x-mpath-features` header): the device's attribute values, or `nil`.
+    private static func features(_ request: Request) throws(APIError) -> [String]? {
+        let text = request.uri.queryParameters["features"].map { decoded(String($0)) } ?? request.headers[Self.featuresHeader]
+        guard let text, !text.isEmpty else { return nil }
+        try Bounds.check(text, length: Bounds.nameLength * 4, field: "features")
+        return text.split(separator: ",").map { String($0) }
+    }
+
     private static func session(_ request: Request) throws(APIError) -> String? {
         var session: String?
         if let query = request.uri.queryParameters["session"], !query.isEmpty {

@@ -8,11 +8,15 @@ extension ExperimentService {
     /// Decides a variant for `experiment` (a served experiment, or an agent), sticky within
     /// `session`.
     ///
-    /// - Parameter choices: The Conductrics form names the choices: they must be a served
-    ///   experiment's variants, or they create an agent with them on the fly; `nil` requires a
-    ///   served experiment or an agent created before.
+    /// - Parameters:
+    ///   - choices: The Conductrics form names the choices: they must be a served experiment's
+    ///     variants, or they create an agent with them on the fly; `nil` requires a served
+    ///     experiment or an agent created before.
+    ///   - context: The device's segment, from the attributes the request named
+    ///     (``ServedAttributes``): a contextual allocator decides in it, and the session's
+    ///     goals are credited in it.
     /// - Throws: ``APIError`` 404 for an unknown experiment, 409 for choices that contradict it.
-    package func decide(_ experiment: String, choices: [String]? = nil, session: String?, field: String = "experiment") async throws(APIError) -> String {
+    package func decide(_ experiment: String, choices: [String]? = nil, session: String?, context: Int = 0, field: String = "experiment") async throws(APIError) -> String {
         let now = clock()
         return try await committing { state throws(APIError) -> String in
             Self.prepare(&state, at: now, configuration: configuration)
@@ -24,8 +28,10 @@ extension ExperimentService {
                 try Self.write(EventLog.Record(kind: .agent, time: now, experiment: experiment, choices: choiceList), to: &state)
                 try Self.apply(EventLog.Record(kind: .agent, time: now, experiment: experiment, choices: choiceList), to: &state, configuration: configuration)
             }
-            let variant = Self.choose(experiment, in: &state, experiments: configuration.experiments)
-            let record = EventLog.Record(kind: .decision, time: now, experiment: experiment, variant: choiceList[variant], session: session)
+            let variant = Self.choose(experiment, context: context, in: &state, experiments: configuration.experiments)
+            var record = EventLog.Record(kind: .decision, time: now, experiment: experiment, variant: choiceList[variant], session: session)
+            // Logged only where it can matter, so that other servers' logs read as before.
+            if configuration.allocator.isContextual { record.context = context }
             try Self.write(record, to: &state)
             try Self.apply(record, to: &state, configuration: configuration)
             return choiceList[variant]
@@ -94,18 +100,41 @@ extension ExperimentService {
         }
     }
 
-    static func choose(_ key: String, in state: inout State, experiments: [ExperimentDefinition]) -> Int {
-        if let index = experiments.firstIndex(where: { $0.id == key }) {
-            return state.server.choose(experiment: index)
+    /// The segment of a decision request that named the device's `attributes` (a JSON
+    /// object) or its Conductrics targeting `features`: required under a contextual allocator,
+    /// and checked against the served scenario's attributes whenever given.
+    ///
+    /// - Throws: ``APIError`` 400 naming the attribute or feature at fault.
+    package func context(attributes: [String: String]? = nil, features: [String]? = nil) throws(APIError) -> Int {
+        let served = configuration.attributes
+        if attributes != nil || features != nil, served.isEmpty {
+            throw APIError.badField(attributes != nil ? "attributes" : "features",
+                                    expected: "nothing: the served scenario gives devices no attributes (population.attributes)", status: 400)
         }
-        return state.agents[key]!.allocator.choose()
+        if let attributes { return try served.context(of: attributes) }
+        if let features { return try served.context(ofFeatures: features) }
+        guard !configuration.allocator.isContextual else {
+            throw APIError.badField(features == nil ? "attributes" : "features",
+                                    expected: "the device's " + served.attributes.map(\.name).joined(separator: " and ")
+                                        + ": allocator \(configuration.allocator) decides by them", status: 400)
+        }
+        return 0
+    }
+
+    static func choose(_ key: String, context: Int, in state: inout State, experiments: [ExperimentDefinition]) -> Int {
+        if let index = experiments.firstIndex(where: { $0.id == key }) {
+            return state.server.choose(experiment: index, context: context)
+        }
+        return state.agents[key]!.allocator.choose(context: context)
     }
 
     /// Creates the agent `key` with `choices` and its own allocator.
     static func makeAgent(_ key: String, choices: [String], in state: inout State, configuration: ServerConfiguration) throws(APIError) {
         let seed = StreamSeed(configuration.seed).derive("live-agent").derive(key)
         do {
-            state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed)))
+            let allocator = try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed,
+                                                                      contexts: configuration.allocator.isContextual ? configuration.attributes.contexts : .single)
+            state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(allocator))
         } catch {
             throw APIError(status: 422, "allocator \(configuration.allocator) cannot serve \(choices.count) choices: \(error)", field: "choices")
         }

@@ -12,9 +12,8 @@ extension ExperimentService {
     /// The state before any record is replayed: empty, or what `snapshot` holds.
     static func initialState(_ configuration: ServerConfiguration, snapshot: Snapshot?, at now: Double) throws(ServeError) -> State {
         let seed = StreamSeed(configuration.seed).derive("live")
-        guard !configuration.allocator.isContextual else {
-            // Its policy depends on the device's attributes, which no wire carries yet.
-            throw ServeError("allocator \(configuration.allocator) is contextual, and the server does not know its devices' attributes yet: contextual allocators run in simulated fleets (aviary run); serve a non-contextual allocator")
+        if configuration.allocator.isContextual, configuration.attributes.isEmpty {
+            throw ServeError("allocator \(configuration.allocator) is contextual, and the served scenario gives devices no attributes (population.attributes) to decide by")
         }
         if let snapshot {
             guard Snapshot.formats.contains(snapshot.format), snapshot.experiments.count == configuration.experiments.count else {
@@ -27,7 +26,8 @@ extension ExperimentService {
         var allocators: [AnyAllocator] = []
         for (index, experiment) in configuration.experiments.enumerated() {
             do {
-                allocators.append(AnyAllocator(try configuration.allocator.makeAllocator(variantCount: experiment.variants.count, seed: seed.derive(index))))
+                let contexts = configuration.allocator.isContextual ? configuration.attributes.contexts : .single
+                allocators.append(AnyAllocator(try configuration.allocator.makeAllocator(variantCount: experiment.variants.count, seed: seed.derive(index), contexts: contexts)))
             } catch {
                 throw ServeError("allocator \(configuration.allocator) cannot serve experiment \(experiment.id): \(error)")
             }
@@ -109,19 +109,28 @@ extension ExperimentService {
             guard let variant = choiceList.firstIndex(of: name) else { throw .badField("variant", expected: choiceList.joined(separator: ",")) }
             let index = experiments.firstIndex { $0.id == key }
             if record.kind == .decision {
-                if let index {
-                    state.server.recordDecision(experiment: index, variant: variant, at: record.time)
-                } else {
-                    state.agents[key]!.allocator.record(.view(variant))
+                let context = record.context ?? 0
+                guard context >= 0, context < configuration.attributes.contexts.count else {
+                    throw .badField("context", expected: "a segment below \(configuration.attributes.contexts.count)")
                 }
-                if let session = record.session { state.sessions[key, default: [:]][session] = variant }
+                if let index {
+                    state.server.recordDecision(experiment: index, variant: variant, context: context, at: record.time)
+                } else {
+                    state.agents[key]!.allocator.record(.view(variant, context: context))
+                }
+                if let session = record.session {
+                    state.sessions[key, default: [:]][session] = variant
+                    if record.context != nil { state.sessionContexts[key, default: [:]][session] = context }
+                }
                 state.stats.decisions += 1
             } else {
                 let value = record.value ?? 1
+                // The segment the session's decision was made in.
+                let context = record.session.flatMap { state.sessionContexts[key]?[$0] } ?? 0
                 if let index {
-                    state.server.goal(experiment: index, variant: variant, value: value, at: record.time)
+                    state.server.goal(experiment: index, variant: variant, value: value, context: context, at: record.time)
                 } else {
-                    state.agents[key]!.allocator.record(.conversion(variant, value: value))
+                    state.agents[key]!.allocator.record(.conversion(variant, value: value, context: context))
                 }
                 state.stats.goals += 1
             }
@@ -134,6 +143,7 @@ extension ExperimentService {
             guard let key = record.experiment, let session = record.session else { throw .badField("expire", expected: "an experiment and a session") }
             for sessionKey in state.sessions.keys where sessionKey == key || sessionKey.hasPrefix(key + "/") {
                 state.sessions[sessionKey]?[session] = nil
+                state.sessionContexts[sessionKey]?[session] = nil
             }
         }
     }

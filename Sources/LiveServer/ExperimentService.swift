@@ -127,6 +127,10 @@ package final class ExperimentService: Sendable {
         var agents: [String: Agent] = [:]
         /// Sticky decisions: experiment or agent key → session → variant index.
         var sessions: [String: [String: Int]] = [:]
+        /// Under a contextual allocator, the segment of each session's decision (as
+        /// ``sessions``), which its goals are credited in. Not in snapshots: a contextual
+        /// allocator's log is never compacted.
+        var sessionContexts: [String: [String: Int]] = [:]
         var published: Published?
         var stats = Stats()
         /// Per served experiment, per variant: what the events ingested add up to.

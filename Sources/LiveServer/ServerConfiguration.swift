@@ -54,6 +54,9 @@ package struct ServerConfiguration: Sendable {
     package var dedupeWindow = 1_000_000
     /// The timeouts on slow and idle clients and the cap on connections served at once.
     package var connections = ConnectionLimits()
+    /// The devices' attributes: decision requests name a device's values, and a contextual
+    /// allocator decides in the segment they make (``ServedAttributes``).
+    package var attributes = ServedAttributes.none
     /// How `GET /v1/results` analyses each experiment: its tests, level and SRM threshold
     /// (its looks are the reader's).
     package var analysis = AnalysisPlan()

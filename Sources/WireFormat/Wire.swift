@@ -110,10 +110,14 @@ package enum Wire {
         package var experiment: String
         /// Sticky within a session: the same session gets the same variant until it expires.
         package var session: String?
+        /// The device's attributes, name → value, as the served scenario lists them: a
+        /// contextual allocator decides in the segment they make.
+        package var attributes: [String: String]?
 
-        package init(experiment: String, session: String? = nil) {
+        package init(experiment: String, session: String? = nil, attributes: [String: String]? = nil) {
             self.experiment = experiment
             self.session = session
+            self.attributes = attributes
         }
     }
 

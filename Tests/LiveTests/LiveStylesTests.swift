@@ -72,6 +72,47 @@ extension LiveLoadTestTests {
             #expect(m.defaultViews <= m.totalViews / 50, "\(m.defaultViews) fallbacks in \(m.totalViews) views, lag \(run.maxLagSeconds) s")
         }
 
+        /// 300 Conductrics devices on two platforms, iOS converting on the second variant and
+        /// Android on the first, with LinUCB on the embedded server: every decision request
+        /// tags the device's platform (`features`), which the server takes (every answer 2xx),
+        /// and the server shows each platform its own best: over 65 % of the views, live as
+        /// simulated, where a policy blind to the platform gets 50 %.
+        @Test func contextualDecisionsRunLiveWithTheDevicesFeatures() async throws {
+            let scenario = try Scenario(yaml: """
+                name: live-contextual
+                seed: 17
+                replicates: 1
+                horizon: 20m
+                timestep: 1m
+                population:
+                  devices: 300
+                  sessions_per_day: 288
+                  session_length: 1m
+                  attributes:
+                    platform: {ios: 0.5, android: 0.5}
+                experiments:
+                  - id: paywall
+                    variants: [{id: control, rate: 0.3}, {id: annual, rate: 0.3}]
+                    segments:
+                      - {when: {platform: ios}, rates: [0.05, 0.6]}
+                      - {when: {platform: android}, rates: [0.6, 0.05]}
+                client: {style: conductrics, decision_timeout: 5s}
+                network:
+                  latency: {distribution: constant, value: 50ms}
+                allocators: [linucb]
+                server:
+                  update: {every: 2m}
+                """, file: "live-contextual")
+            let (run, s) = try await Self.liveAndSimulated(scenario)
+            let m = run.fleet
+            #expect(run.isBalanced)
+            #expect(run.status2xx > 0)
+            #expect(run.statusOther == 0, "answers other than 2xx: \(run.statusOther)")
+            #expect(m.totalViews == s.totalViews)
+            let live = Double(m.bestViews) / Double(m.totalViews), simulated = Double(s.bestViews) / Double(s.totalViews)
+            #expect(live > 0.65 && simulated > 0.65, "best variant's share: live \(live), simulated \(simulated)")
+        }
+
         /// 300 devices of `style` for 20 minutes at 60×, with the server refusing every
         /// connection from minute 6 to minute 12 (an outage in `fail` mode: the proxy refuses, at
         /// once, live as simulated), so that the style's behaviour under a failing server shows.

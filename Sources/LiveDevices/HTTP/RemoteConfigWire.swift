@@ -31,7 +31,7 @@ struct RemoteConfigWire: LiveWire {
     /// The style counts the events it offers as it sends them.
     func events(in request: RemoteConfigStyle.Request) -> Int { 0 }
 
-    func ask(for request: RemoteConfigStyle.Request) -> HTTPAsk {
+    func ask(for request: RemoteConfigStyle.Request, device: Int) -> HTTPAsk {
         switch request {
         case .fetch(_, let device):
             var headers = HTTPHeaders()

@@ -42,7 +42,7 @@ struct VWOWire: LiveWire {
         return 0
     }
 
-    func ask(for request: VWOStyle.Request) -> HTTPAsk {
+    func ask(for request: VWOStyle.Request, device: Int) -> HTTPAsk {
         switch request {
         case .settings(let device):
             let u = UInt64(device) &+ deviceOffset
