@@ -153,8 +153,11 @@ struct EvaluateCommand: ParsableCommand {
         }
         if let settleSeconds { read.log = read.log.made(through: read.summary.end - settleSeconds) }
         let candidates = try self.candidates(base)
-        if let contextual = candidates.first(where: \.spec.isContextual) {
-            throw CommandFailure("--allocator: \(contextual.label) is contextual, and a server's log carries no device attributes")
+        if let contextual = candidates.first(where: \.spec.isContextual), read.summary.segmented == 0 {
+            throw CommandFailure("--allocator: \(contextual.label) is contextual, and the log names no device's segment (a server logs them under a contextual allocator)")
+        }
+        if read.summary.segmented > 0, let context = read.log.decisions.map(\.context).max(), context >= base.segmentCount {
+            throw CommandFailure("--log: the log names segment \(context), and the scenario's attributes make \(base.segmentCount): evaluate with the scenario the server served")
         }
         guard read.log.decisions.count >= 2 else {
             throw CommandFailure("--log: \(path) holds \(read.log.decisions.count) unit(s) whose first view carried a propensity (of \(read.summary.units)); nothing to evaluate")

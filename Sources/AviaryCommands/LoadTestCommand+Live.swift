@@ -158,7 +158,6 @@ extension LoadTestCommand {
         }
         defer { listener?.close() }
         let base = try scenario.map { try loadScenarios($0) } ?? [Scenario.builtInLoadTest]
-        try refuseContextualAllocatorsLive(base)
         let slice = try live.resolvedShard()
         if slice != nil, base.count > 1 { throw CommandFailure("--shard runs one scenario; \(scenario ?? "the scenario") is a sweep of \(base.count)") }
         let name = (base[0].sweepParent ?? base[0].name) + "-live"

@@ -17,7 +17,6 @@ extension RunCommand {
     /// the devices saw acknowledged.
     func runLive(_ scenarios: [Scenario]) async throws {
         #if Live
-        try refuseContextualAllocatorsLive(scenarios)
         if let url = live.url {
             for scenario in scenarios where scenario.analysis != nil {
                 FileHandle.standardError.write(Data("aviary: \(scenario.name): inference.csv needs the embedded server's analysis; against \(url), read GET /v1/results\n".utf8))
@@ -84,16 +83,3 @@ extension RunCommand {
     }
 }
 
-/// Live Conductrics devices tag their decision requests with their attributes, so the server
-/// decides in their segment; devices of the other styles draw from the published policy,
-/// whose per-segment weights no wire carries yet: a contextual allocator is refused for them
-/// before any run starts.
-func refuseContextualAllocatorsLive(_ scenarios: [Scenario]) throws {
-    for scenario in scenarios where scenario.client.style != .conductrics {
-        if let named = scenario.allocators.first(where: \.spec.isContextual) {
-            throw CommandFailure("\(scenario.name): allocator \(named.label) is contextual, and live \(scenario.client.style.rawValue) devices "
-                                 + "draw from the published policy, whose per-segment weights the wire does not carry yet; "
-                                 + "run it simulated (without --live), or with client.style: conductrics, whose server decides in each device's segment")
-        }
-    }
-}

@@ -29,6 +29,9 @@
 /// - `weight`: optional non-negative number: the probability of assignment, normalised. Either
 ///   every variant of an experiment has one or none has, in which case they are equal. They
 ///   must not all be zero.
+/// - `segment_weights`: optional, a contextual policy: an array with one row per segment of the
+///   device's attributes, each a weight per variant (not all zero); a device draws from its own
+///   segment's row, and the variants' weights are then the rows' mean.
 ///
 /// `ExperimentData` is `Sendable`: it is an immutable final class whose stored properties are
 /// `let` and `Sendable`.
@@ -248,12 +251,43 @@ public struct ExperimentDefinition: Sendable, Hashable {
         }
         if weights.isEmpty { weights = [Double](repeating: 1, count: variants.count) }
         let snapshot: PolicySnapshot
-        do {
-            snapshot = try PolicySnapshot(weights: weights)
-        } catch {
-            throw PayloadError(path: "\(path).variants", expected: "weights that are not all zero")
+        if let rows = members["segment_weights"] {
+            snapshot = try Self.contextual(rows, variants: variants.count, path: "\(path).segment_weights")
+        } else {
+            do {
+                snapshot = try PolicySnapshot(weights: weights)
+            } catch {
+                throw PayloadError(path: "\(path).variants", expected: "weights that are not all zero")
+            }
         }
         self.init(id: id, variants: variants, metadata: members["metadata"] ?? .null, snapshot: snapshot, sticky: sticky)
+    }
+
+    /// A contextual policy's `segment_weights`: one row per segment, each a weight per variant.
+    private static func contextual(_ value: JSONValue, variants: Int, path: String) throws(PayloadError) -> PolicySnapshot {
+        guard case .array(let list) = value, !list.isEmpty, list.count <= 4_096 else {
+            throw PayloadError(path: path, expected: "a non-empty array of at most 4096 segments' weights")
+        }
+        var rows: [[Double]] = []
+        rows.reserveCapacity(list.count)
+        for (segment, element) in list.enumerated() {
+            guard case .array(let cells) = element, cells.count == variants else {
+                throw PayloadError(path: "\(path)[\(segment)]", expected: "an array of \(variants) weights, one per variant")
+            }
+            var row: [Double] = []
+            for cell in cells {
+                guard case .number(let weight) = cell, weight >= 0, weight.isFinite else {
+                    throw PayloadError(path: "\(path)[\(segment)]", expected: "finite non-negative weights")
+                }
+                row.append(weight)
+            }
+            rows.append(row)
+        }
+        do {
+            return try PolicySnapshot(contextWeights: rows)
+        } catch {
+            throw PayloadError(path: path, expected: "each segment's weights not all zero")
+        }
     }
 }
 

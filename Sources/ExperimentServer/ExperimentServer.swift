@@ -75,6 +75,8 @@ public struct ExperimentServer<A: Allocator> {
     /// of user attributes holds them; read only where the allocators are contextual. A device
     /// beyond it is in context 0.
     public var deviceContexts: [UInt16] = []
+    /// The segments devices outside ``deviceContexts`` told (``setContext(_:ofDevice:)``).
+    private var toldContexts: [UInt64: UInt16] = [:]
 
     /// Every event id ingested.
     var seen = IngestedEvents()
@@ -177,10 +179,19 @@ public struct ExperimentServer<A: Allocator> {
         return result
     }
 
-    /// Device `device`'s context: 0 unless ``deviceContexts`` holds it.
+    /// Device `device`'s context: 0 unless ``deviceContexts`` holds it, or the device told it
+    /// (``setContext(_:ofDevice:)``).
     @inline(__always)
     public func context(ofDevice device: UInt64) -> Int {
-        device < UInt64(deviceContexts.count) ? Int(deviceContexts[Int(device)]) : 0
+        if device < UInt64(deviceContexts.count) { return Int(deviceContexts[Int(device)]) }
+        return toldContexts.isEmpty ? 0 : Int(toldContexts[device] ?? 0)
+    }
+
+    /// Notes that device `device` is in segment `context`, as it said with its events: a live
+    /// server learns its devices' segments from them, where a simulated fleet's server is
+    /// given ``deviceContexts``.
+    public mutating func setContext(_ context: Int, ofDevice device: UInt64) {
+        toldContexts[device] = UInt16(context)
     }
 
     /// Whether the event `id` was ingested.

@@ -60,6 +60,9 @@ struct MynaWire: LiveWire {
 
     let codec: MynaCodec
     let timeout: Double
+    /// Where the devices have attributes: a batch carries the device's, so that a contextual
+    /// allocator learns from its events in its segment.
+    var targeting: DeviceTargeting?
 
     func key(of request: EngineRequest) -> UInt64 { request.id.rawValue }
 
@@ -69,7 +72,9 @@ struct MynaWire: LiveWire {
     }
 
     func ask(for request: EngineRequest, device: Int) -> HTTPAsk {
-        codec.ask(for: request)
+        guard let targeting else { return codec.ask(for: request) }
+        let segment = targeting.segment(ofDevice: device)
+        return codec.ask(for: request, attributes: targeting.attributes[segment], context: segment)
     }
 
     func exchange(_ answer: HTTPAnswer, for request: EngineRequest) -> LiveExchange<MynaStyle.Reply> {
@@ -114,26 +119,10 @@ package struct ConductricsWire: LiveWire {
     let owner: String
     let timeout: Double
     var apiKey: String?
-    /// Where the devices have attributes: each device's segment, and each segment's values as
-    /// Conductrics targeting features (`features=ios,new`), which a decision request carries
-    /// so that a contextual allocator decides in the device's segment.
-    var targeting: (segments: SegmentDraws, features: [String])?
-
-    init(owner: String, timeout: Double, apiKey: String?, scenario: Scenario, replicate: Int) {
-        self.owner = owner
-        self.timeout = timeout
-        self.apiKey = apiKey
-        guard scenario.hasAttributes else { return }
-        // Codes as Conductrics writes them travel as they are; anything else percent-encoded.
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-_.:")
-        let features = (0..<scenario.segmentCount).map { s in
-            zip(scenario.population.attributes, scenario.segmentValues(s))
-                .map { $0.values[$1].addingPercentEncoding(withAllowedCharacters: allowed) ?? $0.values[$1] }
-                .joined(separator: ",")
-        }
-        targeting = (SegmentDraws(scenario: scenario, replicate: replicate), features)
-    }
+    /// Where the devices have attributes: a decision request carries the device's as
+    /// Conductrics targeting features (`features=ios,new`), so that a contextual allocator
+    /// decides in its segment.
+    var targeting: DeviceTargeting?
 
     func key(of request: DecisionRequest) -> UInt64 { UInt64(UInt(bitPattern: request.id)) }
 
@@ -144,7 +133,7 @@ package struct ConductricsWire: LiveWire {
         if let apiKey { headers.add(name: "x-mpath-apikey", value: apiKey) }
         var path = owner + request.path
         if let targeting, case .decision = request.kind {
-            path += "&features=" + targeting.features[targeting.segments.segment(ofDevice: device)]
+            path += "&features=" + targeting.features[targeting.segment(ofDevice: device)]
         }
         return HTTPAsk(method: request.method == "GET" ? .GET : .POST, path: path, headers: headers, body: nil)
     }

@@ -61,9 +61,11 @@ extension ShardedRun {
         }
         switch scenario.client.style {
         case .myna:
-            return await drive { _ in MynaWire(codec: codec(), timeout: settings.requestTimeout) }
+            let targeting = DeviceTargeting(scenario: scenario, replicate: replicate)
+            return await drive { _ in MynaWire(codec: codec(), timeout: settings.requestTimeout, targeting: targeting) }
         case .conductrics:
-            let wire = ConductricsWire(owner: "/" + ConductricsWire.owner, timeout: settings.decisionTimeout, apiKey: settings.apiKey, scenario: scenario, replicate: replicate)
+            let wire = ConductricsWire(owner: "/" + ConductricsWire.owner, timeout: settings.decisionTimeout, apiKey: settings.apiKey,
+                                       targeting: DeviceTargeting(scenario: scenario, replicate: replicate))
             return await drive { _ in wire }
         case .vwo:
             let wire = VWOWire(accountID: "1", appKey: settings.apiKey ?? "aviary", timeout: settings.requestTimeout, deviceOffset: settings.deviceOffset, clock: clock)

@@ -13,6 +13,12 @@ extension ExperimentService {
     package func ingest(_ batch: Wire.EventBatch) async throws(APIError) -> Wire.Acknowledgement {
         try Bounds.check(count: batch.events.count, limit: Bounds.events, field: "events", what: "events in a batch")
         try Self.validate(batch, experiments: configuration.experiments, bounded: true)
+        // A device's attributes put its events' feedback in its segment (contextual allocators).
+        var context: Int?
+        if let attributes = batch.attributes {
+            try Bounds.check(count: attributes.count, limit: Bounds.attributes, field: "attributes", what: "attributes")
+            context = try self.context(attributes: attributes)
+        }
         let now = clock()
         return try await committing { state throws(APIError) -> Wire.Acknowledgement in
             Self.prepare(&state, at: now, configuration: configuration)
@@ -23,11 +29,25 @@ extension ExperimentService {
                 if !state.server.hasIngested(id), !state.recovered.contains(id), seenHere.insert(id).inserted { fresh.append(event) }
             }
             if !fresh.isEmpty {
-                try Self.write(EventLog.Record(kind: .events, time: now, events: fresh), to: &state)
+                var record = EventLog.Record(kind: .events, time: now, events: fresh)
+                // Logged only where it can matter, so that other servers' logs read as before.
+                if configuration.allocator.isContextual { record.context = context }
+                try Self.write(record, to: &state)
             }
+            if configuration.allocator.isContextual, let context { Self.place(batch.events, in: context, state: &state) }
             let result = Self.ingest(batch.events, into: &state, at: now, configuration: configuration)
             state.stats.duplicatesIgnored += result.duplicates
             return Wire.Acknowledgement(acknowledged: batch.events.map(\.id), accepted: result.accepted, duplicates: result.duplicates)
+        }
+    }
+
+    /// Puts the devices that sent `events` in segment `context`.
+    static func place(_ events: [Wire.Event], in context: Int, state: inout State) {
+        var last: UInt64?
+        for event in events {
+            guard let device = Wire.eventID(event.id)?.device, device != last else { continue }
+            state.server.setContext(context, ofDevice: device)
+            last = device
         }
     }
 

@@ -99,6 +99,12 @@ extension ExperimentService {
         case .events:
             let batch = Wire.EventBatch(events: record.events ?? [])
             try validate(batch, experiments: experiments, bounded: false)
+            if let context = record.context {
+                guard context >= 0, context < configuration.attributes.contexts.count else {
+                    throw .badField("context", expected: "a segment below \(configuration.attributes.contexts.count)")
+                }
+                place(batch.events, in: context, state: &state)
+            }
             _ = ingest(batch.events, into: &state, at: record.time, configuration: configuration)
         case .agent:
             guard let key = record.experiment, let choices = record.choices, !choices.isEmpty else { throw .badField("agent", expected: "a key and choices") }

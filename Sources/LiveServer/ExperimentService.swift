@@ -230,7 +230,7 @@ package final class ExperimentService: Sendable {
             let data = state.server.published
             if let cached = state.published, cached.version == data.version { return cached }
             Self.note(data, in: &state, at: now, configuration: configuration)
-            let body = Wire.encode(Wire.payload(data))
+            let body = Wire.encode(Wire.payload(data, attributes: configuration.attributes.attributes))
             let published = Published(version: data.version, etag: "\"v\(data.version)\"", body: body)
             state.published = published
             state.stats.dataVersion = data.version

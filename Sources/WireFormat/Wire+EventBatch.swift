@@ -8,11 +8,17 @@ extension Wire {
     /// Events as a `POST /v1/events` body, experiment and variant by id, written straight into
     /// a buffer: the live generator sends millions of these, and `Codable` would cost it a
     /// dictionary per event.
-    package static func eventBatch(_ events: [EngineEvent], naming data: ExperimentData, fallback: ExperimentData) -> ByteBuffer {
+    ///
+    /// - Parameters:
+    ///   - attributes: The device's attributes as a JSON object's text (`{"platform":"ios"}`),
+    ///     sent with the batch so that a contextual server learns in the device's segment; `nil`
+    ///     sends none.
+    ///   - context: The device's segment, in which a contextual policy's propensities are read.
+    package static func eventBatch(_ events: [EngineEvent], naming data: ExperimentData, fallback: ExperimentData, attributes: String? = nil, context: Int = 0) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(32 + events.count * 120)
         buffer.writeString(#"{"events":["#)
-        var names = VariantNames(data: data, fallback: fallback)
+        var names = VariantNames(data: data, fallback: fallback, context: context)
         for (position, event) in events.enumerated() {
             if position > 0 { buffer.writeString(",") }
             buffer.writeString(#"{"id":""#)
@@ -40,7 +46,12 @@ extension Wire {
             }
             buffer.writeString("}")
         }
-        buffer.writeString("]}")
+        buffer.writeString("]")
+        if let attributes {
+            buffer.writeString(#","attributes":"#)
+            buffer.writeString(attributes)
+        }
+        buffer.writeString("}")
         return buffer
     }
 
@@ -70,10 +81,13 @@ extension Wire {
         let fallback: ExperimentData
         private var named: [Int: String] = [:]
         private var propensities: [Int: String] = [:]
+        /// The device's segment, for a contextual policy's propensities.
+        let context: Int
 
-        init(data: ExperimentData, fallback: ExperimentData) {
+        init(data: ExperimentData, fallback: ExperimentData, context: Int = 0) {
             self.data = data
             self.fallback = fallback
+            self.context = context
         }
 
         /// The fields of `event`'s experiment and variant, by id, from the data it was created
@@ -99,7 +113,9 @@ extension Wire {
             if let text = propensities[key] { return text }
             var text = ""
             if data.experiments.indices.contains(experiment) {
-                let weights = data.experiments[experiment].snapshot.weights
+                // A contextual policy's weights in the device's own segment, the ones it drew with.
+                let snapshot = data.experiments[experiment].snapshot
+                let weights = context < snapshot.contextCount ? snapshot.weights(inContext: context) : snapshot.weights
                 let sum = weights.reduce(0, +)
                 if weights.indices.contains(variant), sum > 0, weights[variant] > 0 { text = #","propensity":"# + "\(weights[variant] / sum)" }
             }

@@ -9,9 +9,13 @@ package enum Wire {
     /// `POST /v1/events`: a batch of events, applied all or nothing.
     package struct EventBatch: Codable, Sendable {
         package var events: [Event]
+        /// The sending device's attributes, name → value, as the served scenario lists them:
+        /// a contextual allocator learns from the batch's events in the segment they make.
+        package var attributes: [String: String]?
 
-        package init(events: [Event]) {
+        package init(events: [Event], attributes: [String: String]? = nil) {
             self.events = events
+            self.attributes = attributes
         }
     }
 
@@ -177,20 +181,35 @@ package enum Wire {
 
     /// The experiment data payload (`GET /v1/experiments`) in the format
     /// ``ClientEngine/ExperimentData/init(payload:)`` reads.
-    package static func payload(_ data: ExperimentData) -> JSONValue {
-        .object([
+    ///
+    /// A contextual policy adds, per experiment, `segment_weights`: one row of weights per
+    /// segment, and at the top `attributes`, the attributes and values whose combinations
+    /// the segments are, the first attribute's value varying slowest; a device draws from its
+    /// own segment's row, and a client that reads neither draws from the variants' weights,
+    /// the rows' mean.
+    package static func payload(_ data: ExperimentData, attributes: [(name: String, values: [String])] = []) -> JSONValue {
+        var root: [String: JSONValue] = [
             "version": .number(Double(data.version)),
             "experiments": .array(data.experiments.map { experiment in
-                .object([
+                var members: [String: JSONValue] = [
                     "id": .string(experiment.id),
                     "sticky": .bool(experiment.sticky),
                     "metadata": experiment.metadata,
                     "variants": .array(zip(experiment.variants, experiment.snapshot.weights).map { variant, weight in
                         .object(["id": .string(variant.id), "weight": .number(weight), "metadata": variant.metadata])
                     }),
-                ])
+                ]
+                let snapshot = experiment.snapshot
+                if snapshot.contextCount > 0 {
+                    members["segment_weights"] = .array((0..<snapshot.contextCount).map { c in .array(snapshot.weights(inContext: c).map { .number($0) }) })
+                }
+                return .object(members)
             }),
-        ])
+        ]
+        if data.experiments.contains(where: { $0.snapshot.contextCount > 0 }), !attributes.isEmpty {
+            root["attributes"] = .array(attributes.map { .object(["name": .string($0.name), "values": .array($0.values.map { .string($0) })]) })
+        }
+        return .object(root)
     }
 
     /// The wire id of an event.

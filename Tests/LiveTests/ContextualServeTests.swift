@@ -1,6 +1,7 @@
 import Allocators
 import ExperimentModel
 import Foundation
+import Synchronization
 import Testing
 import WireFormat
 @testable import LiveServer
@@ -104,6 +105,51 @@ struct ContextualServeTests {
             #expect(answer.status == 400 && answer.json["field"] as? String == "attributes", "\(String(decoding: answer.body, as: UTF8.self))")
             // Without attributes a plain allocator decides as before.
             #expect(try await routes.send(.init(path: "/v1/decisions", body: #"{"experiment":"checkout"}"#)).status == 200)
+        }
+    }
+
+    /// Myna devices send their attributes with their events: the server learns from them in
+    /// the device's segment and publishes a policy per segment (`segment_weights`, with the
+    /// `attributes` that number them), which a restart rebuilds from the log; a batch naming
+    /// an attribute value the scenario does not list is refused whole.
+    @Test func eventBatchesCarryTheDevicesAttributes() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        @Sendable func batch(_ device: Int, _ attributes: String, converting variant: String, from sequence: Int) -> String {
+            let events = (0..<20).map { k in
+                let kind = k % 2 == 0 ? "view" : "conversion"
+                let v = kind == "view" && k % 4 == 0 ? (variant == "green" ? "control" : "green") : variant
+                return #"{"id":"\#(device)#\#(sequence + k)","kind":"\#(kind)","experiment":"checkout","variant":"\#(v)","created_at":990}"#
+            }
+            return #"{"events":[\#(events.joined(separator: ","))],"attributes":\#(attributes)}"#
+        }
+        @Sendable func segmentWeights(_ routes: RouterHarness.Routes) async throws -> [[Double]] {
+            let answer = try await routes.get("/v1/experiments")
+            let experiments = try #require(answer.json["experiments"] as? [[String: Any]])
+            #expect((answer.json["attributes"] as? [[String: Any]])?.map { $0["name"] as? String } == ["platform", "tier"])
+            return try #require(experiments.first { $0["id"] as? String == "checkout" }?["segment_weights"] as? [[Double]])
+        }
+        let kept = Mutex<[[Double]]>([])
+        try await RouterHarness.withRoutes(try Self.service(directory: directory)) { routes in
+            for round in 0..<5 {
+                let ios = try await routes.send(.init(path: "/v1/events", body: batch(1, #"{"platform":"ios","tier":"new"}"#, converting: "green", from: round * 100)))
+                let android = try await routes.send(.init(path: "/v1/events", body: batch(2, #"{"platform":"android","tier":"new"}"#, converting: "control", from: round * 100)))
+                #expect(ios.status == 200 && android.status == 200, "\(String(decoding: ios.body, as: UTF8.self))")
+            }
+            let refused = try await routes.send(.init(path: "/v1/events", body: batch(3, #"{"platform":"tablet","tier":"new"}"#, converting: "green", from: 0)))
+            #expect(refused.status == 400 && refused.json["field"] as? String == "attributes.platform")
+            let weights = try await segmentWeights(routes)
+            kept.withLock { $0 = weights }
+        }
+        let learned = kept.withLock { $0 }
+        // Four segments; iOS-new (0) leans to green, Android-new (2) to the control.
+        #expect(learned.count == 4)
+        #expect(learned[0][1] > learned[0][0] && learned[2][0] > learned[2][1], "\(learned)")
+        let restarted = try Self.service(directory: directory)
+        #expect(restarted.stats().eventsAccepted == 200)
+        try await RouterHarness.withRoutes(restarted) { routes in
+            let replayed = try await segmentWeights(routes)
+            #expect(replayed == learned)
         }
     }
 

@@ -72,12 +72,15 @@ extension LiveLoadTestTests {
             #expect(m.defaultViews <= m.totalViews / 50, "\(m.defaultViews) fallbacks in \(m.totalViews) views, lag \(run.maxLagSeconds) s")
         }
 
-        /// 300 Conductrics devices on two platforms, iOS converting on the second variant and
-        /// Android on the first, with LinUCB on the embedded server: every decision request
-        /// tags the device's platform (`features`), which the server takes (every answer 2xx),
-        /// and the server shows each platform its own best: over 65 % of the views, live as
-        /// simulated, where a policy blind to the platform gets 50 %.
-        @Test func contextualDecisionsRunLiveWithTheDevicesFeatures() async throws {
+        /// 300 devices on two platforms, iOS converting on the second variant and Android on
+        /// the first, with LinUCB on the embedded server. Conductrics devices tag each decision
+        /// request with their platform (`features`) and the server decides in it; Myna devices
+        /// send their attributes with their events, so the server learns in their segment, and
+        /// draw from their segment's row of the published policy (`segment_weights`). The server
+        /// takes every request (every answer 2xx), and each platform sees its own best on over
+        /// 65 % of the views, live as simulated, where a policy blind to the platform gets 50 %.
+        @Test(arguments: ["conductrics, decision_timeout: 5s", "myna, data_ttl: 1m"])
+        func contextualAllocatorsRunLiveWithTheDevicesAttributes(client: String) async throws {
             let scenario = try Scenario(yaml: """
                 name: live-contextual
                 seed: 17
@@ -96,7 +99,7 @@ extension LiveLoadTestTests {
                     segments:
                       - {when: {platform: ios}, rates: [0.05, 0.6]}
                       - {when: {platform: android}, rates: [0.6, 0.05]}
-                client: {style: conductrics, decision_timeout: 5s}
+                client: {style: \(client)}
                 network:
                   latency: {distribution: constant, value: 50ms}
                 allocators: [linucb]

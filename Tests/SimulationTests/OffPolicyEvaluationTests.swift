@@ -240,6 +240,18 @@ struct ServeLogReadingTests {
         #expect(log.decisions.map(\.time) == [6, 6, 9])
     }
 
+    /// A contextual allocator's server logs the segment a batch named: its decisions are in it.
+    @Test func aBatchsSegmentIsItsDecisionsContext() throws {
+        let folder = try Self.folder(["events.log": [
+            #"{"context":1,"events":[\#(Self.event("4#0", "view", "green", propensity: 0.5))],"kind":"events","time":3}"#,
+            Self.batch([Self.event("5#0", "view", "control", propensity: 0.5)], time: 4),
+        ].joined(separator: "\n") + "\n"])
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (log, summary) = try DecisionLog.read(serveLog: folder, scenario: Self.scenario)
+        #expect(log.decisions.map(\.context) == [1, 0])
+        #expect(summary.segmented == 1 && summary.end == 4)
+    }
+
     @Test func aLineThatIsNoRecordIsNamed() throws {
         let folder = try Self.folder(["events.log": Self.batch([Self.event("1#0", "view", "green", propensity: 0.5)], time: 1) + "\n{\"kind\": 3}\n"])
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -90,7 +90,12 @@ final class MynaCodec: Sendable {
     }
 
     /// The HTTP request for `request`.
-    func ask(for request: Request) -> HTTPAsk {
+    ///
+    /// - Parameters:
+    ///   - attributes: The device's attributes as a JSON object's text, sent with its events
+    ///     in Aviary's format; `nil` sends none.
+    ///   - context: The device's segment, in which a contextual policy's propensities are read.
+    func ask(for request: Request, attributes: String? = nil, context: Int = 0) -> HTTPAsk {
         switch request.kind {
         case .fetchExperiments:
             var headers = fetchHeaders
@@ -106,7 +111,7 @@ final class MynaCodec: Sendable {
                     event.id.device &+= offset
                     return event
                 }
-                return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: Wire.eventBatch(shifted, naming: data, fallback: defaults))
+                return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: Wire.eventBatch(shifted, naming: data, fallback: defaults, attributes: attributes, context: context))
             case .vendor(let vendor):
                 let (sentAt, createdAt) = dating()
                 let context = Wire.VendorBatchContext(key: wireKey, deviceOffset: offset, sentAt: sentAt, createdAt: createdAt)

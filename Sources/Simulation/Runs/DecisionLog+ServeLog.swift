@@ -13,6 +13,9 @@ extension DecisionLog {
         public var unknown: Int
         /// The time of the last batch logged, in seconds since 1970: when the log ends.
         public var end: Double = -.infinity
+        /// Decisions whose batch named the device's segment (a contextual allocator's server
+        /// logs it); the others are in segment 0.
+        public var segmented = 0
     }
 
     /// The decisions in an `aviary serve` event log: `events.log` and `events-G.log` in
@@ -23,9 +26,10 @@ extension DecisionLog {
     ///
     /// `published` is the weight of the server's latest publication logged before the view's
     /// batch (its `publication` records), which a server that assumes its devices up to date
-    /// would log; the device's propensity where the log holds no publication yet. The log
-    /// carries no attributes, so every decision is in context 0. A compacted log holds only
-    /// the events since its last compaction.
+    /// would log; the device's propensity where the log holds no publication yet. A decision's
+    /// context is the segment its batch named, which the server logs under a contextual
+    /// allocator (`attributes` with the events); 0 otherwise. A compacted log holds only the
+    /// events since its last compaction.
     ///
     /// - Throws: ``ScenarioError`` naming the folder, or the file and line of a record that
     ///   cannot be read.
@@ -87,7 +91,8 @@ extension DecisionLog {
                     order.append(unit)
                     let p = event.propensity ?? 0
                     let published = latest.flatMap { v < $0[e].count ? $0[e][v] : nil } ?? p
-                    firstViews[unit] = Decision(time: record.time ?? event.createdAt ?? 0, device: Int(unit.device) ?? 0, experiment: e, context: 0,
+                    if record.context != nil { summary.segmented += 1 }
+                    firstViews[unit] = Decision(time: record.time ?? event.createdAt ?? 0, device: Int(unit.device) ?? 0, experiment: e, context: record.context ?? 0,
                                                 variant: v, reward: 0, propensity: p, published: published, policyAge: .nan)
                 }
             }
@@ -115,6 +120,7 @@ extension DecisionLog {
         var time: Double?
         var events: [LogEvent]?
         var weights: [[Double]]?
+        var context: Int?
     }
 
     private struct LogEvent: Decodable {
