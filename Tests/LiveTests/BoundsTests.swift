@@ -192,8 +192,10 @@ struct BoundsTests {
         #expect(patterns.contains("^\(code)(,\(code)){0,\(Bounds.choices - 1)}$"))
         #expect(patterns.contains("^\(code):\(code)(,\(code)){0,\(Bounds.choices - 1)}$"))
         // The names: experiment and session of decisions and goals, the goal's name, the owner,
-        // the agent, the two forms of the session parameter, and an app event's name.
+        // the agent, the two forms of the session parameter, an app event's name, and the
+        // values of a decision's and an event batch's attributes.
         let names = mappings.filter { $0["maxLength"] as? Int == Bounds.nameLength }
-        #expect(names.count == 12, "the Conductrics routes', the VWO routes' u, the configuration's user and the event's name")
+        #expect(names.count == 14, "the Conductrics routes', the VWO routes' u, the configuration's user, the event's name and the attributes' values")
+        #expect(mappings.filter { $0["maxProperties"] as? Int == Bounds.attributes }.count == 2, "a decision's and an event batch's attributes")
     }
 }
