@@ -54,7 +54,7 @@ extension ExperimentServer {
     }
 
     /// Chooses a variant for `experiment` without learning anything: with
-    /// ``recordDecision(experiment:variant:from:at:)`` it makes ``decide(experiment:at:)`` in two
+    /// ``recordDecision(experiment:variant:from:context:at:)`` it makes ``decide(experiment:at:)`` in two
     /// steps, for a server that writes the decision down before it takes effect.
     public mutating func choose(experiment: Int) -> Int {
         allocators[experiment].choose()
@@ -69,10 +69,8 @@ extension ExperimentServer {
     /// Records a decision taken earlier, as ``decide(experiment:at:)`` would have after choosing
     /// `variant`: a server replaying its durable log learns its decisions without choosing again.
     /// `request`, if known, orders it among feedback that arrived at the same time (see
-    /// ``DeviceRequestID``).
-    ///
-    /// - Parameter context: The device's segment, where the request said it; else the
-    ///   device's in ``deviceContexts``.
+    /// ``DeviceRequestID``). `context` is the device's segment where the request said it;
+    /// else the device's in ``deviceContexts``.
     public mutating func recordDecision(experiment: Int, variant: Int, from request: DeviceRequestID? = nil, context: Int? = nil, at now: Double) {
         decisions += 1
         let context = context ?? (A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0)
@@ -81,9 +79,8 @@ extension ExperimentServer {
 
     /// Records a goal reported directly (the Conductrics style, no event queue), from
     /// `request` if it is known (see ``DeviceRequestID``).
-    ///
-    /// - Parameter context: The segment the rewarded decision was made in, if the server knew
-    ///   it from the request; else the device's in ``deviceContexts``.
+    /// `context` is the segment the rewarded decision was made in, if the server knew it from
+    /// the request; else the device's in ``deviceContexts``.
     public mutating func goal(experiment: Int, variant: Int, value: Double, from request: DeviceRequestID? = nil, context: Int? = nil, at now: Double) {
         let context = context ?? (A.isContextual ? request.map { self.context(ofDevice: $0.device) } ?? 0 : 0)
         learn(.conversion(variant, value: value, context: context), experiment: experiment, at: now, from: FeedbackOrigin(request))

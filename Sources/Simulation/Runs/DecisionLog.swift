@@ -8,8 +8,8 @@
 /// log, and how old the device's policy was: a stale cache or an offline draw makes the two
 /// differ. Its reward is the view's own outcome (1 if it converts, whenever the conversion
 /// reaches the server); beside it, whether the view and its conversion had reached the server
-/// by the end of the run (``markReceived(_:)``), which is all a server's log can hold: a
-/// device's queue, offline or capped, keeps some back and loses some.
+/// by the end of the run, which is all a server's log can hold: a device's queue, offline or
+/// capped, keeps some back and loses some.
 ///
 /// `Sendable`: a plain value.
 public struct DecisionLog: Sendable {
