@@ -192,9 +192,9 @@ extension Scenario {
         try validateSchedule(file: file)
     }
 
-    static func distribution(_ r: ScenarioReader) throws(ScenarioError) -> Distribution {
+    static func distribution(_ r: ScenarioReader, extraKeys: [String] = []) throws(ScenarioError) -> Distribution {
         if !r.isMapping { return .constant(try r.duration()) }
-        try r.requireKeys(allowed: ["distribution", "mean", "median", "sigma", "min", "max", "value"])
+        try r.requireKeys(allowed: ["distribution", "mean", "median", "sigma", "min", "max", "value"] + extraKeys)
         let kind = try r.required("distribution", "constant, exponential, lognormal or uniform").choice(["constant": 0, "exponential": 1, "lognormal": 2, "uniform": 3])
         switch kind {
         case 0: return .constant(try r.required("value", "a duration").duration())

@@ -39,8 +39,9 @@ extension Scenario {
         )
     }
 
-    /// `attributes:`, each a mapping of its values to their shares of the devices:
-    /// `platform: {ios: 0.45, android: 0.55}`.
+    /// `attributes:`, each a mapping of its values to their shares of the devices
+    /// (`platform: {ios: 0.45, android: 0.55}`), or a quantity with a distribution cut into
+    /// bins (`sessions_per_week: {distribution: lognormal, median: 3, sigma: 1, bins: [1, 5]}`).
     static func attributes(_ r: ScenarioReader) throws(ScenarioError) -> [Attribute] {
         let mapping = try r.entries
         guard Limits.attributes.contains(mapping.count) else {
@@ -48,6 +49,7 @@ extension Scenario {
         }
         var segments = 1
         let attributes = try mapping.map { (name, values) throws(ScenarioError) -> Attribute in
+            if values.isMapping, values.optional("distribution") != nil { return try numericAttribute(name, values) }
             let entries = try values.entries
             guard Limits.attributeValues.contains(entries.count) else {
                 throw values.error("has \(entries.count) value(s); expected \(describe(Limits.attributeValues)), each with its share of the devices, e.g. {ios: 0.45, android: 0.55}")
@@ -61,5 +63,36 @@ extension Scenario {
             throw r.error("makes \(segments) segments (every combination of values); expected at most \(Limits.segments.upperBound)")
         }
         return attributes
+    }
+
+    /// A numeric attribute: a quantity each device draws from `distribution` (as delays are
+    /// written: `constant`, `exponential`, `lognormal`, `uniform`), cut by the increasing
+    /// `bins` edges into the attribute's values, `under-E₁`, `E₁-E₂`, …, `Eₙ-up` (a value
+    /// holds its lower edge), each with the distribution's share. Segments, rate rules and
+    /// contextual allocators see the bins, as they see a categorical attribute's values.
+    static func numericAttribute(_ name: String, _ r: ScenarioReader) throws(ScenarioError) -> Attribute {
+        guard let list = r.optional("bins") else {
+            throw r.error("has a distribution and no bins; expected bins: [EDGE, …], the increasing values that cut the quantity into the attribute's values, e.g. bins: [1, 5]")
+        }
+        let elements = try list.elements(atMost: Limits.attributeValues.upperBound - 1, "bin edges")
+        guard !elements.isEmpty else { throw list.error("is empty; expected at least one edge, e.g. bins: [1, 5]") }
+        var edges: [Double] = []
+        for element in elements {
+            let edge = try element.number(in: 0...1e12, "a number ≥ 0")
+            if let last = edges.last, edge <= last { throw element.error("is \(format(edge)), not above the edge before it (\(format(last))); expected increasing edges") }
+            edges.append(edge)
+        }
+        let distribution = try Self.distribution(r, extraKeys: ["bins"])
+        let names = ["under-\(format(edges[0]))"] + zip(edges, edges.dropFirst()).map { "\(format($0))-\(format($1))" } + ["\(format(edges[edges.count - 1]))-up"]
+        let below = [0] + edges.map(distribution.probability(below:)) + [1]
+        var shares: [Double] = []
+        for (value, name) in names.enumerated() {
+            let share = below[value + 1] - below[value]
+            guard share >= 1e-9 else {
+                throw list.error("leaves \(name) with no devices (the distribution gives it a share of \(format(share))); expected every bin some devices")
+            }
+            shares.append(share)
+        }
+        return Attribute(name: name, values: names, shares: shares, bins: edges, distribution: distribution)
     }
 }

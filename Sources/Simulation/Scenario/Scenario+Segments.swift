@@ -11,6 +11,11 @@ extension Scenario {
         public var values: [String]
         /// Each value's share of the devices, summing to 1.
         public var shares: [Double]
+        /// A numeric attribute's bin edges, which cut its quantity into its values; empty for
+        /// a categorical attribute.
+        public var bins: [Double] = []
+        /// A numeric attribute's distribution, whose shares of the bins are the values'.
+        public var distribution: Distribution?
     }
 
     /// Conversion rates that hold for the devices whose attributes match: where the best variant

@@ -404,6 +404,16 @@ public enum Distribution: Sendable, Hashable {
         }
     }
 
+    /// P(X < x): the share of draws below `x`.
+    public func probability(below x: Double) -> Double {
+        switch self {
+        case .constant(let c): c < x ? 1 : 0
+        case .exponential(let mean): x <= 0 ? 0 : 1 - exp(-x / mean)
+        case .logNormal(let median, let sigma): x <= 0 ? 0 : 0.5 * erfc(-(log(x) - log(median)) / (sigma * 2.0.squareRoot()))
+        case .uniform(let a, let b): b <= a ? (a < x ? 1 : 0) : min(1, max(0, (x - a) / (b - a)))
+        }
+    }
+
     /// One draw.
     @inline(__always)
     public func sample<G: RandomNumberGenerator>(using generator: inout G) -> Double {
