@@ -164,12 +164,7 @@ public struct OffPolicyEvaluation: Sendable {
         case .drawn:
             log.decisions.filter { $0.experiment == e }
         case .received:
-            log.decisions.compactMap { decision in
-                guard decision.experiment == e, decision.received else { return nil }
-                var kept = decision
-                kept.reward = decision.receivedReward
-                return kept
-            }
+            log.received.decisions.filter { $0.experiment == e }
         }
     }
 
