@@ -72,7 +72,7 @@ struct MynaWire: LiveWire {
     }
 
     func ask(for request: EngineRequest, device: Int) -> HTTPAsk {
-        guard let targeting else { return codec.ask(for: request) }
+        guard let targeting, case .sendEvents = request.kind else { return codec.ask(for: request) }
         let segment = targeting.segment(ofDevice: device)
         return codec.ask(for: request, attributes: targeting.attributes[segment], context: segment)
     }

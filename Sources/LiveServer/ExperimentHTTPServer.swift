@@ -164,10 +164,6 @@ package struct ExperimentHTTPServer: Sendable {
                 let decision = try Wire.decode(Wire.DecisionRequest.self, from: body)
                 try Bounds.check(decision.experiment, length: Bounds.nameLength, field: "experiment")
                 if let session = decision.session { try Bounds.check(session, length: Bounds.nameLength, field: "session") }
-                if let attributes = decision.attributes {
-                    try Bounds.check(count: attributes.count, limit: Bounds.attributes, field: "attributes", what: "attributes")
-                    for (name, value) in attributes { try Bounds.check(value, length: Bounds.nameLength, field: "attributes.\(name)") }
-                }
                 let context = try service.context(attributes: decision.attributes)
                 let variant = try await service.decide(decision.experiment, session: decision.session, context: context)
                 return Wire.encode(Wire.Decision(experiment: decision.experiment, variant: variant, session: decision.session))

@@ -106,6 +106,10 @@ extension ExperimentService {
     ///
     /// - Throws: ``APIError`` 400 naming the attribute or feature at fault.
     package func context(attributes: [String: String]? = nil, features: [String]? = nil) throws(APIError) -> Int {
+        if let attributes {
+            try Bounds.check(count: attributes.count, limit: Bounds.attributes, field: "attributes", what: "attributes")
+            for (name, value) in attributes { try Bounds.check(value, length: Bounds.nameLength, field: "attributes.\(name)") }
+        }
         let served = configuration.attributes
         if attributes != nil || features != nil, served.isEmpty {
             throw APIError.badField(attributes != nil ? "attributes" : "features",
@@ -114,7 +118,7 @@ extension ExperimentService {
         if let attributes { return try served.context(of: attributes) }
         if let features { return try served.context(ofFeatures: features) }
         guard !configuration.allocator.isContextual else {
-            throw APIError.badField(features == nil ? "attributes" : "features",
+            throw APIError.badField("attributes",
                                     expected: "the device's " + served.attributes.map(\.name).joined(separator: " and ")
                                         + ": allocator \(configuration.allocator) decides by them", status: 400)
         }

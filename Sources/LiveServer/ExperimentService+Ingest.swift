@@ -14,11 +14,7 @@ extension ExperimentService {
         try Bounds.check(count: batch.events.count, limit: Bounds.events, field: "events", what: "events in a batch")
         try Self.validate(batch, experiments: configuration.experiments, bounded: true)
         // A device's attributes put its events' feedback in its segment (contextual allocators).
-        var context: Int?
-        if let attributes = batch.attributes {
-            try Bounds.check(count: attributes.count, limit: Bounds.attributes, field: "attributes", what: "attributes")
-            context = try self.context(attributes: attributes)
-        }
+        let context = try batch.attributes.map { attributes throws(APIError) in try self.context(attributes: attributes) }
         let now = clock()
         return try await committing { state throws(APIError) -> Wire.Acknowledgement in
             Self.prepare(&state, at: now, configuration: configuration)

@@ -91,6 +91,14 @@ extension ExperimentService {
         }
     }
 
+    /// The segment `record` logged, if any, checked against the served attributes' segments.
+    static func loggedContext(_ record: EventLog.Record, configuration: ServerConfiguration) throws(APIError) -> Int? {
+        guard let context = record.context else { return nil }
+        let count = configuration.attributes.contexts.count
+        guard (0..<count).contains(context) else { throw .badField("context", expected: "a segment below \(count)") }
+        return context
+    }
+
     /// Applies a validated record: the one place a change reaches the state, live or replayed.
     static func apply(_ record: EventLog.Record, to state: inout State, configuration: ServerConfiguration) throws(APIError) {
         let experiments = configuration.experiments
@@ -99,12 +107,7 @@ extension ExperimentService {
         case .events:
             let batch = Wire.EventBatch(events: record.events ?? [])
             try validate(batch, experiments: experiments, bounded: false)
-            if let context = record.context {
-                guard context >= 0, context < configuration.attributes.contexts.count else {
-                    throw .badField("context", expected: "a segment below \(configuration.attributes.contexts.count)")
-                }
-                place(batch.events, in: context, state: &state)
-            }
+            if let context = try loggedContext(record, configuration: configuration) { place(batch.events, in: context, state: &state) }
             _ = ingest(batch.events, into: &state, at: record.time, configuration: configuration)
         case .agent:
             guard let key = record.experiment, let choices = record.choices, !choices.isEmpty else { throw .badField("agent", expected: "a key and choices") }
@@ -115,10 +118,7 @@ extension ExperimentService {
             guard let variant = choiceList.firstIndex(of: name) else { throw .badField("variant", expected: choiceList.joined(separator: ",")) }
             let index = experiments.firstIndex { $0.id == key }
             if record.kind == .decision {
-                let context = record.context ?? 0
-                guard context >= 0, context < configuration.attributes.contexts.count else {
-                    throw .badField("context", expected: "a segment below \(configuration.attributes.contexts.count)")
-                }
+                let context = try loggedContext(record, configuration: configuration) ?? 0
                 if let index {
                     state.server.recordDecision(experiment: index, variant: variant, context: context, at: record.time)
                 } else {

@@ -9,22 +9,21 @@ import Allocators
 /// agree on what segment 5 is.
 ///
 /// `Sendable`: an immutable value.
-package struct ServedAttributes: Sendable, Hashable {
+package struct ServedAttributes: Sendable {
     /// The attributes, in order, each with its values in order.
     package let attributes: [(name: String, values: [String])]
+    /// The segments and their features, for a contextual allocator: made once, since a replay
+    /// checks every logged segment against their count.
+    package let contexts: ContextSpace
 
     /// No attributes: every device in the one segment.
     package static let none = ServedAttributes([])
 
     package init(_ attributes: [(name: String, values: [String])]) {
         self.attributes = attributes
-    }
-
-    /// The segments and their features, for a contextual allocator.
-    package var contexts: ContextSpace {
         // Cannot throw: a scenario's attributes have two values or more and make at most
         // 4,096 segments (checked when it is read).
-        try! ContextSpace(valueCounts: attributes.map(\.values.count))
+        contexts = try! ContextSpace(valueCounts: attributes.map(\.values.count))
     }
 
     /// Whether devices have attributes at all.
@@ -84,16 +83,5 @@ package struct ServedAttributes: Sendable, Hashable {
 
     private var expectedValues: String {
         attributes.map { "\($0.name): \($0.values.joined(separator: ", "))" }.joined(separator: "; ")
-    }
-
-    package static func == (a: ServedAttributes, b: ServedAttributes) -> Bool {
-        a.attributes.elementsEqual(b.attributes) { $0.name == $1.name && $0.values == $1.values }
-    }
-
-    package func hash(into hasher: inout Hasher) {
-        for attribute in attributes {
-            hasher.combine(attribute.name)
-            hasher.combine(attribute.values)
-        }
     }
 }
