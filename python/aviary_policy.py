@@ -14,6 +14,11 @@ This module, standard library only, implements it around a class of yours::
     if __name__ == "__main__":
         aviary_policy.main(MyPolicy)
 
+A contextual policy (``external(command=..., context=segment)``) takes the contexts' feature
+rows too, ``__init__(self, variants, seed, parameters, features)``; its feedback names each
+entry's context, ``choose(self, n, context)`` decides for one context, and ``weights(self)``
+returns one row of weights per context.  ``examples/linucb.py`` is one.
+
 ``main`` serves the protocol on stdin/stdout, or over HTTP with ``--http PORT``.  Without a
 ``weights`` method, a snapshot's weights are the frequencies of ``snapshot-draws`` choices
 (default 2000), which for a Thompson sampler is the Monte Carlo estimate of P(best).
@@ -30,8 +35,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PROTOCOL = 1
 
-Feedback = namedtuple("Feedback", "variant views conversions reward")
-"""Feedback for one variant since the previous update: views, conversions, reward."""
+Feedback = namedtuple("Feedback", "variant views conversions reward context", defaults=(0,))
+"""Feedback for one variant (in one context) since the previous update: views, conversions, reward."""
 
 
 class ProtocolError(Exception):
@@ -45,6 +50,7 @@ class Session:
         self.make_policy = make_policy
         self.policy = None
         self.variants = 0
+        self.contexts = None
         self.snapshot_draws = 2000
 
     def handle(self, message):
@@ -62,23 +68,38 @@ class Session:
             self.variants = int(message["variants"])
             parameters = message.get("parameters", {})
             self.snapshot_draws = int(parameters.get("snapshot-draws", 2000))
+            if "contexts" in message:
+                self.contexts = int(message["contexts"])
+                self.policy = self.make_policy(self.variants, int(message["seed"]), parameters, features=message["features"])
+                return {"protocol": PROTOCOL, "contexts": self.contexts}
             self.policy = self.make_policy(self.variants, int(message["seed"]), parameters)
             return {"protocol": PROTOCOL}
         if self.policy is None:
             raise ProtocolError("'%s' before 'hello'" % kind)
         if kind == "record":
-            self.policy.update([Feedback(f["variant"], f["views"], f["conversions"], f["reward"]) for f in message["feedback"]])
+            self.policy.update([Feedback(f["variant"], f["views"], f["conversions"], f["reward"], f.get("context", 0))
+                                for f in message["feedback"]])
             return {}
         if kind == "snapshot":
             if hasattr(self.policy, "weights"):
-                return {"weights": [float(w) for w in self.policy.weights()]}
-            counts = [0] * self.variants
-            for variant in self.policy.choose(self.snapshot_draws):
-                counts[variant] += 1
-            return {"weights": [c / self.snapshot_draws for c in counts]}
+                weights = self.policy.weights()
+                if self.contexts is None:
+                    return {"weights": [float(w) for w in weights]}
+                return {"weights": [[float(w) for w in row] for row in weights]}
+            if self.contexts is None:
+                return {"weights": self._frequencies(self.policy.choose(self.snapshot_draws))}
+            return {"weights": [self._frequencies(self.policy.choose(self.snapshot_draws, context)) for context in range(self.contexts)]}
         if kind == "choose":
-            return {"variants": [int(v) for v in self.policy.choose(int(message["n"]))]}
+            if self.contexts is None:
+                return {"variants": [int(v) for v in self.policy.choose(int(message["n"]))]}
+            return {"variants": [int(v) for v in self.policy.choose(int(message["n"]), int(message["context"]))]}
         raise ProtocolError("unknown message type %r" % kind)
+
+    def _frequencies(self, choices):
+        counts = [0] * self.variants
+        for variant in choices:
+            counts[variant] += 1
+        return [c / self.snapshot_draws for c in counts]
 
 
 def serve_pipe(make_policy, input=None, output=None):

@@ -14,7 +14,9 @@ public struct AllocatorRegistration: Sendable {
     public let parameterKeys: [String]?
     /// One line for listings: what the allocator does.
     public let summary: String
-    let make: @Sendable (AllocatorParameters, Int, StreamSeed) throws(AllocatorError) -> any Allocator
+    let make: @Sendable (AllocatorParameters, Int, StreamSeed, ContextSpace) throws(AllocatorError) -> any Allocator
+    /// Whether the allocator a spec's parameters make chooses by the device's context.
+    let contextual: @Sendable ([String: AllocatorSpec.Value]) -> Bool
 
     /// Describes an allocator and how to build it.
     ///
@@ -35,11 +37,45 @@ public struct AllocatorRegistration: Sendable {
         summary: String,
         make: @escaping @Sendable (_ parameters: AllocatorParameters, _ variantCount: Int, _ seed: StreamSeed) throws(AllocatorError) -> A
     ) {
+        self.init(name: name, parameterKeys: parameterKeys, summary: summary, contextual: { _ in A.isContextual }) {
+            (parameters, variantCount, seed, _) throws(AllocatorError) -> any Allocator in
+            try make(parameters, variantCount, seed)
+        }
+    }
+
+    /// Describes a contextual allocator (``Allocator/isContextual``) and how to build it for
+    /// the contexts a scenario's devices can be in.
+    ///
+    /// A scenario that names it must give its devices attributes; the factory gets their
+    /// ``ContextSpace`` (``ContextSpace/single`` when a spec is only checked).
+    ///
+    /// - Parameters:
+    ///   - name: The name specs use: letters, digits and `-`, not a built-in name.
+    ///   - parameterKeys: The keys the allocator takes; `nil` accepts any key.
+    ///   - summary: One line saying what the allocator does.
+    ///   - make: Builds a fresh allocator from the spec's parameters, the experiment's number
+    ///     of variants, the allocator's own seed and the devices' contexts.
+    public init<A: Allocator>(
+        name: String,
+        parameterKeys: [String]?,
+        summary: String,
+        contextual make: @escaping @Sendable (_ parameters: AllocatorParameters, _ variantCount: Int, _ seed: StreamSeed,
+                                              _ contexts: ContextSpace) throws(AllocatorError) -> A
+    ) {
+        self.init(name: name, parameterKeys: parameterKeys, summary: summary, contextual: { _ in A.isContextual }) {
+            (parameters, variantCount, seed, contexts) throws(AllocatorError) -> any Allocator in
+            try make(parameters, variantCount, seed, contexts)
+        }
+    }
+
+    /// An allocator whose parameters say whether it is contextual (`external`'s `context`).
+    init(name: String, parameterKeys: [String]?, summary: String,
+         contextual: @escaping @Sendable ([String: AllocatorSpec.Value]) -> Bool,
+         make: @escaping @Sendable (AllocatorParameters, Int, StreamSeed, ContextSpace) throws(AllocatorError) -> any Allocator) {
         self.name = name
         self.parameterKeys = parameterKeys
         self.summary = summary
-        self.make = { (parameters, variantCount, seed) throws(AllocatorError) -> any Allocator in
-            try make(parameters, variantCount, seed)
-        }
+        self.contextual = contextual
+        self.make = make
     }
 }

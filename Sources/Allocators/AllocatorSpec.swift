@@ -67,6 +67,7 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
     public var isContextual: Bool {
         switch self {
         case .linUCB, .linearThompson, .ridgeEpsilonGreedy, .treeThompson, .inverseGap: true
+        case .registered(let name, let parameters): AllocatorRegistry.registration(named: name)?.contextual(parameters) ?? false
         default: false
         }
     }
@@ -348,15 +349,16 @@ public enum AllocatorSpec: Hashable, Sendable, CustomStringConvertible {
         case .inverseGap(let gamma, let floor, let ridge):
             try InverseGapWeighting(variantCount: variantCount, contexts: contexts, gamma: gamma, floor: floor, ridge: ridge, seed: seed)
         case .registered(let name, let parameters):
-            try Self.makeRegistered(name, parameters: parameters, variantCount: variantCount, seed: seed)
+            try Self.makeRegistered(name, parameters: parameters, variantCount: variantCount, seed: seed, contexts: contexts)
         }
     }
 
-    private static func makeRegistered(_ name: String, parameters: [String: Value], variantCount: Int, seed: StreamSeed) throws(AllocatorError) -> any Allocator {
+    private static func makeRegistered(_ name: String, parameters: [String: Value], variantCount: Int, seed: StreamSeed,
+                                       contexts: ContextSpace) throws(AllocatorError) -> any Allocator {
         guard let registration = AllocatorRegistry.registration(named: name) else {
             throw AllocatorError("unknown allocator '\(name)'; expected one of \(names.joined(separator: ", "))")
         }
-        return try registration.make(AllocatorParameters(allocator: name, values: parameters), variantCount, seed)
+        return try registration.make(AllocatorParameters(allocator: name, values: parameters), variantCount, seed, contexts)
     }
 
     /// The textual form, which ``init(parsing:)`` reads back.

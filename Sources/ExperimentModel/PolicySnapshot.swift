@@ -115,6 +115,12 @@ public struct PolicySnapshot: Hashable, Sendable {
                        contextCumulative: contextCumulative.map { $0 })
     }
 
+    /// The same policy published again as `version` at `issuedAt`.
+    package func republished(version: Int, issuedAt: Double) -> PolicySnapshot {
+        PolicySnapshot(version: version, issuedAt: issuedAt, weights: weights, posteriors: posteriors, cumulative: cumulative,
+                       contextCumulative: contextCumulative)
+    }
+
     private init(version: Int, issuedAt: Double, weights: [Double], posteriors: [BetaParameters], cumulative: [Double], contextCumulative: [Double]) {
         self.version = version
         self.issuedAt = issuedAt

@@ -14,17 +14,18 @@ final class PolicyScripts {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    /// Writes a Python policy that answers `hello` correctly, writes its process id to
+    /// Writes a Python policy that answers `hello` with `hello` (a Python expression; by
+    /// default the protocol version alone), writes its process id to
     /// `NAME.pid`, and answers every other message with `reply(message)`, a Python expression
     /// evaluated with `message` (a dict) and `os`, `sys`, `time` in scope; returns the spec.
-    func python(_ name: String, reply: String, parameters: String = "") throws -> String {
+    func python(_ name: String, reply: String, parameters: String = "", hello: String = #"{"protocol": 1}"#) throws -> String {
         let script = """
         import json, os, sys, time
         open(\(quoted(path("\(name).pid"))), "w").write(str(os.getpid()))
         for line in sys.stdin:
             message = json.loads(line)
             if message["type"] == "hello":
-                out = {"protocol": 1}
+                out = \(hello)
             else:
                 out = \(reply)
             sys.stdout.write(out if isinstance(out, str) else json.dumps(out))

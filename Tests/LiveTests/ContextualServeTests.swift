@@ -45,15 +45,20 @@ struct ContextualServeTests {
         }
     }
 
+    /// Python's LinUCB (python/examples/linucb.py) over the allocator protocol.
+    static let pythonLinUCB = #"external(command="python3 \#(URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path)/python/examples/linucb.py", context=segment)"#
+
     /// Sessions on iOS convert on the second variant only, on Android on the first only:
-    /// LinUCB, told each session's platform, shows each platform its own best; after a
-    /// restart, which replays the decisions with their segments and the goals in them, it
-    /// still does. 400 sessions, then 50 per platform counted: at least 80 % each (a model
-    /// that pooled the platforms would split them about evenly).
-    @Test func aContextualAllocatorLearnsEachSegmentsBestAndARestartReplaysIt() async throws {
+    /// LinUCB (the built-in, or Python's over the protocol, told each decision's segment), told
+    /// each session's platform, shows each platform its own best; after a restart, which
+    /// replays the decisions with their segments and the goals in them, it still does. 400
+    /// sessions, then 50 per platform counted: at least 80 % each (a model that pooled the
+    /// platforms would split them about evenly).
+    @Test(arguments: ["linucb", pythonLinUCB])
+    func aContextualAllocatorLearnsEachSegmentsBestAndARestartReplaysIt(allocator: String) async throws {
         let directory = ExperimentServiceTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let service = try Self.service(directory: directory)
+        let service = try Self.service(directory: directory, allocator: allocator)
         func session(_ service: ExperimentService, _ i: Int) async throws -> (ios: Bool, best: Bool) {
             let ios = i % 2 == 0
             let context = try service.context(attributes: ["platform": ios ? "ios" : "android", "tier": i % 3 == 0 ? "new" : "returning"])
@@ -73,7 +78,7 @@ struct ContextualServeTests {
         }
         let learned = try await shares(service, from: 400)
         #expect(learned.ios >= 0.8 && learned.android >= 0.8, "\(learned)")
-        let restarted = try Self.service(directory: directory)
+        let restarted = try Self.service(directory: directory, allocator: allocator)
         #expect(restarted.stats().decisions == service.stats().decisions)
         let replayed = try await shares(restarted, from: 10_000)
         #expect(replayed.ios >= 0.8 && replayed.android >= 0.8, "\(replayed)")

@@ -10,33 +10,37 @@ import Testing
 struct PolicyServiceTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// 300 devices for two days, 5 % vs 10 %, two replicates.
-    static func scenario(style: String, allocators: [String]) throws -> Scenario {
+    /// 300 devices for two days, 5 % vs 10 %, two replicates, hourly updates; `contextual`:
+    /// with two platforms whose best variants differ (iOS converts best on the control), and
+    /// updates every 50 events, so that server-side decisions come from the policy's blocks.
+    static func scenario(style: String, allocators: [String], contextual: Bool = false) throws -> Scenario {
         let yaml = """
         name: policy-service
         seed: 11
         replicates: 2
         horizon: 2d
         timestep: 6h
-        population: {devices: 300, sessions_per_day: 3}
+        population: {devices: 300, sessions_per_day: 3\(contextual ? ", attributes: {platform: {ios: 0.4, android: 0.6}}" : "")}
         experiments:
           - id: button
             variants:
               - {id: control, rate: 0.05}
               - {id: green, rate: 0.10}
+            \(contextual ? "segments: [{when: {platform: ios}, rates: [0.12, 0.04]}]" : "")
         allocators:
         \(allocators.map { "  - '\($0)'" }.joined(separator: "\n"))
         client: {style: \(style)}
-        server: {update: {every: 1h}}
+        server: {update: \(contextual ? "{every_events: 50}" : "{every: 1h}")}
         """
         return try Scenario(yaml: yaml, file: "policy-service.yaml")
     }
 
-    /// Starts the Python Thompson sampler's HTTP server, runs `body` with its URL, and stops it.
-    static func withPolicyServer<T>(_ body: (String) throws -> T) throws -> T {
+    /// Starts a Python example's HTTP server (the Thompson sampler unless told), runs `body`
+    /// with its URL, and stops it.
+    static func withPolicyServer<T>(_ script: String = "thompson.py", _ body: (String) throws -> T) throws -> T {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", root.appendingPathComponent("python/examples/thompson.py").path, "--http", "0"]
+        process.arguments = ["python3", root.appendingPathComponent("python/examples/\(script)").path, "--http", "0"]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -72,6 +76,23 @@ struct PolicyServiceTests {
             #expect(overPipe.map(\.metrics.views) == overHTTP.map(\.metrics.views))
             #expect(overPipe.map(\.metrics.conversions) == overHTTP.map(\.metrics.conversions))
             #expect(overPipe.map(\.metrics.expectedRegret) == overHTTP.map(\.metrics.expectedRegret))
+        }
+    }
+
+    /// A contextual policy (`context=segment`): the same over HTTP as over a pipe, whether the
+    /// devices evaluate its per-segment snapshots or the server decides in their segment.
+    @Test(arguments: ["myna", "conductrics"])
+    func aContextualPolicyOverHTTPGivesWhatThePipeGives(style: String) throws {
+        PolicyService.registerConnector()
+        let command = #"external(command="python3 \#(Self.root.path)/python/examples/linucb.py", context=segment)"#
+        try Self.withPolicyServer("linucb.py") { url in
+            let overPipe = FleetSimulation(scenario: try Self.scenario(style: style, allocators: [command], contextual: true)).run(jobs: 2)
+            let overHTTP = FleetSimulation(scenario: try Self.scenario(style: style, allocators: [#"external(url="\#(url)", context=segment)"#], contextual: true)).run(jobs: 2)
+            #expect((overPipe + overHTTP).allSatisfy { $0.failure == nil }, "\((overPipe + overHTTP).compactMap(\.failure))")
+            #expect(overPipe.map(\.metrics.views) == overHTTP.map(\.metrics.views))
+            #expect(overPipe.map(\.metrics.expectedRegret) == overHTTP.map(\.metrics.expectedRegret))
+            let scenario = try Self.scenario(style: style, allocators: [command], contextual: true)
+            #expect(overPipe.map { $0.metrics.segmentCells(scenario) } == overHTTP.map { $0.metrics.segmentCells(scenario) })
         }
     }
 

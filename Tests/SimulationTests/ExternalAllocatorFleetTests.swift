@@ -10,6 +10,7 @@ import Testing
 struct ExternalAllocatorFleetTests {
     static let pythonThompson = #"external(command="python3 \#(packageRoot.path)/python/examples/thompson.py")"#
     static let pythonEpsilonGreedy = #"external(command="python3 \#(packageRoot.path)/python/examples/epsilon_greedy.py", epsilon=0.1)"#
+    static let pythonLinUCB = #"external(command="python3 \#(packageRoot.path)/python/examples/linucb.py", context=segment)"#
 
     func allocators(_ specs: [String]) throws -> [Scenario.NamedAllocator] {
         try specs.map { Scenario.NamedAllocator(label: $0, spec: try AllocatorSpec(parsing: $0)) }
@@ -81,6 +82,36 @@ struct ExternalAllocatorFleetTests {
         for (metric, interval) in try pythonThompsonAgainstTheBuiltIn(try conductricsHalf()) {
             #expect(interval.contains(0), "\(metric): \(interval)")
         }
+    }
+
+    /// A contextual policy over the protocol, Myna style (hourly snapshots, one row per segment,
+    /// evaluated by each device in its own): the Python LinUCB does the built-in's arithmetic
+    /// step for step, so it publishes the same snapshots, and the devices, drawing from their
+    /// own streams, make the same choices in every segment.
+    @Test func pythonLinUCBPublishesTheBuiltInsSnapshots() throws {
+        let scenario = try ContextualFleetTests.scenario(allocators: ["linucb", Self.pythonLinUCB])
+        let runs = Tiny.run(scenario)
+        #expect(runs.allSatisfy { $0.failure == nil })
+        #expect(runs[0].metrics.segmentCells(scenario) == runs[1].metrics.segmentCells(scenario))
+        #expect(runs[0].metrics.expectedRegret == runs[1].metrics.expectedRegret)
+    }
+
+    /// Server-side decisions, the server updating every 200 events: each decision comes from
+    /// a block the Python LinUCB chose for the requesting device's segment, so it serves each
+    /// platform its own best variant on most views, as the built-in does (within chance: the
+    /// blocks break ties with Python's stream), and beats Thompson sampling, which cannot.
+    @Test func pythonLinUCBDecidesInTheRequestingDevicesSegment() throws {
+        var scenario = try ContextualFleetTests.scenario(allocators: ["thompson", "linucb", Self.pythonLinUCB], client: "client: {style: conductrics}")
+        scenario.server.update = .everyEvents(200)
+        let runs = Tiny.run(scenario)
+        #expect(runs.allSatisfy { $0.failure == nil })
+        let (thompson, builtIn, python) = (runs[0], runs[1], runs[2])
+        let shares = ContextualFleetTests.bestShares(python, scenario)
+        #expect(shares.ios > 0.6 && shares.android > 0.6, "iOS \(shares.ios), Android \(shares.android)")
+        let builtInShares = ContextualFleetTests.bestShares(builtIn, scenario)
+        #expect(abs(shares.ios - builtInShares.ios) < 0.1 && abs(shares.android - builtInShares.android) < 0.1,
+                "Python \(shares), built-in \(builtInShares)")
+        #expect(python.metrics.expectedRegret < thompson.metrics.expectedRegret)
     }
 
     /// Same seed, same CSVs, whether the replicates run on one thread or three: each policy

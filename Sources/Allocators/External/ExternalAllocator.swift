@@ -33,14 +33,30 @@ public struct ExternalAllocator: Allocator {
     private let session: PolicySession
 
     /// The keys `external` takes itself; any other key is passed to the policy in `hello`.
-    static let ownKeys = ["command", "url", "timeout", "block"]
+    static let ownKeys = ["command", "url", "timeout", "block", "context"]
 
-    /// `external`, as ``AllocatorRegistry`` knows it.
+    /// `external`, as ``AllocatorRegistry`` knows it: contextual with `context=segment`.
     static let registration = AllocatorRegistration(
         name: "external", parameterKeys: nil,
-        summary: "a policy in another process or service, over the line-delimited JSON protocol (docs/allocator-protocol.md)"
-    ) { (parameters, variantCount, seed) throws(AllocatorError) in
-        try ExternalAllocator(parameters: parameters, variantCount: variantCount, seed: seed)
+        summary: "a policy in another process or service, over the line-delimited JSON protocol (docs/allocator-protocol.md)",
+        contextual: { parameters in parameters["context"] == .text("segment") }
+    ) { (parameters, variantCount, seed, contexts) throws(AllocatorError) -> any Allocator in
+        if try readsContext(parameters) {
+            try ContextualExternalAllocator(parameters: parameters, variantCount: variantCount, contexts: contexts, seed: seed)
+        } else {
+            try ExternalAllocator(parameters: parameters, variantCount: variantCount, seed: seed)
+        }
+    }
+
+    /// Whether the spec asks for a policy that chooses in the device's context: `context` is
+    /// `segment` (or `none`, the default).
+    static func readsContext(_ parameters: AllocatorParameters) throws(AllocatorError) -> Bool {
+        switch try parameters.text("context") {
+        case nil, "none"?: false
+        case "segment"?: true
+        case let other?:
+            throw AllocatorError("\(AllocatorSpec.registered(name: parameters.allocator, parameters: parameters.values)): context is '\(other)'; expected segment (the policy chooses in the device's segment) or none")
+        }
     }
 
     /// Creates an allocator for a policy; nothing is started until it is first used.
@@ -53,6 +69,7 @@ public struct ExternalAllocator: Allocator {
     ///   - seed: The allocator's stream; the policy gets its value in `hello`.
     /// - Throws: `AllocatorError` if neither or both of `command` and `url` are given, a
     ///   value is out of range, or `url` is given to a build without live mode.
+    /// - Throws: Also for `context=segment`: such a policy is a ``ContextualExternalAllocator``.
     public init(parameters: AllocatorParameters, variantCount: Int, seed: StreamSeed) throws(AllocatorError) {
         try self.init(parameters: parameters, variantCount: variantCount, seed: seed, urlConnector: AllocatorRegistry.urlConnector)
     }
@@ -60,6 +77,16 @@ public struct ExternalAllocator: Allocator {
     /// Creates an allocator that reaches `url` policies through `urlConnector` (`nil`: a build
     /// without live mode).
     init(parameters: AllocatorParameters, variantCount: Int, seed: StreamSeed, urlConnector: Connector?) throws(AllocatorError) {
+        guard try !Self.readsContext(parameters) else {
+            throw AllocatorError("\(AllocatorSpec.registered(name: parameters.allocator, parameters: parameters.values)): context=segment makes a ContextualExternalAllocator, which knows the devices' contexts")
+        }
+        self.variantCount = variantCount
+        self.session = try Self.session(parameters: parameters, variantCount: variantCount, seed: seed, contexts: nil, urlConnector: urlConnector)
+    }
+
+    /// The conversation a spec's parameters describe, not yet started.
+    static func session(parameters: AllocatorParameters, variantCount: Int, seed: StreamSeed, contexts: ContextSpace?,
+                        urlConnector: Connector?) throws(AllocatorError) -> PolicySession {
         try validateVariantCount(variantCount)
         let spec = AllocatorSpec.registered(name: parameters.allocator, parameters: parameters.values).description
         let timeout = try parameters.number("timeout") ?? 10
@@ -89,9 +116,9 @@ public struct ExternalAllocator: Allocator {
             throw AllocatorError("\(spec): give 'command' or 'url', not both")
         }
         // At most 53 bits, so that a policy in any language reads the seed exactly.
-        let hello = PolicyMessage.hello(variants: variantCount, seed: seed.value & (1 << 53 - 1), spec: spec, parameters: parameters.values)
-        self.variantCount = variantCount
-        self.session = PolicySession(spec: spec, variantCount: variantCount, block: block, hello: hello, connect: connect)
+        let hello = PolicyMessage.hello(variants: variantCount, seed: seed.value & (1 << 53 - 1), spec: spec, parameters: parameters.values,
+                                        contexts: contexts)
+        return PolicySession(spec: spec, variantCount: variantCount, block: block, contexts: contexts, hello: hello, connect: connect)
     }
 
     /// Per-variant statistics of the feedback recorded so far.
@@ -117,9 +144,7 @@ public struct ExternalAllocator: Allocator {
     /// holds the state it was published with; `ExperimentServer` only ever resolves its
     /// latest publication. One resolved later fails the run.
     public mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
-        let session = self.session
-        let update = session.update(at: issuedAt)
-        return DeferredSnapshot { session.snapshot(version: version, issuedAt: issuedAt, update: update) }
+        session.deferredSnapshot(version: version, issuedAt: issuedAt)
     }
 
     /// Ends the policy: collects the replies still owed, closes the connection (ending and
@@ -129,4 +154,59 @@ public struct ExternalAllocator: Allocator {
     public mutating func finish() throws(AllocatorError) {
         try session.finish()
     }
+}
+
+/// An ``ExternalAllocator`` whose policy chooses in the device's context:
+/// `external(command="…", context=segment)`.
+///
+/// The conversation is the same (docs/allocator-protocol.md) with the context added: `hello`
+/// carries the contexts (their number, the attributes' value counts, each context's features)
+/// and the policy's reply must acknowledge them; each `record` entry names its context; a
+/// `choose` asks for a block of decisions for one context, and blocks are kept per context; a
+/// snapshot is one row of weights per context, which devices evaluate in their own.
+public struct ContextualExternalAllocator: Allocator {
+    public let variantCount: Int
+    private let session: PolicySession
+
+    /// Creates an allocator for a contextual policy; nothing is started until it is first used.
+    ///
+    /// - Parameters:
+    ///   - parameters: As ``ExternalAllocator/init(parameters:variantCount:seed:)``'s.
+    ///   - variantCount: The experiment's number of variants.
+    ///   - contexts: The contexts the devices can be in.
+    ///   - seed: The allocator's stream; the policy gets its value in `hello`.
+    /// - Throws: `AllocatorError` as ``ExternalAllocator/init(parameters:variantCount:seed:)``.
+    public init(parameters: AllocatorParameters, variantCount: Int, contexts: ContextSpace, seed: StreamSeed) throws(AllocatorError) {
+        _ = try ExternalAllocator.readsContext(parameters)
+        self.variantCount = variantCount
+        self.session = try ExternalAllocator.session(parameters: parameters, variantCount: variantCount, seed: seed, contexts: contexts,
+                                                     urlConnector: AllocatorRegistry.urlConnector)
+    }
+
+    public static var isContextual: Bool { true }
+
+    /// Per-variant statistics of the feedback recorded so far, over every context.
+    public var statistics: [ArmStatistics] { session.statistics }
+
+    /// Chooses as a device of the first context would.
+    public mutating func choose() -> Int { session.choose(context: 0) }
+
+    @inline(__always)
+    public mutating func choose(context: Int) -> Int { session.choose(context: context) }
+
+    public mutating func record(_ feedback: Feedback) { session.record(feedback) }
+
+    public mutating func snapshot(version: Int, issuedAt: Double) -> PolicySnapshot {
+        deferredSnapshot(version: version, issuedAt: issuedAt).resolve()
+    }
+
+    /// As ``ExternalAllocator/deferredSnapshot(version:issuedAt:)``: one row per context.
+    public mutating func deferredSnapshot(version: Int, issuedAt: Double) -> DeferredSnapshot {
+        session.deferredSnapshot(version: version, issuedAt: issuedAt)
+    }
+
+    /// As ``ExternalAllocator/finish()``.
+    ///
+    /// - Throws: `AllocatorError` naming the allocator, what went wrong and what was expected.
+    public mutating func finish() throws(AllocatorError) { try session.finish() }
 }
