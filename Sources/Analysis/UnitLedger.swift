@@ -16,6 +16,10 @@ import ExperimentModel
 /// offline draw), the unit is scored by the AIPW estimator with its device's propensity, and
 /// ``propensities`` counts how often and by how much the two differed.
 ///
+/// Under a contextual allocator a publication is a policy per segment: a unit then counts in
+/// its (publication, segment) cell, whose weights are its segment's, for the SRM test, both
+/// estimators and the comparison with the propensity its device logged.
+///
 /// Every unit's totals are kept per period as running sums, each event taking its unit out and
 /// adding it back, so an analysis costs O(periods × variants) whatever the number of devices.
 ///
@@ -25,7 +29,8 @@ public struct UnitLedger: Sendable, Codable {
     public struct Unit: Sendable, Hashable {
         /// −1 until its first view is ingested (a conversion may come first).
         public var variant: Int32 = -1
-        /// The publication its device drew with, −1 if unknown.
+        /// The publication its device drew with (its cell of it, under a policy per segment:
+        /// publication × segments + segment), −1 if unknown.
         public var period: Int32 = -1
         /// Views ingested.
         public var views: UInt32 = 0
@@ -55,7 +60,8 @@ public struct UnitLedger: Sendable, Codable {
     public private(set) var looksTaken = 0
     /// A sticky experiment's units, by device.
     public private(set) var units: [UInt64: Unit] = [:]
-    /// Per period (publication index, −1 unknown), per variant, the units' sums.
+    /// Per period (publication index, or cell under a policy per segment; −1 unknown), per
+    /// variant, the units' sums.
     private var totals: [Int32: [UnitTotals]] = [:]
     /// The sums of the units whose devices drew with another propensity than their
     /// publication's, kept apart from `totals`.
@@ -86,9 +92,11 @@ public struct UnitLedger: Sendable, Codable {
 
     /// The server served data `version` with these weights for the first time: the units that
     /// arrived before belong to the weights before.
-    public mutating func published(version: Int, weights: [Double]) {
+    ///
+    /// `segmentWeights`, one row per segment, are a contextual allocator's policy per segment.
+    public mutating func published(version: Int, weights: [Double], segmentWeights: [[Double]]? = nil) {
         splits.closePeriod()
-        splits.publish(version: version, weights: weights)
+        splits.publish(version: version, weights: weights, segmentWeights: segmentWeights)
     }
 
     /// The newest data version noted, if any.
@@ -96,8 +104,9 @@ public struct UnitLedger: Sendable, Codable {
 
     /// The server took in `event` for the first time. A sticky unit's period is the
     /// publication its view names (`Event/policyVersion`), as the ledger knows it now;
-    /// `propensity` is the one its device logged with a view, if any.
-    public mutating func ingested(_ event: Event, propensity: Double? = nil) {
+    /// `propensity` is the one its device logged with a view, if any; `segment` its device's,
+    /// which places it where the policy has one per segment.
+    public mutating func ingested(_ event: Event, propensity: Double? = nil, segment: Int = 0) {
         let variant = Int(event.variant)
         guard variant >= 0, variant < variantCount else { return }
         guard sticky else {
@@ -105,9 +114,9 @@ public struct UnitLedger: Sendable, Codable {
             // conversion does not say which view it follows.
             switch event.kind {
             case .view:
-                if let propensity { propensities.record(propensity, published: publishedWeight(event, variant: variant)) }
+                if let propensity { propensities.record(propensity, published: publishedWeight(event, variant: variant, segment: segment)) }
                 add(to: -1, variant: variant) { $0.addSingleViews(1, converted: 0) }
-                splits.arrived(variant: variant)
+                splits.arrived(variant: variant, segment: segment)
             case .conversion:
                 add(to: -1, variant: variant) {
                     $0.conversions += 1
@@ -128,11 +137,11 @@ public struct UnitLedger: Sendable, Codable {
             if unit.variant < 0 {
                 unit.variant = Int32(variant)
                 let period = event.policyVersion == 0 ? nil : splits.publication(versionBits: event.policyVersion)
-                unit.period = Int32(period ?? -1)
-                if let propensity, propensities.record(propensity, published: publishedWeight(event, variant: variant)) {
+                unit.period = period.map { cell(publication: $0, segment: segment) } ?? -1
+                if let propensity, propensities.record(propensity, published: publishedWeight(event, variant: variant, segment: segment)) {
                     unit.drawn = propensity
                 }
-                splits.arrived(variant: variant)
+                splits.arrived(variant: variant, segment: segment)
             }
             unit.views += 1
         } else {
@@ -145,10 +154,29 @@ public struct UnitLedger: Sendable, Codable {
         units[event.id.device] = unit
     }
 
-    /// The weight of `variant` in the publication `event` names, if the ledger knows it.
-    private func publishedWeight(_ event: Event, variant: Int) -> Double? {
+    /// The weight of `variant` in `segment` in the publication `event` names, if the ledger
+    /// knows it.
+    private func publishedWeight(_ event: Event, variant: Int, segment: Int) -> Double? {
         guard event.policyVersion != 0, let period = splits.publication(versionBits: event.policyVersion) else { return nil }
-        return splits.publications[period].propensities[variant]
+        return splits.publications[period].propensities(segment: segment)[variant]
+    }
+
+    /// The period a unit of `segment` that drew with `publication` counts in: the publication,
+    /// or its segment's cell where the experiment's policies are per segment (−1, unknown,
+    /// past 2³¹ cells).
+    private func cell(publication: Int, segment: Int) -> Int32 {
+        guard let count = splits.segmentCount else { return Int32(publication) }
+        let (cell, overflow) = publication.multipliedReportingOverflow(by: count)
+        guard !overflow, (0..<count).contains(segment), let period = Int32(exactly: cell + segment) else { return -1 }
+        return period
+    }
+
+    /// The publication and segment of period `period` (the segment 0 where policies are not
+    /// per segment).
+    private func publicationAndSegment(_ period: Int32) -> (publication: Int, segment: Int) {
+        guard let count = splits.segmentCount else { return (Int(period), 0) }
+        let (publication, segment) = Int(period).quotientAndRemainder(dividingBy: count)
+        return (publication, segment)
     }
 
     /// Changes the sums `unit` counts in: its period's, or its own cell's where its device drew
@@ -185,8 +213,9 @@ public struct UnitLedger: Sendable, Codable {
         let publications = splits.publications
         let drawn = Dictionary(grouping: drawnTotals.keys, by: \.period)
         let periods = Set(totals.keys.filter { $0 >= 0 }).union(drawn.keys).sorted().map { period in
-            LookInput.Period(
-                propensities: publications[Int(period)].propensities,
+            let (publication, segment) = publicationAndSegment(period)
+            return LookInput.Period(
+                propensities: publications[publication].propensities(segment: segment),
                 totals: totals[period] ?? Array(repeating: UnitTotals(), count: variantCount),
                 drawn: (drawn[period] ?? []).sorted { ($0.variant, $0.propensity) < ($1.variant, $1.propensity) }.map {
                     (variant: Int($0.variant), propensity: $0.propensity, totals: drawnTotals[$0]!)
@@ -262,7 +291,7 @@ public struct UnitLedger: Sendable, Codable {
             drawn[device] = propensity
         }
         for row in try container.decode([[Int64]].self, forKey: .units) {
-            guard row.count == 5, row[1] >= -1, row[1] < variantCount, row[2] >= -1, row[2] < splits.publications.count,
+            guard row.count == 5, row[1] >= -1, row[1] < variantCount, row[2] >= -1, row[2] < splits.publications.count * (splits.segmentCount ?? 1),
                   let views = UInt32(exactly: row[3]), let conversions = UInt32(exactly: row[4]) else {
                 throw DecodingError.dataCorruptedError(forKey: .units, in: container, debugDescription: "not a unit: \(row)")
             }

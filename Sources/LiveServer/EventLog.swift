@@ -48,6 +48,9 @@ final class EventLog {
         /// and propensities of the analysis, and the versions a restart continues from.
         var version: Int?
         var weights: [[Double]]?
+        /// Under a contextual allocator, a publication's policy per segment: per served
+        /// experiment, one row of weights per segment.
+        var segments: [[[Double]]]?
         /// A decision's segment, where the allocator is contextual (``ServedAttributes``).
         var context: Int?
     }

@@ -61,11 +61,17 @@ extension ExperimentService {
     static func note(_ data: ExperimentData, in state: inout State, at now: Double, configuration: ServerConfiguration) {
         guard state.analysis.contains(where: { $0.lastVersion != data.version }) else { return }
         takeLooks(&state, at: now, configuration: configuration)
-        let weights = data.experiments.prefix(state.analysis.count).map(\.snapshot.weights)
-        publish(version: data.version, weights: weights, in: &state)
+        let snapshots = data.experiments.prefix(state.analysis.count).map(\.snapshot)
+        let weights = snapshots.map(\.weights)
+        // A contextual allocator's policy per segment: each segment's units are expected under
+        // its own weights.
+        let segments = configuration.allocator.isContextual ? snapshots.map { snapshot in (0..<snapshot.contextCount).map { snapshot.weights(inContext: $0) } } : nil
+        publish(version: data.version, weights: weights, segments: segments, in: &state)
         guard let log = state.log else { return }
         do {
-            try log.append(EventLog.Record(kind: .publication, time: now, version: data.version, weights: weights))
+            var record = EventLog.Record(kind: .publication, time: now, version: data.version, weights: weights)
+            record.segments = segments
+            try log.append(record)
             state.stats.logBytes = log.size
         } catch {
             logger.error("cannot log publication \(data.version): \(error.description)")
@@ -78,9 +84,10 @@ extension ExperimentService {
         for e in state.analysis.indices { state.analysis[e].takeLooks(until: now, every: every) }
     }
 
-    static func publish(version: Int, weights: [[Double]], in state: inout State) {
+    static func publish(version: Int, weights: [[Double]], segments: [[[Double]]]? = nil, in state: inout State) {
         for (e, w) in weights.enumerated() where e < state.analysis.count && w.count == state.analysis[e].variantCount {
-            state.analysis[e].published(version: version, weights: w)
+            let rows = segments.flatMap { e < $0.count && $0[e].allSatisfy { $0.count == w.count } ? $0[e] : nil }
+            state.analysis[e].published(version: version, weights: w, segmentWeights: rows)
         }
     }
 
@@ -166,13 +173,18 @@ extension ExperimentService {
             if restored, state.recovered.contains(event.id) { known += 1 } else { events.append(event) }
             if event.kind == .view, let propensity = item.propensity { logged[event.id] = propensity }
         }
+        // Each device's segment places its units where the policy is one per segment.
+        var segments: [UInt64: Int] = [:]
+        if configuration.allocator.isContextual {
+            for event in events where segments[event.id.device] == nil { segments[event.id.device] = state.server.context(ofDevice: event.id.device) }
+        }
         var accepted: [EventID] = []
         let result = state.server.ingest(events, at: time) { event in
             accepted.append(event.id)
             // The app's own events are counted among the accepted, of no experiment's results.
             guard event.kind != .app else { return }
             state.results[Int(event.experiment)][Int(event.variant)].add(event)
-            state.analysis[Int(event.experiment)].ingested(event, propensity: logged[event.id])
+            state.analysis[Int(event.experiment)].ingested(event, propensity: logged[event.id], segment: segments[event.id.device] ?? 0)
         }
         for id in accepted { state.recent.append(id) }
         state.stats.eventsAccepted += result.accepted

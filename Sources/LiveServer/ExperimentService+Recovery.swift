@@ -144,7 +144,10 @@ extension ExperimentService {
             guard let version = record.version, let weights = record.weights, weights.count == experiments.count else {
                 throw .badField("publication", expected: "a version and one set of weights per served experiment")
             }
-            publish(version: version, weights: weights, in: &state)
+            if let segments = record.segments, segments.count != experiments.count {
+                throw .badField("publication", expected: "one policy per segment per served experiment")
+            }
+            publish(version: version, weights: weights, segments: record.segments, in: &state)
         case .expire:
             guard let key = record.experiment, let session = record.session else { throw .badField("expire", expected: "an experiment and a session") }
             for sessionKey in state.sessions.keys where sessionKey == key || sessionKey.hasPrefix(key + "/") {

@@ -7,14 +7,8 @@ import Testing
 /// The propensities devices log with their views, in the ledger: kept, compared with the
 /// published weights, and weighing their units in AIPW.
 struct UnitLedgerPropensityTests {
-    /// A device's first view (its unit) of variant `variant`, naming data version `version`.
-    private func view(_ device: UInt64, variant: Int32, version: UInt16 = 1) -> Event {
-        Event(id: EventID(device: device, sequence: 0), kind: .view, experiment: 0, variant: variant, value: 0, createdAt: 0, policyVersion: version)
-    }
-
-    private func conversion(_ device: UInt64, variant: Int32) -> Event {
-        Event(id: EventID(device: device, sequence: 1), kind: .conversion, experiment: 0, variant: variant, value: 1, createdAt: 0)
-    }
+    private func view(_ device: UInt64, variant: Int32, version: UInt16 = 1) -> Event { LedgerEvents.view(device, variant: variant, version: version) }
+    private func conversion(_ device: UInt64, variant: Int32) -> Event { LedgerEvents.conversion(device, variant: variant) }
 
     /// Propensities equal to the published weights change no figure; they are counted as
     /// logged and compared, none differing.

@@ -158,6 +158,56 @@ struct ContextualServeTests {
         }
     }
 
+    /// `GET /v1/results` under a policy per segment: after LinUCB learned that iOS converts on
+    /// green and Android on the control, 100 new iOS devices and 300 new Android devices draw
+    /// from their segment's row of the published data and log its propensity. The units are
+    /// expected under their segments' weights (a sample ratio of 1:3 is what the policy asked
+    /// for, where the segments' mean split would see a mismatch), every logged propensity
+    /// agrees with its segment's weight, and a restart, which replays the publication's rows
+    /// from the log, gives the same results.
+    @Test func resultsExpectEachSegmentsUnitsUnderItsOwnWeights() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let service = try Self.service(directory: directory)
+        func batch(_ device: Int, _ platform: String, _ events: [Wire.Event]) -> Wire.EventBatch {
+            var batch = Wire.EventBatch(events: events)
+            batch.attributes = ["platform": platform, "tier": "new"]
+            return batch
+        }
+        // Learning: each platform's device converts on its own best only.
+        for round in 0..<5 {
+            for (device, platform, best) in [(1, "ios", "green"), (2, "android", "control")] {
+                let events = (0..<10).flatMap { k -> [Wire.Event] in
+                    let variant = k % 2 == 0 ? best : (best == "green" ? "control" : "green")
+                    let view = ExperimentServiceTests.event("\(device)#\(round * 100 + 2 * k)", variant: variant)
+                    return variant == best ? [view, ExperimentServiceTests.event("\(device)#\(round * 100 + 2 * k + 1)", "conversion", variant: variant)] : [view]
+                }
+                _ = try await service.ingest(batch(device, platform, events))
+            }
+        }
+        let data = service.publishedData()
+        let snapshot = try #require(data.experiments.first).snapshot
+        // Segments 0 (iOS, new) and 2 (Android, new): each leads with its own best.
+        #expect(snapshot.weights(inContext: 0)[1] == 1 && snapshot.weights(inContext: 2)[0] == 1, "\(snapshot)")
+        for device in 10..<410 {
+            let ios = device < 110
+            let segment = ios ? 0 : 2
+            let variant = ios ? "green" : "control"
+            var view = ExperimentServiceTests.event("\(device)#0", variant: variant)
+            view.policyVersion = data.version
+            view.propensity = snapshot.weight(of: ios ? 1 : 0, inContext: segment)
+            _ = try await service.ingest(batch(device, ios ? "ios" : "android", [view]))
+        }
+        let analysis = try #require(service.results().experiments.first { $0.id == "checkout" }?.analysis)
+        // The 400 new devices, one each way: control 300 + 1, green 100 + 1 (the learners).
+        #expect(analysis.variants.map(\.units) == [301, 101])
+        #expect(!analysis.srmAlarm && analysis.srmP > 0.5, "SRM p \(analysis.srmP), expected \(analysis.expectedUnits)")
+        #expect(abs(analysis.expectedUnits[0] - 301) < 1 && abs(analysis.expectedUnits[1] - 101) < 1, "\(analysis.expectedUnits)")
+        #expect(analysis.propensities?.compared == 400 && analysis.propensities?.differing == 0)
+        let restarted = try Self.service(directory: directory)
+        #expect(restarted.results().experiments.first { $0.id == "checkout" }?.analysis == analysis)
+    }
+
     /// A contextual allocator needs attributes to decide by: a server without them does not start.
     @Test func aContextualAllocatorWithoutAttributesIsRefused() throws {
         let configuration = ServerConfiguration(experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "linucb"))

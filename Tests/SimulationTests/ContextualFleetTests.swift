@@ -47,6 +47,30 @@ struct ContextualFleetTests {
         }
     }
 
+    /// The analyst's view of a contextual policy: each segment's units are expected under its
+    /// own weights, not the segments' mean, so a policy that shows iOS green and Android the
+    /// control raises no sample ratio mismatch (the mean split would: the platforms' sizes
+    /// differ), and AIPW, weighing each unit by its segment's propensity, holds the fleet's
+    /// true lift. ε-greedy over ridge estimates (ε = 0.2, so every variant keeps a propensity
+    /// of at least 0.1), one replicate, the look after 7 days.
+    @Test func aContextualPolicysUnitsAreExpectedUnderTheirSegmentsWeights() throws {
+        let scenario = try Tiny.scenario([
+            "population": SegmentTests.population, "experiments": SegmentTests.experiments, "horizon": "horizon: 7d",
+            "allocators": "allocators:\n  - epsilon-greedy-ridge(epsilon=0.2)", "client": "client: {style: myna, data_ttl: 1h}",
+            "server": "server:\n  update: {every: 1h}",
+        ], extra: "analysis: {looks: 7d}")
+        let run = try #require(Tiny.run(scenario).first)
+        let look = try #require(run.inference[0].last).look
+        #expect(!look.analysis.srmAlarm && look.analysis.srmPValue > 0.01, "SRM p \(look.analysis.srmPValue)")
+        let aipw = try #require(look.analysis.results.first { $0.estimator == .aipw && $0.variant == 1 })
+        let lift = try #require(aipw.lift)
+        let truth = look.truth[1] - look.truth[0]
+        #expect(lift.lower <= truth && truth <= lift.upper, "AIPW lift \(lift) against the truth \(truth)")
+        // The naive difference, which ignores that iOS devices mostly see green, is far off.
+        let naive = try #require(look.analysis.results.first { $0.estimator == .naive && $0.variant == 1 }?.lift)
+        #expect(!(naive.lower <= truth && truth <= naive.upper), "naive lift \(naive) against the truth \(truth)")
+    }
+
     /// The split kernel runs a contextual allocator as one thread does: the server copies
     /// know every device's segment.
     @Test func threadsRunAContextualPolicyAsOneThreadDoes() throws {

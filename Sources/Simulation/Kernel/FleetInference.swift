@@ -102,11 +102,14 @@ struct FleetInference {
 
     /// The server published `data`: its weights are the propensities of the devices that draw
     /// from it, and the units that arrived before it are expected under the weights before it.
+    /// A contextual allocator's policy per segment is each segment's propensities.
     mutating func notePublication(_ data: ExperimentData) {
         for e in ledgers.indices where e < data.experiments.count {
-            ledgers[e].published(version: data.version, weights: data.experiments[e].snapshot.weights)
+            let snapshot = data.experiments[e].snapshot
+            let rows = snapshot.contextCount > 0 ? (0..<snapshot.contextCount).map { snapshot.weights(inContext: $0) } : nil
+            ledgers[e].published(version: data.version, weights: snapshot.weights, segmentWeights: rows)
             for s in segmentLedgers.isEmpty ? 0..<0 : segmentLedgers[e].indices {
-                segmentLedgers[e][s].published(version: data.version, weights: data.experiments[e].snapshot.weights)
+                segmentLedgers[e][s].published(version: data.version, weights: rows.flatMap { $0.indices.contains(s) ? $0[s] : nil } ?? snapshot.weights)
             }
         }
     }
@@ -139,8 +142,9 @@ struct FleetInference {
                 for w in 0..<variantCounts[e] { segmentViewTruth[e][Int(segments[d])][w] += rates[w] }
             }
         }
-        ledgers[e].ingested(event)
-        if !segmentLedgers.isEmpty, segments.indices.contains(d) { segmentLedgers[e][Int(segments[d])].ingested(event) }
+        let segment = segments.indices.contains(d) ? Int(segments[d]) : 0
+        ledgers[e].ingested(event, segment: segment)
+        if !segmentLedgers.isEmpty, segments.indices.contains(d) { segmentLedgers[e][segment].ingested(event) }
     }
 
     // MARK: - Looks
