@@ -240,15 +240,20 @@ struct ServeLogReadingTests {
         #expect(log.decisions.map(\.time) == [6, 6, 9])
     }
 
-    /// A contextual allocator's server logs the segment a batch named: its decisions are in it.
-    @Test func aBatchsSegmentIsItsDecisionsContext() throws {
+    /// A contextual allocator's server logs the segment a batch named, and each publication's
+    /// policy per segment: its decisions are in that segment, published with its row.
+    @Test func aBatchsSegmentIsItsDecisionsContextAndItsPublishedRow() throws {
         let folder = try Self.folder(["events.log": [
+            #"{"kind":"publication","time":0,"version":1,"weights":[[0.55,0.45]],"segments":[[[0.8,0.2],[0.3,0.7]]]}"#,
             #"{"context":1,"events":[\#(Self.event("4#0", "view", "green", propensity: 0.5))],"kind":"events","time":3}"#,
             Self.batch([Self.event("5#0", "view", "control", propensity: 0.5)], time: 4),
         ].joined(separator: "\n") + "\n"])
         defer { try? FileManager.default.removeItem(at: folder) }
         let (log, summary) = try DecisionLog.read(serveLog: folder, scenario: Self.scenario)
         #expect(log.decisions.map(\.context) == [1, 0])
+        // A contextual server's publication is a policy per segment: the server's weight of a
+        // decision is its segment's.
+        #expect(log.decisions.map(\.published) == [0.7, 0.8])
         #expect(summary.segmented == 1 && summary.end == 4)
     }
 

@@ -25,10 +25,11 @@ extension DecisionLog {
     /// the one the server served: its experiments and variants name the events'.
     ///
     /// `published` is the weight of the server's latest publication logged before the view's
-    /// batch (its `publication` records), which a server that assumes its devices up to date
-    /// would log; the device's propensity where the log holds no publication yet. A decision's
-    /// context is the segment its batch named, which the server logs under a contextual
-    /// allocator (`attributes` with the events); 0 otherwise. A compacted log holds only the
+    /// batch (its `publication` records; its segment's, where a contextual server logged a
+    /// policy per segment), which a server that assumes its devices up to date would log; the
+    /// device's propensity where the log holds no publication yet. A decision's context is the
+    /// segment its batch named, which the server logs under a contextual allocator
+    /// (`attributes` with the events); 0 otherwise. A compacted log holds only the
     /// events since its last compaction.
     ///
     /// - Throws: ``ScenarioError`` naming the folder, or the file and line of a record that
@@ -55,6 +56,9 @@ extension DecisionLog {
         var order: [Unit] = []
         var converted = Set<Unit>()
         var latest: [[Double]]?
+        // A contextual server's publications are a policy per segment: per experiment, a row per
+        // segment.
+        var latestSegments: [[[Double]]]?
         var summary = ServeLogSummary(files: files, units: 0, withoutPropensity: 0, unknown: 0)
         let decoder = JSONDecoder()
         for name in files {
@@ -73,6 +77,7 @@ extension DecisionLog {
                 }
                 if record.kind == "publication", let weights = record.weights, weights.count == scenario.experiments.count {
                     latest = weights
+                    latestSegments = record.segments.flatMap { $0.count == weights.count ? $0 : nil }
                     continue
                 }
                 guard record.kind == "events", let events = record.events else { continue }
@@ -90,9 +95,11 @@ extension DecisionLog {
                     guard firstViews[unit] == nil else { continue }
                     order.append(unit)
                     let p = event.propensity ?? 0
-                    let published = latest.flatMap { v < $0[e].count ? $0[e][v] : nil } ?? p
+                    let context = record.context ?? 0
+                    let row = latestSegments.flatMap { context < $0[e].count ? $0[e][context] : nil } ?? latest?[e]
+                    let published = row.flatMap { v < $0.count ? $0[v] : nil } ?? p
                     if record.context != nil { summary.segmented += 1 }
-                    firstViews[unit] = Decision(time: record.time ?? event.createdAt ?? 0, device: Int(unit.device) ?? 0, experiment: e, context: record.context ?? 0,
+                    firstViews[unit] = Decision(time: record.time ?? event.createdAt ?? 0, device: Int(unit.device) ?? 0, experiment: e, context: context,
                                                 variant: v, reward: 0, propensity: p, published: published, policyAge: .nan)
                 }
             }
@@ -120,6 +127,7 @@ extension DecisionLog {
         var time: Double?
         var events: [LogEvent]?
         var weights: [[Double]]?
+        var segments: [[[Double]]]?
         var context: Int?
     }
 
