@@ -31,9 +31,15 @@ enum SummaryTable {
             ])
         }
         let sessions = runs.map(\.metrics.sessions).reduce(0, +)
+        #if DEBUG
+        // The speed is the build's, not the simulator's: say so where it is shown.
+        let build = live == nil ? " in a debug build (optimised: swift build -c release, or scripts/run with arguments)" : ""
+        #else
+        let build = ""
+        #endif
         let header = """
         \(scenario.name): \(scenario.population.devices) devices, \(formatDuration(scenario.horizon)), \(scenario.replicates) replicate(s) × \(order.count) allocator(s), seed \(scenario.seed)
-        \(live.map { "\(sessions) sessions live in \(fixed(wallSeconds, 1)) s of wall-clock time at \(fixed($0, 0))×" } ?? "\(sessions) sessions simulated in \(fixed(wallSeconds, 1)) s (\(fixed(Double(sessions) / max(wallSeconds, 1e-9) / 1e6, 2)) M sessions/s)")
+        \(live.map { "\(sessions) sessions live in \(fixed(wallSeconds, 1)) s of wall-clock time at \(fixed($0, 0))×" } ?? "\(sessions) sessions simulated in \(fixed(wallSeconds, 1)) s (\(fixed(Double(sessions) / max(wallSeconds, 1e-9) / 1e6, 2)) M sessions/s)\(build)")
 
         """
         return header + table.rendered
