@@ -38,6 +38,10 @@ struct ServeCommand: AsyncParsableCommand {
             less 256 the server keeps for its own files); at the cap a new connection takes the place of the one that \
             has waited longest on its client, or gets 503 with Retry-After when every one has a request in progress. \
             /v1/stats and /metrics count each closing.
+
+            Off-policy: with --candidate SPEC (repeatable) /v1/results estimates, per experiment, what each \
+            candidate allocator would have earned on the decisions the devices logged (each unit's first view with \
+            its propensity), as aviary evaluate --log does on the same log.
             """
     )
 
@@ -58,6 +62,11 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("allocator"), help: ArgumentHelp("Replaces the scenario's allocator, e.g. 'thompson(floor=0.01)'.", valueName: "spec"))
     var allocator: String?
+
+    @Option(name: .customLong("candidate"), help: ArgumentHelp(
+        "An allocator /v1/results estimates the value of, off-policy, on the decisions the devices logged (IPS, SNIPS, DR; repeatable), as aviary evaluate --log would.",
+        valueName: "spec"))
+    var candidates: [String] = []
 
     @Option(name: .customLong("max-body"), help: ArgumentHelp("Largest request body in bytes; larger ones get 413.", valueName: "bytes"))
     var maxBody = 1 << 20
@@ -198,6 +207,13 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration.allocator = try AllocatorSpec(parsing: allocator)
             } catch {
                 throw CommandFailure("--allocator: \(error)")
+            }
+        }
+        for (index, candidate) in candidates.enumerated() {
+            do {
+                configuration.candidates.append(try AllocatorSpec(parsing: candidate))
+            } catch {
+                throw CommandFailure("--candidate \(index + 1): \(error)")
             }
         }
         configuration.maxBodyBytes = maxBody

@@ -27,10 +27,10 @@ extension ExperimentService {
             if !fresh.isEmpty {
                 var record = EventLog.Record(kind: .events, time: now, events: fresh)
                 // Logged only where it can matter, so that other servers' logs read as before.
-                if configuration.allocator.isContextual { record.context = context }
+                if configuration.readsSegments { record.context = context }
                 try Self.write(record, to: &state)
             }
-            if configuration.allocator.isContextual, let context { Self.place(batch.events, in: context, state: &state) }
+            if configuration.readsSegments, let context { Self.place(batch.events, in: context, state: &state) }
             let result = Self.ingest(batch.events, into: &state, at: now, configuration: configuration)
             state.stats.duplicatesIgnored += result.duplicates
             return Wire.Acknowledgement(acknowledged: batch.events.map(\.id), accepted: result.accepted, duplicates: result.duplicates)
@@ -175,7 +175,7 @@ extension ExperimentService {
         }
         // Each device's segment places its units where the policy is one per segment.
         var segments: [UInt64: Int] = [:]
-        if configuration.allocator.isContextual {
+        if configuration.readsSegments {
             for event in events where segments[event.id.device] == nil { segments[event.id.device] = state.server.context(ofDevice: event.id.device) }
         }
         var accepted: [EventID] = []
@@ -185,6 +185,9 @@ extension ExperimentService {
             guard event.kind != .app else { return }
             state.results[Int(event.experiment)][Int(event.variant)].add(event)
             state.analysis[Int(event.experiment)].ingested(event, propensity: logged[event.id], segment: segments[event.id.device] ?? 0)
+            if !state.trails.isEmpty {
+                state.trails[Int(event.experiment)].ingested(event, propensity: logged[event.id], segment: segments[event.id.device] ?? 0, time: time)
+            }
         }
         for id in accepted { state.recent.append(id) }
         state.stats.eventsAccepted += result.accepted

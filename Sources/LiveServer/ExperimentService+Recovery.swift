@@ -38,6 +38,10 @@ extension ExperimentService {
             recent: RecentEvents(capacity: configuration.dedupeWindow),
             results: configuration.experiments.map { $0.variants.map { VariantResults(id: $0.id) } },
             analysis: configuration.experiments.map { UnitLedger(variantCount: $0.variants.count, sticky: $0.sticky) })
+        for candidate in configuration.candidates where candidate.isContextual && configuration.attributes.isEmpty {
+            throw ServeError("candidate \(candidate) is contextual, and the served scenario gives devices no attributes (population.attributes) to evaluate it in")
+        }
+        if !configuration.candidates.isEmpty { state.trails = configuration.experiments.map { _ in DecisionTrail() } }
         guard let snapshot else { return state }
         if let carried = snapshot.feedback {
             let variantCounts = configuration.experiments.map(\.variants.count)

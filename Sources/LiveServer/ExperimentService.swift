@@ -137,6 +137,9 @@ package final class ExperimentService: Sendable {
         var results: [[VariantResults]]
         /// Per served experiment, its units and publications, for the analysis.
         var analysis: [UnitLedger]
+        /// Per served experiment, the decisions candidates are evaluated on; empty without
+        /// candidates.
+        var trails: [DecisionTrail] = []
         var busyUntil = 0.0
         var inFlight = 0
     }
@@ -328,16 +331,17 @@ package final class ExperimentService: Sendable {
         // Analysed under the lock, in O(periods × variants): a copy of the units taken out
         // would cost the next event a copy of them all.
         let now = clock()
-        let (results, analyses) = state.withLock { state in
+        let (results, analyses, trails) = state.withLock { state in
             Self.takeLooks(&state, at: now, configuration: configuration)
-            return (state.results, state.analysis.map { ($0.analysis(plan: plan), $0.propensities) })
+            return (state.results, state.analysis.map { ($0.analysis(plan: plan), $0.propensities) }, state.trails)
         }
         return Results(experiments: configuration.experiments.indices.map { e in
             let experiment = configuration.experiments[e]
             let ((input, look), logged) = analyses[e]
-            return ExperimentResults(
-                id: experiment.id, variants: results[e],
-                analysis: ResultsAnalysis(input: input, look: look, variants: experiment.variants.map(\.id), sticky: experiment.sticky, propensities: logged))
+            var analysis = ResultsAnalysis(input: input, look: look, variants: experiment.variants.map(\.id), sticky: experiment.sticky, propensities: logged)
+            // Replayed outside the lock, on a copy of the trail (its arrays are shared, not copied).
+            if trails.indices.contains(e) { analysis.offPolicy = offPolicy(trails[e], experiment: e) }
+            return ExperimentResults(id: experiment.id, variants: results[e], analysis: analysis)
         })
     }
 

@@ -31,6 +31,37 @@ package struct ResultsAnalysis: Codable, Sendable, Hashable {
     /// How the propensities the devices logged with their views compare with the published
     /// weights; absent before any view carried one.
     package var propensities: Propensities?
+    /// Per candidate the server was told to evaluate (`--candidate`) and estimator, its value
+    /// off-policy on the decisions the devices logged; absent without candidates.
+    package var offPolicy: [OffPolicy]?
+
+    /// One candidate's estimate of its value: conversions per decision, had its policies
+    /// decided the logged views.
+    ///
+    /// `Sendable`: a plain value.
+    package struct OffPolicy: Codable, Sendable, Hashable {
+        /// The candidate's spec.
+        package var candidate: String
+        /// `ips`, `snips` or `dr`; absent with ``error``.
+        package var estimator: String?
+        package var estimate: Double?
+        /// The 95 % interval, and the always-valid 95 % confidence sequence.
+        package var ci95: [Double]?
+        package var ci95Sequential: [Double]?
+        /// Decisions read: units whose first view carried a propensity.
+        package var decisions: Int
+        /// Of those, the decisions whose propensity was 0, which no weight counts.
+        package var unweighable: Int = 0
+        /// The mean importance weight, 1 in expectation where the propensities are right.
+        package var meanWeight: Double?
+        /// Why the candidate could not be replayed.
+        package var error: String?
+
+        enum CodingKeys: String, CodingKey {
+            case candidate, estimator, estimate, decisions, unweighable, error
+            case ci95 = "ci95", ci95Sequential = "ci95_sequential", meanWeight = "mean_weight"
+        }
+    }
 
     /// The logged propensities against the published weights (``LoggedPropensities``).
     ///
@@ -105,6 +136,7 @@ package struct ResultsAnalysis: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case unit, units, decisions, variants, propensities
+        case offPolicy = "off_policy"
         case srmP = "srm_p", srmPSequential = "srm_p_sequential", srmAlarm = "srm_alarm", expectedUnits = "expected_units"
     }
 

@@ -60,6 +60,14 @@ package struct ServerConfiguration: Sendable {
     /// How `GET /v1/results` analyses each experiment: its tests, level and SRM threshold
     /// (its looks are the reader's).
     package var analysis = AnalysisPlan()
+    /// Allocators `GET /v1/results` estimates the value of, off-policy, on the decisions the
+    /// devices logged (`--candidate`); none by default.
+    package var candidates: [AllocatorSpec] = []
+
+    /// Whether devices' segments matter: to a contextual allocator, or to a contextual
+    /// candidate evaluated in them. The server then places each device in the segment its
+    /// events name, and logs it.
+    var readsSegments: Bool { allocator.isContextual || candidates.contains(where: \.isContextual) }
 
     /// Creates a configuration; the defaults suit a development server.
     package init(

@@ -1,3 +1,5 @@
+import Allocators
+
 /// Every variant a replicate's devices drew, with the propensity each drew it with: the log an
 /// off-policy evaluation reads (`aviary evaluate`).
 ///
@@ -113,5 +115,12 @@ public struct DecisionLog: Sendable {
             else { continue }
             decisions[credited].receivedReward = 1
         }
+    }
+}
+
+extension DecisionLog.Decision {
+    /// The decision as a candidate's replay reads it, with the device's propensity.
+    var replayed: CandidateReplay.Decision {
+        CandidateReplay.Decision(time: time, context: context, variant: variant, reward: reward, propensity: propensity)
     }
 }

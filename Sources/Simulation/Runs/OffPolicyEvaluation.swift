@@ -169,45 +169,22 @@ public struct OffPolicyEvaluation: Sendable {
     }
 
     /// q̂(x, a) for every segment and variant: a ridge regression per variant on the segment's
-    /// features, fit on the whole log.
+    /// features, fit on the whole log (``CandidateReplay/outcomeModel(variantCount:contexts:ridge:decisions:)``).
     public func outcomeModel(_ decisions: [DecisionLog.Decision], experiment e: Int) -> [[Double]] {
-        let contexts = scenario.contextSpace
-        var model = try! RidgeRewardModel(variantCount: scenario.experiments[e].rates.count, contexts: contexts, ridge: ridge)
-        for decision in decisions {
-            model.record(.view(decision.variant, context: decision.context))
-            if decision.reward != 0 { model.record(.conversion(decision.variant, value: decision.reward, context: decision.context)) }
-        }
-        return (0..<contexts.count).map { model.predictions(context: $0) }
+        // The ridge penalty was checked when the evaluation was set up.
+        try! CandidateReplay.outcomeModel(variantCount: scenario.experiments[e].rates.count, contexts: scenario.contextSpace, ridge: ridge,
+                                          decisions: decisions.map(\.replayed))
     }
 
     /// What each candidate's policies in force gave the logged decisions, publication by
-    /// publication: per decision, its policy's probabilities in the decision's segment.
+    /// publication: per decision, its policy's probabilities in the decision's segment
+    /// (``CandidateReplay/policies(of:variantCount:contexts:seed:decisions:batch:)``).
     public func policies(_ candidate: Scenario.NamedAllocator, index: Int, decisions: [DecisionLog.Decision], replicate: Int, experiment e: Int) -> [[Double]] {
-        let variants = scenario.experiments[e].rates.count
         let seed = StreamSeed(scenario.seed).derive(replicate).derive("candidate").derive(index).derive(e)
-        // Validated when the candidates were read.
-        var allocator = try! candidate.spec.makeAllocator(variantCount: variants, seed: seed,
-                                                          contexts: candidate.spec.isContextual ? scenario.contextSpace : .single)
-        var result: [[Double]] = []
-        result.reserveCapacity(decisions.count)
-        var start = 0, version = 0
-        while start < decisions.count {
-            version += 1
-            let snapshot = allocator.snapshot(version: version, issuedAt: decisions[start].time)
-            var rows = [[Double]?](repeating: nil, count: max(1, snapshot.contextCount))
-            let end = min(start + batch, decisions.count)
-            for decision in decisions[start..<end] {
-                let key = snapshot.contextCount == 0 ? 0 : decision.context
-                if rows[key] == nil { rows[key] = snapshot.weights(inContext: decision.context) }
-                result.append(rows[key]!)
-            }
-            for decision in decisions[start..<end] {
-                allocator.record(.view(decision.variant, context: decision.context))
-                if decision.reward != 0 { allocator.record(.conversion(decision.variant, value: decision.reward, context: decision.context)) }
-            }
-            start = end
-        }
-        return result
+        // Validated when the candidates were read; a policy in another process that fails
+        // midway stops the evaluation.
+        return try! CandidateReplay.policies(of: candidate.spec, variantCount: scenario.experiments[e].rates.count, contexts: scenario.contextSpace,
+                                             seed: seed, decisions: decisions.map(\.replayed), batch: batch)
     }
 
     /// What the candidate's policies in force, replayed on `decisions`, would have earned per
@@ -231,8 +208,7 @@ public struct OffPolicyEvaluation: Sendable {
         var estimates = [OffPolicyEstimates(), OffPolicyEstimates()]
         var unweighable = [0, 0]
         for (decision, pi) in zip(decisions, policies) {
-            var modelValue = 0.0
-            for a in pi.indices { modelValue += pi[a] * model[decision.context][a] }
+            let modelValue = CandidateReplay.modelValue(pi, model[decision.context])
             for (k, propensity) in [decision.propensity, decision.published].enumerated() {
                 guard propensity > 0 else {
                     unweighable[k] += 1

@@ -1,0 +1,42 @@
+import Allocators
+import ExperimentModel
+
+/// The decisions `GET /v1/results` evaluates named candidates on (`aviary serve --candidate`):
+/// each unit's first view, in the order they arrived, with the propensity its device logged,
+/// its segment, and whether the unit converted. A view that carried no propensity leaves its
+/// unit out. It is what `aviary evaluate --log` reads from the log, kept as events arrive; like
+/// the log after a compaction, a restart from a snapshot keeps only the events since.
+///
+/// `Sendable`: a plain value.
+struct DecisionTrail: Sendable {
+    private(set) var decisions: [CandidateReplay.Decision] = []
+    /// Units with a first view, by device; the position of its decision, if it has one.
+    private var units: [UInt64: Int] = [:]
+    /// Units that converted, whether or not their view arrived first.
+    private var converted: Set<UInt64> = []
+    /// Units whose first view carried no propensity.
+    private(set) var withoutPropensity = 0
+
+    /// The server took in `event` (its unit's device, `propensity` as the view logged it) at
+    /// `time`, from a device in `segment`.
+    mutating func ingested(_ event: Event, propensity: Double?, segment: Int, time: Double) {
+        let device = event.id.device
+        switch event.kind {
+        case .view:
+            guard units[device] == nil else { return }
+            guard let propensity, propensity > 0 else {
+                units[device] = -1
+                withoutPropensity += 1
+                return
+            }
+            units[device] = decisions.count
+            decisions.append(CandidateReplay.Decision(time: time, context: segment, variant: Int(event.variant),
+                                                      reward: converted.contains(device) ? 1 : 0, propensity: propensity))
+        case .conversion:
+            guard converted.insert(device).inserted, let position = units[device], position >= 0 else { return }
+            decisions[position].reward = 1
+        case .goal, .participation, .app:
+            break
+        }
+    }
+}
