@@ -24,7 +24,8 @@ public struct ArmStatistics: Hashable, Sendable {
         trials == 0 ? 0 : rewardSum / Double(trials)
     }
 
-    mutating func add(_ feedback: Feedback) {
+    /// Adds `feedback`'s views, conversions and reward.
+    public mutating func add(_ feedback: Feedback) {
         trials += feedback.trials
         successes += feedback.successes
         rewardSum += feedback.reward

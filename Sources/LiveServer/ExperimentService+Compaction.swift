@@ -41,11 +41,18 @@ extension ExperimentService {
         var stats = state.stats
         stats.compactions += 1
         let feedback = state.server.bufferedFeedback.map(Snapshot.Buffered.init)
+        let contextual = state.server.allocators.contains { !$0.cells.isEmpty }
         return Snapshot(
             format: feedback.isEmpty ? 1 : 2, generation: generation, time: now,
             experiments: state.server.allocators.map { Snapshot.arms($0.statistics) },
-            agents: state.agents.keys.sorted().map { Snapshot.Agent(key: $0, choices: state.agents[$0]!.choices, arms: Snapshot.arms(state.agents[$0]!.allocator.statistics)) },
+            contextArms: contextual ? state.server.allocators.map { Snapshot.arms($0.cells) } : nil,
+            agents: state.agents.keys.sorted().map { key in
+                let allocator = state.agents[key]!.allocator
+                return Snapshot.Agent(key: key, choices: state.agents[key]!.choices, arms: Snapshot.arms(allocator.statistics),
+                                      contextArms: allocator.cells.isEmpty ? nil : Snapshot.arms(allocator.cells))
+            },
             sessions: state.sessions,
+            sessionContexts: state.sessionContexts.isEmpty ? nil : state.sessionContexts,
             stats: stats,
             recentEvents: [],
             results: state.results,

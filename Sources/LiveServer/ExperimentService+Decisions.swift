@@ -136,9 +136,9 @@ extension ExperimentService {
     static func makeAgent(_ key: String, choices: [String], in state: inout State, configuration: ServerConfiguration) throws(APIError) {
         let seed = StreamSeed(configuration.seed).derive("live-agent").derive(key)
         do {
-            let allocator = try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed,
-                                                                      contexts: configuration.allocator.isContextual ? configuration.attributes.contexts : .single)
-            state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(allocator))
+            let contexts = configuration.allocator.isContextual ? configuration.attributes.contexts : .single
+            let allocator = try configuration.allocator.makeAllocator(variantCount: choices.count, seed: seed, contexts: contexts)
+            state.agents[key] = Agent(choices: choices, allocator: AnyAllocator(allocator, contexts: contexts.count))
         } catch {
             throw APIError(status: 422, "allocator \(configuration.allocator) cannot serve \(choices.count) choices: \(error)", field: "choices")
         }

@@ -27,11 +27,12 @@ extension ExperimentService {
         for (index, experiment) in configuration.experiments.enumerated() {
             do {
                 let contexts = configuration.allocator.isContextual ? configuration.attributes.contexts : .single
-                allocators.append(AnyAllocator(try configuration.allocator.makeAllocator(variantCount: experiment.variants.count, seed: seed.derive(index), contexts: contexts)))
+                allocators.append(AnyAllocator(try configuration.allocator.makeAllocator(variantCount: experiment.variants.count, seed: seed.derive(index), contexts: contexts),
+                                               contexts: contexts.count))
             } catch {
                 throw ServeError("allocator \(configuration.allocator) cannot serve experiment \(experiment.id): \(error)")
             }
-            if let snapshot { try Snapshot.teach(&allocators[index], snapshot.experiments[index]) }
+            if let snapshot { try Snapshot.teach(&allocators[index], snapshot.experiments[index], cells: snapshot.contextArms.flatMap { index < $0.count ? $0[index] : nil }) }
         }
         var state = State(
             server: ExperimentServer(experiments: configuration.experiments, allocators: allocators, cadence: configuration.cadence, at: now),
@@ -73,9 +74,10 @@ extension ExperimentService {
             } catch {
                 throw ServeError("the snapshot's agent \(agent.key): \(error)")
             }
-            try Snapshot.teach(&state.agents[agent.key]!.allocator, agent.arms)
+            try Snapshot.teach(&state.agents[agent.key]!.allocator, agent.arms, cells: agent.contextArms)
         }
         state.sessions = snapshot.sessions
+        state.sessionContexts = snapshot.sessionContexts ?? [:]
         state.stats = snapshot.stats
         // What describes this process, not the state: its log, its flushes, its publications.
         (state.stats.logBytes, state.stats.logFlushes, state.stats.dataVersion) = (0, 0, 0)

@@ -177,7 +177,7 @@ package final class ExperimentService: Sendable {
         if configuration.compactEvery != nil, !Snapshot.supports(configuration.allocator) {
             throw ServeError(
                 "compaction cannot serve allocator \(configuration.allocator): it keeps state beyond its arms' statistics, which a snapshot holds; "
-                    + "use uniform, epsilon-greedy, thompson or ucb1, or leave compaction off")
+                    + "use one whose state is its statistics (uniform, epsilon-greedy, thompson, ucb1 or a contextual one), or leave compaction off")
         }
         guard configuration.dedupeWindow > 0 else { throw ServeError("the de-duplication window is \(configuration.dedupeWindow) events; it must be at least 1") }
         let now = clock()

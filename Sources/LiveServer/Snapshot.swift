@@ -11,7 +11,9 @@ import WireFormat
 ///
 /// It holds what the allocators learned, not how they would draw next: a restart from a
 /// snapshot gives each allocator its statistics and a fresh random stream, which is what an
-/// allocator whose state is its statistics needs (``supports(_:)``).
+/// allocator whose state is its statistics needs (``supports(_:)``). A contextual allocator's
+/// statistics are per segment and variant (``contextArms``), and the sessions' segments are
+/// kept with the sessions.
 ///
 /// `Sendable`: a plain value.
 package struct Snapshot: Codable, Sendable {
@@ -22,6 +24,8 @@ package struct Snapshot: Codable, Sendable {
         var key: String
         var choices: [String]
         var arms: [Arm]
+        /// Under a contextual allocator, its arms per segment and choice, segment-major.
+        var contextArms: [Arm]?
     }
 
     /// A piece of feedback waiting for the next policy update (`BufferedFeedback`).
@@ -37,6 +41,8 @@ package struct Snapshot: Codable, Sendable {
         var event: String?
         /// The decision or goal request it came from, `[device, number]`, if the server knew it.
         var request: [UInt64]?
+        /// The segment it came from, where it is not the first (a contextual allocator's).
+        var context: Int?
 
         init(_ buffered: BufferedFeedback) {
             experiment = buffered.experiment
@@ -44,6 +50,7 @@ package struct Snapshot: Codable, Sendable {
             trials = buffered.feedback.trials
             successes = buffered.feedback.successes
             reward = buffered.feedback.reward
+            context = buffered.feedback.context == 0 ? nil : buffered.feedback.context
             time = buffered.time
             switch buffered.origin {
             case .unknown: break
@@ -54,7 +61,8 @@ package struct Snapshot: Codable, Sendable {
 
         /// The feedback it stands for, or `nil` if its numbers or origin are not a server's.
         func buffered(variantCounts: [Int]) -> BufferedFeedback? {
-            guard variantCounts.indices.contains(experiment), (0..<variantCounts[experiment]).contains(variant), trials >= 0, successes >= 0, reward.isFinite, time.isFinite else {
+            guard variantCounts.indices.contains(experiment), (0..<variantCounts[experiment]).contains(variant), trials >= 0, successes >= 0, reward.isFinite, time.isFinite,
+                  (context ?? 0) >= 0 else {
                 return nil
             }
             var origin = FeedbackOrigin.unknown
@@ -65,7 +73,8 @@ package struct Snapshot: Codable, Sendable {
                 guard request.count == 2, let number = UInt32(exactly: request[1]) else { return nil }
                 origin = .request(DeviceRequestID(device: request[0], number: number))
             }
-            return BufferedFeedback(experiment: experiment, feedback: Feedback(variant: variant, trials: trials, successes: successes, reward: reward), time: time, origin: origin)
+            return BufferedFeedback(experiment: experiment, feedback: Feedback(variant: variant, trials: trials, successes: successes, reward: reward, context: context ?? 0),
+                                    time: time, origin: origin)
         }
     }
 
@@ -80,9 +89,14 @@ package struct Snapshot: Codable, Sendable {
     var time: Double
     /// Per served experiment, in the configuration's order, its variants' arms.
     var experiments: [[Arm]]
+    /// Under a contextual allocator, per served experiment, its arms per segment and variant,
+    /// segment-major: the allocator's state, which its variants' arms do not give.
+    var contextArms: [[Arm]]?
     var agents: [Agent]
     /// Experiment or agent key → session → variant index.
     var sessions: [String: [String: Int]]
+    /// Under a contextual allocator, the segments of the sessions' decisions, as ``sessions``.
+    var sessionContexts: [String: [String: Int]]?
     /// The counters, compactions counting the one that wrote it.
     var stats: ExperimentService.Stats
     /// The ids (`DEVICE#SEQUENCE`) of the last events accepted, oldest first.
@@ -102,8 +116,10 @@ package struct Snapshot: Codable, Sendable {
     /// remembers when it committed, and an external or registered policy keeps what it likes.
     package static func supports(_ spec: AllocatorSpec) -> Bool {
         switch spec {
-        case .uniform, .epsilonGreedy, .thompson, .ucb1: true
-        case .exploreThenCommit, .registered, .linUCB, .linearThompson, .ridgeEpsilonGreedy, .treeThompson, .inverseGap: false
+        // A contextual allocator's state is its arms per segment (the tree of tree-thompson is
+        // regrown from them at its next snapshot).
+        case .uniform, .epsilonGreedy, .thompson, .ucb1, .linUCB, .linearThompson, .ridgeEpsilonGreedy, .treeThompson, .inverseGap: true
+        case .exploreThenCommit, .registered: false
         }
     }
 
@@ -111,13 +127,24 @@ package struct Snapshot: Codable, Sendable {
         statistics.map { [Double($0.trials), Double($0.successes), $0.rewardSum] }
     }
 
-    /// Gives a fresh `allocator` the statistics of `arms`, one feedback per arm.
-    static func teach<A: Allocator>(_ allocator: inout A, _ arms: [Arm]) throws(ServeError) {
+    /// Gives a fresh `allocator` the statistics of `arms`, one feedback per arm; a contextual
+    /// one those of `cells`, one feedback per segment and variant.
+    static func teach(_ allocator: inout AnyAllocator, _ arms: [Arm], cells: [Arm]?) throws(ServeError) {
         guard arms.count == allocator.variantCount, arms.allSatisfy({ $0.count == 3 }) else {
             throw ServeError("the snapshot has \(arms.count) arms for an allocator of \(allocator.variantCount) variants")
         }
-        for (variant, arm) in arms.enumerated() where arm != [0, 0, 0] {
-            allocator.record(Feedback(variant: variant, trials: Int(arm[0]), successes: Int(arm[1]), reward: arm[2]))
+        guard !allocator.cells.isEmpty else {
+            for (variant, arm) in arms.enumerated() where arm != [0, 0, 0] {
+                allocator.record(Feedback(variant: variant, trials: Int(arm[0]), successes: Int(arm[1]), reward: arm[2]))
+            }
+            return
+        }
+        guard let cells, cells.count == allocator.cells.count, cells.allSatisfy({ $0.count == 3 }) else {
+            throw ServeError("the snapshot has \(cells?.count ?? 0) arms per segment and variant for a contextual allocator of \(allocator.cells.count)")
+        }
+        let k = allocator.variantCount
+        for (index, arm) in cells.enumerated() where arm != [0, 0, 0] {
+            allocator.record(Feedback(variant: index % k, trials: Int(arm[0]), successes: Int(arm[1]), reward: arm[2], context: index / k))
         }
     }
 }

@@ -158,6 +158,60 @@ struct ContextualServeTests {
         }
     }
 
+    /// `events` as a batch from a new device on `platform`.
+    static func batch(_ platform: String, _ events: [Wire.Event]) -> Wire.EventBatch {
+        var batch = Wire.EventBatch(events: events)
+        batch.attributes = ["platform": platform, "tier": "new"]
+        return batch
+    }
+
+    /// One round of learning: an iOS device (1) converts on green only, an Android device (2)
+    /// on the control only, each over ten views.
+    static func learn(_ service: ExperimentService, round: Int) async throws {
+        for (device, platform, best) in [(1, "ios", "green"), (2, "android", "control")] {
+            let events = (0..<10).flatMap { k -> [Wire.Event] in
+                let variant = k % 2 == 0 ? best : (best == "green" ? "control" : "green")
+                let view = ExperimentServiceTests.event("\(device)#\(round * 100 + 2 * k)", variant: variant)
+                return variant == best ? [view, ExperimentServiceTests.event("\(device)#\(round * 100 + 2 * k + 1)", "conversion", variant: variant)] : [view]
+            }
+            _ = try await service.ingest(batch(platform, events))
+        }
+    }
+
+    /// A contextual allocator's log is compacted like any other's: the snapshot keeps its arms
+    /// per segment and variant and the sessions' segments, so a restart from it publishes the
+    /// same policy per segment, keeps the sessions sticky, and credits their goals in their
+    /// segments. The server updates every 3 events, so that feedback waits in the snapshot too.
+    @Test func aContextualAllocatorsLogIsCompactedAndARestartKnowsItsSegments() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = ServerConfiguration(experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "linucb"), seed: 7,
+                                                cadence: .everyEvents(3), dataDirectory: directory)
+        configuration.attributes = Self.attributes
+        configuration.compactEvery = 1
+        let first = try ExperimentService(configuration, clock: { 1000 })
+        var decided: [String: String] = [:]
+        for round in 0..<6 {
+            try await Self.learn(first, round: round)
+            await first.compactionFinished()
+            let context = try first.context(attributes: ["platform": round % 2 == 0 ? "ios" : "android", "tier": "returning"])
+            decided["s\(round)"] = try await first.decide("checkout", session: "s\(round)", context: context)
+            _ = try await first.goal("checkout", session: "s\(round)", value: 1)
+            await first.compactionFinished()
+        }
+        #expect(first.stats().compactions >= 2)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(names.contains { $0.hasPrefix("snapshot-") } && !names.contains("events.log"), "\(names)")
+        let second = try ExperimentService(configuration, clock: { 1000 })
+        #expect(second.statistics(of: "checkout") == first.statistics(of: "checkout"))
+        let (a, b) = (try #require(first.publishedData().experiments.first).snapshot, try #require(second.publishedData().experiments.first).snapshot)
+        #expect((0..<4).map { a.weights(inContext: $0) } == (0..<4).map { b.weights(inContext: $0) })
+        #expect(a.weights(inContext: 0)[1] == 1 && a.weights(inContext: 2)[0] == 1, "iOS leans to green, Android to the control: \(a)")
+        for (session, variant) in decided {
+            #expect(try await second.decide("checkout", session: session) == variant, "session \(session) stays sticky")
+        }
+    }
+
     /// `GET /v1/results` under a policy per segment: after LinUCB learned that iOS converts on
     /// green and Android on the control, 100 new iOS devices and 300 new Android devices draw
     /// from their segment's row of the published data and log its propensity. The units are
@@ -169,22 +223,7 @@ struct ContextualServeTests {
         let directory = ExperimentServiceTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let service = try Self.service(directory: directory)
-        func batch(_ device: Int, _ platform: String, _ events: [Wire.Event]) -> Wire.EventBatch {
-            var batch = Wire.EventBatch(events: events)
-            batch.attributes = ["platform": platform, "tier": "new"]
-            return batch
-        }
-        // Learning: each platform's device converts on its own best only.
-        for round in 0..<5 {
-            for (device, platform, best) in [(1, "ios", "green"), (2, "android", "control")] {
-                let events = (0..<10).flatMap { k -> [Wire.Event] in
-                    let variant = k % 2 == 0 ? best : (best == "green" ? "control" : "green")
-                    let view = ExperimentServiceTests.event("\(device)#\(round * 100 + 2 * k)", variant: variant)
-                    return variant == best ? [view, ExperimentServiceTests.event("\(device)#\(round * 100 + 2 * k + 1)", "conversion", variant: variant)] : [view]
-                }
-                _ = try await service.ingest(batch(device, platform, events))
-            }
-        }
+        for round in 0..<5 { try await Self.learn(service, round: round) }
         let data = service.publishedData()
         let snapshot = try #require(data.experiments.first).snapshot
         // Segments 0 (iOS, new) and 2 (Android, new): each leads with its own best.
@@ -196,7 +235,7 @@ struct ContextualServeTests {
             var view = ExperimentServiceTests.event("\(device)#0", variant: variant)
             view.policyVersion = data.version
             view.propensity = snapshot.weight(of: ios ? 1 : 0, inContext: segment)
-            _ = try await service.ingest(batch(device, ios ? "ios" : "android", [view]))
+            _ = try await service.ingest(Self.batch(ios ? "ios" : "android", [view]))
         }
         let analysis = try #require(service.results().experiments.first { $0.id == "checkout" }?.analysis)
         // The 400 new devices, one each way: control 300 + 1, green 100 + 1 (the learners).
