@@ -28,7 +28,9 @@ import ExperimentModel
 /// - **Failures.** ``choose()`` cannot throw; an allocator that can fail (one that talks to a
 ///   process) latches the failure, keeps answering, and throws it from ``finish()``, which the
 ///   simulator calls after every run before it keeps the run's results.
-public protocol Allocator {
+/// - **Sendable metatype.** A registration's factory (``AllocatorRegistration``), called on the
+///   threads that run replicates, names the type.
+public protocol Allocator: SendableMetatype {
     /// The number of variants, fixed at creation.
     var variantCount: Int { get }
     /// Per-variant statistics, indexed by variant.

@@ -37,10 +37,9 @@ public struct AllocatorRegistration: Sendable {
         summary: String,
         make: @escaping @Sendable (_ parameters: AllocatorParameters, _ variantCount: Int, _ seed: StreamSeed) throws(AllocatorError) -> A
     ) {
-        self.init(name: name, parameterKeys: parameterKeys, summary: summary, contextual: { _ in A.isContextual }) {
-            (parameters, variantCount, seed, _) throws(AllocatorError) -> any Allocator in
+        self.init(name: name, parameterKeys: parameterKeys, summary: summary, contextual: { (parameters, variantCount, seed, _) throws(AllocatorError) -> A in
             try make(parameters, variantCount, seed)
-        }
+        })
     }
 
     /// Describes a contextual allocator (``Allocator/isContextual``) and how to build it for
@@ -62,8 +61,12 @@ public struct AllocatorRegistration: Sendable {
         contextual make: @escaping @Sendable (_ parameters: AllocatorParameters, _ variantCount: Int, _ seed: StreamSeed,
                                               _ contexts: ContextSpace) throws(AllocatorError) -> A
     ) {
-        self.init(name: name, parameterKeys: parameterKeys, summary: summary, contextual: { _ in A.isContextual }) {
-            (parameters, variantCount, seed, contexts) throws(AllocatorError) -> any Allocator in
+        let isContextual = A.isContextual
+        self.name = name
+        self.parameterKeys = parameterKeys
+        self.summary = summary
+        self.contextual = { _ in isContextual }
+        self.make = { (parameters, variantCount, seed, contexts) throws(AllocatorError) -> any Allocator in
             try make(parameters, variantCount, seed, contexts)
         }
     }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension Scenario {
     static func experiments(_ r: ScenarioReader, attributes: [Attribute] = []) throws(ScenarioError) -> [Experiment] {
         let list = try r.elements
@@ -7,7 +13,7 @@ extension Scenario {
         }
         var seen = Set<String>()
         return try list.map { e throws(ScenarioError) in
-            try e.requireKeys(allowed: ["id", "variants", "sticky", "rate_changes", "segments"])
+            try e.requireKeys(allowed: ["id", "variants", "sticky", "rate_changes", "segments", "effects"])
             let id = try e.required("id", "an experiment id").text
             guard seen.insert(id).inserted else { throw e.error("duplicate experiment id '\(id)'", at: "id") }
             let variants = try e.required("variants", "a list of at least two variants").elements
@@ -43,14 +49,77 @@ extension Scenario {
                     changes.append((at, try values.map { x throws(ScenarioError) in try x.number(in: 0...1, "a conversion rate in [0, 1]") }))
                 }
             }
-            let segments = try e.optional("segments").map { list throws(ScenarioError) in try segmentRates(list, variants: ids.count, attributes: attributes) } ?? []
+            var segments = try e.optional("segments").map { list throws(ScenarioError) in try segmentRates(list, variants: ids.count, attributes: attributes) } ?? []
+            if let effects = e.optional("effects") {
+                guard segments.isEmpty else { throw e.error("sets both segments and effects; keep one (effects make one rule per segment)", at: "effects") }
+                segments = try logisticRates(effects, rates: rates, attributes: attributes)
+            }
             if !segments.isEmpty, !changes.isEmpty {
-                throw e.error("sets both segments and rate_changes, which cannot be combined yet; keep one", at: "segments")
+                throw e.error("sets both \(e.optional("effects") == nil ? "segments" : "effects") and rate_changes, which cannot be combined yet; keep one",
+                              at: e.optional("effects") == nil ? "segments" : "effects")
             }
             return Experiment(
                 id: id, variantIDs: ids, rates: rates, rateChanges: changes, sticky: try e.optional("sticky")?.boolean() ?? true,
                 behaviour: behaviour.allSatisfy(\.isPlain) ? [] : behaviour, segments: segments
             )
+        }
+    }
+
+    /// The largest log-odds effect: e¹⁰ multiplies the odds by 22,026, beyond any effect a
+    /// product change has.
+    static let largestEffect = 10.0
+
+    /// `effects:`, a logistic model of the rates: per attribute value, one log-odds effect per
+    /// variant, e.g. `{platform: {ios: [0, 0.7]}, tier: {new: [0.2, 0.2]}}`. A device's rate of
+    /// variant v is σ(logit(v's rate) + Σ its attributes' values' effects on v), a value not
+    /// listed adding 0. Made into one rule per combination of the attributes named.
+    static func logisticRates(_ r: ScenarioReader, rates: [Double], attributes: [Attribute]) throws(ScenarioError) -> [SegmentRates] {
+        guard !attributes.isEmpty else {
+            throw r.error("needs device attributes; add population.attributes, e.g. platform: {ios: 0.45, android: 0.55}")
+        }
+        guard rates.allSatisfy({ $0 > 0 && $0 < 1 }) else {
+            throw r.error("needs every variant's rate strictly between 0 and 1, whose log-odds the effects shift")
+        }
+        // Per attribute named, per value, the effect on each variant.
+        var named: [(attribute: Int, effects: [[Double]])] = []
+        for (name, values) in try r.entries {
+            guard let a = attributes.firstIndex(where: { $0.name == name }) else {
+                throw values.error("names attribute '\(name)', which population.attributes does not have; expected one of \(attributes.map(\.name).joined(separator: ", "))")
+            }
+            var effects = Array(repeating: Array(repeating: 0.0, count: rates.count), count: attributes[a].values.count)
+            for (value, list) in try values.entries {
+                guard let v = attributes[a].values.firstIndex(of: value) else {
+                    throw list.error("is not a value of '\(name)'; expected one of \(attributes[a].values.joined(separator: ", "))")
+                }
+                let numbers = try list.elements
+                guard numbers.count == rates.count else {
+                    throw list.error("has \(numbers.count) effects for \(rates.count) variants; expected one log-odds effect per variant")
+                }
+                effects[v] = try numbers.map { x throws(ScenarioError) in
+                    try x.number(in: -largestEffect...largestEffect, "a log-odds effect from -\(Int(largestEffect)) to \(Int(largestEffect))")
+                }
+            }
+            named.append((a, effects))
+        }
+        guard !named.isEmpty else { throw r.error("is empty; expected effects per attribute value, e.g. {platform: {ios: [0, 0.7]}}") }
+        let logits = rates.map { log($0 / (1 - $0)) }
+        // Every combination of the named attributes' values, the first named slowest.
+        let combinations = named.reduce(1) { $0 * attributes[$1.attribute].values.count }
+        return (0..<combinations).map { index in
+            var rest = index
+            var chosen = [Int](repeating: 0, count: named.count)
+            for n in named.indices.reversed() {
+                let count = attributes[named[n].attribute].values.count
+                chosen[n] = rest % count
+                rest /= count
+            }
+            var when: [Int: Set<Int>] = [:]
+            var shifted = logits
+            for (n, value) in chosen.enumerated() {
+                when[named[n].attribute] = [value]
+                for v in shifted.indices { shifted[v] += named[n].effects[value][v] }
+            }
+            return SegmentRates(when: when, rates: shifted.map { 1 / (1 + exp(-$0)) })
         }
     }
 
