@@ -169,7 +169,7 @@ public struct OffPolicyEvaluation: Sendable {
     }
 
     /// q̂(x, a) for every segment and variant: a ridge regression per variant on the segment's
-    /// features, fit on the whole log (``CandidateReplay/outcomeModel(variantCount:contexts:ridge:decisions:)``).
+    /// features, fit on the whole log (`CandidateReplay.outcomeModel`).
     public func outcomeModel(_ decisions: [DecisionLog.Decision], experiment e: Int) -> [[Double]] {
         // The ridge penalty was checked when the evaluation was set up.
         try! CandidateReplay.outcomeModel(variantCount: scenario.experiments[e].rates.count, contexts: scenario.contextSpace, ridge: ridge,
@@ -178,7 +178,7 @@ public struct OffPolicyEvaluation: Sendable {
 
     /// What each candidate's policies in force gave the logged decisions, publication by
     /// publication: per decision, its policy's probabilities in the decision's segment
-    /// (``CandidateReplay/policies(of:variantCount:contexts:seed:decisions:batch:)``).
+    /// (`CandidateReplay.policies`).
     public func policies(_ candidate: Scenario.NamedAllocator, index: Int, decisions: [DecisionLog.Decision], replicate: Int, experiment e: Int) -> [[Double]] {
         let seed = StreamSeed(scenario.seed).derive(replicate).derive("candidate").derive(index).derive(e)
         // Validated when the candidates were read; a policy in another process that fails
