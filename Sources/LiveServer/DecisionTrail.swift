@@ -4,11 +4,11 @@ import ExperimentModel
 /// The decisions `GET /v1/results` evaluates named candidates on (`aviary serve --candidate`):
 /// each unit's first view, in the order they arrived, with the propensity its device logged,
 /// its segment, and whether the unit converted. A view that carried no propensity leaves its
-/// unit out. It is what `aviary evaluate --log` reads from the log, kept as events arrive; like
-/// the log after a compaction, a restart from a snapshot keeps only the events since.
+/// unit out. It is what `aviary evaluate --log` reads from the log, kept as events arrive, and
+/// a compaction's snapshot keeps it, where the log keeps only the events since.
 ///
-/// `Sendable`: a plain value.
-struct DecisionTrail: Sendable {
+/// `Sendable` and `Codable`: a plain value, kept in the server's snapshots.
+struct DecisionTrail: Sendable, Codable, Equatable {
     private(set) var decisions: [CandidateReplay.Decision] = []
     /// Units with a first view, by device; the position of its decision, if it has one.
     private var units: [UInt64: Int] = [:]

@@ -57,7 +57,8 @@ extension ExperimentService {
             recentEvents: [],
             results: state.results,
             analysis: state.analysis,
-            feedback: feedback.isEmpty ? nil : feedback)
+            feedback: feedback.isEmpty ? nil : feedback,
+            trails: state.trails.isEmpty ? nil : state.trails)
     }
 
     /// Writes a snapshot taken under the lock, outside it and off the request's path, then

@@ -68,6 +68,17 @@ extension ExperimentService {
             try Self.check(analysis, of: snapshot.generation, against: configuration)
             state.analysis = analysis
         }
+        // A snapshot written without candidates has no trail: the candidates read the decisions
+        // since it.
+        if !state.trails.isEmpty, let trails = snapshot.trails {
+            let contexts = configuration.attributes.contexts.count
+            guard trails.count == state.trails.count, zip(trails, configuration.experiments).allSatisfy({ trail, experiment in
+                trail.decisions.allSatisfy { (0..<experiment.variants.count).contains($0.variant) && (0..<contexts).contains($0.context) && $0.propensity > 0 && $0.propensity <= 1 }
+            }) else {
+                throw ServeError("the snapshot of generation \(snapshot.generation) holds decisions the served experiments cannot have; serve it with the scenario that wrote it, or use another --data-dir")
+            }
+            state.trails = trails
+        }
         for agent in snapshot.agents {
             do {
                 try makeAgent(agent.key, choices: agent.choices, in: &state, configuration: configuration)

@@ -110,6 +110,9 @@ package struct Snapshot: Codable, Sendable {
     /// Under a count cadence, the feedback that arrived after the update at which the snapshot
     /// was taken, in the order it was buffered; absent when none waits (and from format 1).
     var feedback: [Buffered]?
+    /// Per served experiment, the decisions `--candidate`s are evaluated on
+    /// (``DecisionTrail``); absent without candidates.
+    var trails: [DecisionTrail]?
 
     /// Whether a snapshot can stand for the records of an allocator of `spec`: true for those
     /// whose state is their arms' statistics (and a random stream). Explore-then-commit also

@@ -26,22 +26,19 @@ struct OffPolicyResultsTests {
 
     static let candidates = ["uniform", "thompson", "uniform(split=10/90)"]
 
-    static func service(directory: String, candidates: [String] = candidates) throws -> ExperimentService {
+    static func service(directory: String, candidates: [String] = candidates, compactEvery: Int? = nil) throws -> ExperimentService {
         var configuration = ServerConfiguration(scenario: scenario)
         configuration.dataDirectory = directory
         configuration.candidates = try candidates.map { try AllocatorSpec(parsing: $0) }
+        configuration.compactEvery = compactEvery
+        // A count cadence, so that compactions come at its updates.
+        if compactEvery != nil { configuration.cadence = .everyEvents(1) }
         return try ExperimentService(configuration, clock: { 1000 })
     }
 
-    /// 3,000 devices draw 50/50 and log propensity ½; the control converts at 10 %, green at
-    /// 20 %, so a policy showing green to 90 % is worth 0.19 per decision, the even split 0.15.
-    /// Each candidate's three estimates equal, to the last bit, what `aviary evaluate --log`
-    /// computes from the log the server wrote (the received log, the devices' propensities); the
-    /// 90 % split's intervals hold 0.19; a restart, replaying the log, gives the same figures.
-    @Test func candidatesAreEstimatedAsEvaluateEstimatesThemFromTheLog() async throws {
-        let directory = ExperimentServiceTests.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let service = try Self.service(directory: directory)
+    /// 3,000 devices drawing 50/50 with propensity ½, the control converting at 10 %, green at
+    /// 20 %, in batches of 100.
+    static func ingest(into service: ExperimentService) async throws {
         var generator = Xoshiro256(seed: 23)
         for first in stride(from: 0, to: 3_000, by: 100) {
             var events: [Wire.Event] = []
@@ -54,7 +51,20 @@ struct OffPolicyResultsTests {
                 if generator.nextBernoulli(green ? 0.2 : 0.1) { events.append(ExperimentServiceTests.event("\(device)#1", "conversion", variant: variant)) }
             }
             _ = try await service.ingest(Wire.EventBatch(events: events))
+            await service.compactionFinished()
         }
+    }
+
+    /// 3,000 devices draw 50/50 and log propensity ½; the control converts at 10 %, green at
+    /// 20 %, so a policy showing green to 90 % is worth 0.19 per decision, the even split 0.15.
+    /// Each candidate's three estimates equal, to the last bit, what `aviary evaluate --log`
+    /// computes from the log the server wrote (the received log, the devices' propensities); the
+    /// 90 % split's intervals hold 0.19; a restart, replaying the log, gives the same figures.
+    @Test func candidatesAreEstimatedAsEvaluateEstimatesThemFromTheLog() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let service = try Self.service(directory: directory)
+        try await Self.ingest(into: service)
         let rows = try #require(service.results().experiments.first?.analysis?.offPolicy)
         #expect(rows.count == 9 && rows.allSatisfy { $0.decisions == 3_000 && $0.error == nil })
 
@@ -76,6 +86,20 @@ struct OffPolicyResultsTests {
             #expect(interval[0] <= 0.19 && 0.19 <= interval[1], "\(row.estimator ?? ""): \(interval)")
         }
         let restarted = try Self.service(directory: directory)
+        #expect(restarted.results().experiments.first?.analysis?.offPolicy == rows)
+    }
+
+    /// A compaction's snapshot keeps the decisions: a restart from it, whose log holds only the
+    /// events since, gives the same estimates as the server before it.
+    @Test func aCompactionKeepsTheDecisions() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let service = try Self.service(directory: directory, compactEvery: 1)
+        try await Self.ingest(into: service)
+        #expect(service.stats().compactions >= 2)
+        let rows = try #require(service.results().experiments.first?.analysis?.offPolicy)
+        #expect(rows.count == 9 && rows.allSatisfy { $0.decisions == 3_000 })
+        let restarted = try Self.service(directory: directory, compactEvery: 1)
         #expect(restarted.results().experiments.first?.analysis?.offPolicy == rows)
     }
 

@@ -15,8 +15,8 @@ public enum CandidateReplay {
     /// One logged decision: the view a device drew, in its segment, with the probability it
     /// drew it with and the reward it earned.
     ///
-    /// `Sendable`: a plain value.
-    public struct Decision: Sendable, Hashable {
+    /// `Sendable` and `Codable`: a plain value, kept in a server's snapshots.
+    public struct Decision: Sendable, Hashable, Codable {
         /// When it was drawn or logged, in seconds: a publication's time.
         public var time: Double
         /// The device's segment (see ``ContextSpace``); 0 without attributes.
