@@ -53,6 +53,9 @@ final class EventLog {
         var segments: [[[Double]]]?
         /// A decision's segment, where the allocator is contextual (``ServedAttributes``).
         var context: Int?
+        /// The probability the server's policy gave a decision's variant, where the server
+        /// evaluates candidates on its decisions (`--candidate`).
+        var propensity: Double?
     }
 
     struct Failure: Error, CustomStringConvertible {

@@ -31,7 +31,12 @@ extension ExperimentService {
             let variant = Self.choose(experiment, context: context, in: &state, experiments: configuration.experiments)
             var record = EventLog.Record(kind: .decision, time: now, experiment: experiment, variant: choiceList[variant], session: session)
             // Logged only where it can matter, so that other servers' logs read as before.
-            if configuration.allocator.isContextual { record.context = context }
+            if configuration.readsSegments { record.context = context }
+            if !state.trails.isEmpty, session != nil, let index = configuration.experiments.firstIndex(where: { $0.id == experiment }) {
+                // The policy published at the last update is the one the allocator chose from:
+                // it learns only at updates, and publishes after each.
+                record.propensity = state.server.published.experiments[index].snapshot.weight(of: variant, inContext: context)
+            }
             try Self.write(record, to: &state)
             try Self.apply(record, to: &state, configuration: configuration)
             return choiceList[variant]

@@ -144,6 +144,9 @@ extension ExperimentService {
                 if let session = record.session {
                     state.sessions[key, default: [:]][session] = variant
                     if record.context != nil { state.sessionContexts[key, default: [:]][session] = context }
+                    if let index, let propensity = record.propensity, state.trails.indices.contains(index), propensity >= 0, propensity <= 1 {
+                        state.trails[index].decided(session: session, variant: variant, context: context, propensity: propensity, time: record.time)
+                    }
                 }
                 state.stats.decisions += 1
             } else {
@@ -152,6 +155,7 @@ extension ExperimentService {
                 let context = record.session.flatMap { state.sessionContexts[key]?[$0] } ?? 0
                 if let index {
                     state.server.goal(experiment: index, variant: variant, value: value, context: context, at: record.time)
+                    if let session = record.session, state.trails.indices.contains(index) { state.trails[index].goal(session: session) }
                 } else {
                     state.agents[key]!.allocator.record(.conversion(variant, value: value, context: context))
                 }

@@ -48,7 +48,8 @@ package struct ResultsAnalysis: Codable, Sendable, Hashable {
         /// The 95 % interval, and the always-valid 95 % confidence sequence.
         package var ci95: [Double]?
         package var ci95Sequential: [Double]?
-        /// Decisions read: units whose first view carried a propensity.
+        /// Decisions read: units whose first view carried a propensity, and sessions whose
+        /// server-side decision the server logged one for.
         package var decisions: Int
         /// Of those, the decisions whose propensity was 0, which no weight counts.
         package var unweighable: Int = 0

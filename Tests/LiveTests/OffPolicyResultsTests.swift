@@ -89,6 +89,37 @@ struct OffPolicyResultsTests {
         #expect(restarted.results().experiments.first?.analysis?.offPolicy == rows)
     }
 
+    /// Server-side decisions (Conductrics style): the server logs the probability its policy
+    /// gave each session's variant, and a goal credits it. 2,000 sessions under the even split,
+    /// green's earning a goal 20 % of the time, the control's 10 %: the candidates' estimates
+    /// equal, to the last bit, those `aviary evaluate --log` computes from the decision and goal
+    /// records, and a restart gives the same.
+    @Test func serverSideDecisionsAreEvaluatedAsEvaluateEvaluatesThem() async throws {
+        let directory = ExperimentServiceTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let service = try Self.service(directory: directory)
+        var generator = Xoshiro256(seed: 29)
+        for session in 0..<2_000 {
+            let variant = try await service.decide("checkout", session: "s\(session)")
+            if generator.nextBernoulli(variant == "green" ? 0.2 : 0.1) { _ = try await service.goal("checkout", session: "s\(session)", value: 1) }
+        }
+        let rows = try #require(service.results().experiments.first?.analysis?.offPolicy)
+        #expect(rows.count == 9 && rows.allSatisfy { $0.decisions == 2_000 && $0.meanWeight.map { abs($0 - 1) < 0.1 } == true })
+        let read = try DecisionLog.read(serveLog: URL(fileURLWithPath: directory), scenario: Self.scenario)
+        #expect(read.log.decisions.count == 2_000 && read.log.decisions.allSatisfy { $0.propensity == 0.5 })
+        var evaluation = OffPolicyEvaluation(scenario: Self.scenario, candidates: try Self.candidates.map {
+            Scenario.NamedAllocator(label: $0, spec: try AllocatorSpec(parsing: $0))
+        })
+        evaluation.knowsTruth = false
+        evaluation.logs = [.received]
+        for row in evaluation.evaluate(read.log, replicate: 0).rows where row.propensities == .device {
+            let served = try #require(rows.first { $0.candidate == row.candidate && $0.estimator == row.estimate.estimator.rawValue })
+            #expect(served.estimate == row.estimate.value && served.ci95 == [row.estimate.lower, row.estimate.upper], "\(row.candidate) \(row.estimate.estimator)")
+        }
+        let restarted = try Self.service(directory: directory)
+        #expect(restarted.results().experiments.first?.analysis?.offPolicy == rows)
+    }
+
     /// A compaction's snapshot keeps the decisions: a restart from it, whose log holds only the
     /// events since, gives the same estimates as the server before it.
     @Test func aCompactionKeepsTheDecisions() async throws {

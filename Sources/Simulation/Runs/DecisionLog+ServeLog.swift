@@ -80,6 +80,23 @@ extension DecisionLog {
                     latestSegments = record.segments.flatMap { $0.count == weights.count ? $0 : nil }
                     continue
                 }
+                // A server-side decision the server logged with its propensity (a server told
+                // candidates does), and the goals that credit its session.
+                if record.kind == "decision" || record.kind == "goal" {
+                    guard let session = record.session, let e = record.experiment.flatMap({ experiments[$0] }),
+                          let v = record.variant.flatMap({ variants[e][$0] }) else { continue }
+                    let unit = Unit(device: "session " + session, experiment: e)
+                    if record.kind == "goal" {
+                        converted.insert(unit)
+                    } else if firstViews[unit] == nil, let p = record.propensity {
+                        if let time = record.time { summary.end = max(summary.end, time) }
+                        order.append(unit)
+                        if record.context != nil { summary.segmented += 1 }
+                        firstViews[unit] = Decision(time: record.time ?? 0, device: 0, experiment: e, context: record.context ?? 0,
+                                                    variant: v, reward: 0, propensity: p, published: p, policyAge: .nan)
+                    }
+                    continue
+                }
                 guard record.kind == "events", let events = record.events else { continue }
                 if let time = record.time { summary.end = max(summary.end, time) }
                 for event in events where event.kind == "view" || event.kind == "conversion" {
@@ -129,6 +146,10 @@ extension DecisionLog {
         var weights: [[Double]]?
         var segments: [[[Double]]]?
         var context: Int?
+        var experiment: String?
+        var variant: String?
+        var session: String?
+        var propensity: Double?
     }
 
     private struct LogEvent: Decodable {
