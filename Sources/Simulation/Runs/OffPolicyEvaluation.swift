@@ -205,25 +205,20 @@ public struct OffPolicyEvaluation: Sendable {
 
     private func replay(_ candidate: String, decisions: [DecisionLog.Decision], policies: [[Double]], log: Log, model: [[Double]], truth: Double,
                         replicate: Int, experiment e: Int) -> [Row] {
-        var estimates = [OffPolicyEstimates(), OffPolicyEstimates()]
-        var unweighable = [0, 0]
-        for (decision, pi) in zip(decisions, policies) {
-            let modelValue = CandidateReplay.modelValue(pi, model[decision.context])
-            for (k, propensity) in [decision.propensity, decision.published].enumerated() {
-                guard propensity > 0 else {
-                    unweighable[k] += 1
-                    continue
-                }
-                estimates[k].add(reward: decision.reward, propensity: propensity, target: pi[decision.variant],
-                                 modelOfAction: model[decision.context][decision.variant], modelOfTarget: modelValue)
-            }
-        }
         var rows: [Row] = []
-        for (k, source) in Propensities.allCases.enumerated() {
-            for estimate in estimates[k].estimates(alpha: alpha, tuning: tuning) {
+        for source in Propensities.allCases {
+            // The decisions weighed by this source's propensities, as a server's replay weighs its own.
+            let weighed = decisions.map { decision in
+                var replayed = decision.replayed
+                if source == .server { replayed.propensity = decision.published }
+                return replayed
+            }
+            var estimates = OffPolicyEstimates()
+            let unweighable = CandidateReplay.estimate(weighed, policies: policies, model: model, into: &estimates)
+            for estimate in estimates.estimates(alpha: alpha, tuning: tuning) {
                 rows.append(Row(candidate: candidate, replicate: replicate, experiment: e, log: log, propensities: source, estimate: estimate,
-                                decisions: estimates[k].decisions, unweighable: unweighable[k], meanWeight: estimates[k].meanWeight,
-                                largestWeight: estimates[k].largestWeight, truth: truth))
+                                decisions: estimates.decisions, unweighable: unweighable, meanWeight: estimates.meanWeight,
+                                largestWeight: estimates.largestWeight, truth: truth))
             }
         }
         return rows
