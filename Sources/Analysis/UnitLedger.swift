@@ -81,13 +81,17 @@ public struct UnitLedger: Sendable, Codable {
     /// (or the fleet at its looks) shows it. Called before anything at `now` changes the
     /// experiment, live and in a replay alike, so the test's state depends on the events and
     /// their times, never on when the results were read.
-    public mutating func takeLooks(until now: Double, every interval: Double) {
-        guard interval > 0, interval.isFinite, now.isFinite else { return }
+    ///
+    /// - Returns: Whether a look was taken (``looksTaken`` moved on).
+    @discardableResult
+    public mutating func takeLooks(until now: Double, every interval: Double) -> Bool {
+        guard interval > 0, interval.isFinite, now.isFinite else { return false }
         let due = Int(min((now / interval).rounded(.down), Double(Int.max / 2)))
-        guard due > looksTaken else { return }
+        guard due > looksTaken else { return false }
         // Looks with nothing arrived between them show the test nothing: one stands for all.
         _ = splits.look()
         looksTaken = due
+        return true
     }
 
     /// The server served data `version` with these weights for the first time: the units that

@@ -19,16 +19,17 @@ package protocol EmbeddedServer: Sendable {
     func ingestionCounts() -> (accepted: Int, duplicates: Int)
     /// Its ingest latency at `percentile`, in wall-clock milliseconds.
     func ingestLatencyMilliseconds(percentile: Double) -> Double
-    /// Per served experiment, its analysis as `GET /v1/results` gives it now, with the units'
-    /// totals it was computed from.
-    func analyses() -> [ServerAnalysis]
+    /// Per served experiment, its analysis at the plan's look `time`, with the units' totals it
+    /// was computed from: as the server's own look at `time` left it, where the server took and
+    /// kept one, else as `GET /v1/results` gives it now.
+    func analyses(atLook time: Double) -> [ServerAnalysis]
     /// Stops listening.
     func stop() async
 }
 
 extension EmbeddedServer {
     /// None: a server that does not analyse.
-    package func analyses() -> [ServerAnalysis] { [] }
+    package func analyses(atLook time: Double) -> [ServerAnalysis] { [] }
 }
 
 /// One experiment's analysis by the server, at one moment.

@@ -405,7 +405,7 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
     /// shard, the embedded server's analysis now (the fleet's whole: one shard reads it).
     private func look(at time: Double) {
         looksDue.removeLast()
-        live.looks.looks.append(LiveLook(time: time, truth: fleet.truthSums(), server: index == 0 ? server?.analyses() : nil))
+        live.looks.looks.append(LiveLook(time: time, truth: fleet.truthSums(), server: index == 0 ? server?.analyses(atLook: time) : nil))
     }
 
     /// Publishes the shard's counts for a scrape (`--metrics-port`).

@@ -24,6 +24,9 @@ package struct EmbeddedAviaryServer: EmbeddedServer {
         { scenario, clock in
             var configuration = ServerConfiguration(scenario: scenario)
             configuration.speedup = clock.speedup
+            // The run reads each look once the server has taken it, up to a few looks later
+            // when it drains past its horizon.
+            configuration.keptLooks = 4
             let service = try ExperimentService(configuration) { clock.now }
             let running = try await ExperimentHTTPServer(service: service).start(executor: executor)
             return EmbeddedAviaryServer(service: service, running: running)
@@ -40,8 +43,8 @@ package struct EmbeddedAviaryServer: EmbeddedServer {
 
     package func ingestLatencyMilliseconds(percentile: Double) -> Double { service.ingestLatencyMilliseconds(percentile: percentile) }
 
-    package func analyses() -> [ServerAnalysis] {
-        service.analyses().map { ServerAnalysis(totals: $0.input.totals, analysis: $0.analysis) }
+    package func analyses(atLook time: Double) -> [ServerAnalysis] {
+        service.analyses(atLook: time).map { ServerAnalysis(totals: $0.input.totals, analysis: $0.analysis) }
     }
 
     package func stop() async { await running.stop() }

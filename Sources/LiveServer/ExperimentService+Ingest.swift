@@ -81,7 +81,15 @@ extension ExperimentService {
     /// The analysis plan's looks up to `now` taken in every experiment's analysis.
     static func takeLooks(_ state: inout State, at now: Double, configuration: ServerConfiguration) {
         guard let every = configuration.analysis.lookEvery else { return }
-        for e in state.analysis.indices { state.analysis[e].takeLooks(until: now, every: every) }
+        for e in state.analysis.indices {
+            let before = state.analysis[e].looksTaken
+            guard state.analysis[e].takeLooks(until: now, every: every), configuration.keptLooks > 0 else { continue }
+            let (input, analysis) = state.analysis[e].analysis(plan: configuration.analysis)
+            var kept = state.keptLooks[e, default: []]
+            kept.append(KeptLook(looks: (before + 1)...state.analysis[e].looksTaken, input: input, analysis: analysis))
+            kept.removeFirst(max(0, kept.count - configuration.keptLooks))
+            state.keptLooks[e] = kept
+        }
     }
 
     static func publish(version: Int, weights: [[Double]], segments: [[[Double]]]? = nil, in state: inout State) {

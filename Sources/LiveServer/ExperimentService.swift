@@ -137,6 +137,9 @@ package final class ExperimentService: Sendable {
         var results: [[VariantResults]]
         /// Per served experiment, its units and publications, for the analysis.
         var analysis: [UnitLedger]
+        /// Per served experiment, its analysis as each of the last looks left it
+        /// (``ServerConfiguration/keptLooks``), oldest first.
+        var keptLooks: [Int: [KeptLook]] = [:]
         /// Per served experiment, the decisions candidates are evaluated on; empty without
         /// candidates.
         var trails: [DecisionTrail] = []
@@ -349,11 +352,36 @@ package final class ExperimentService: Sendable {
     /// its input: what `GET /v1/results` gives as `analysis`. Reading it is not a look: the
     /// sequential SRM test moves only at the plan's looks (every `analysis.looks` of the
     /// server's clock) and when the published split changes.
-    package func analyses() -> [(input: LookInput, analysis: LookAnalysis)] {
+    ///
+    /// With `time`, one of the plan's look times, the analysis as the server's look at `time`
+    /// left it, where it keeps that look (``ServerConfiguration/keptLooks``): the units the
+    /// sequential SRM test was shown then, not those that arrived between the server's look
+    /// and this reading, so that a reader can recompute the test from the looks' units.
+    package func analyses(atLook time: Double? = nil) -> [(input: LookInput, analysis: LookAnalysis)] {
         let plan = configuration.analysis, now = clock()
         return state.withLock { state in
             Self.takeLooks(&state, at: now, configuration: configuration)
-            return state.analysis.map { $0.analysis(plan: plan) }
+            return state.analysis.indices.map { e in
+                if let time, let every = plan.lookEvery, let kept = state.keptLooks[e]?.last(where: { $0.isLook(at: time, every: every) }) {
+                    return (kept.input, kept.analysis)
+                }
+                return state.analysis[e].analysis(plan: plan)
+            }
+        }
+    }
+
+    /// A look's analysis, kept for ``analyses(atLook:)``.
+    struct KeptLook {
+        /// The plan's looks it stands for: more than one where nothing moved the server's
+        /// clock through several.
+        var looks: ClosedRange<Int>
+        var input: LookInput
+        var analysis: LookAnalysis
+
+        func isLook(at time: Double, every: Double) -> Bool {
+            let index = (time / every).rounded(.down)
+            guard index >= Double(looks.lowerBound), index <= Double(looks.upperBound) else { return false }
+            return index * every == time
         }
     }
 

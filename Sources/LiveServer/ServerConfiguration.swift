@@ -60,6 +60,10 @@ package struct ServerConfiguration: Sendable {
     /// How `GET /v1/results` analyses each experiment: its tests, level and SRM threshold
     /// (its looks are the reader's).
     package var analysis = AnalysisPlan()
+    /// How many of the plan's latest looks the service keeps the analysis of, as each look
+    /// left it (``ExperimentService/analyses(atLook:)``); none for `aviary serve`, whose
+    /// readers ask for now. A live run reads each look after the server has taken it.
+    package var keptLooks = 0
     /// Allocators `GET /v1/results` estimates the value of, off-policy, on the decisions the
     /// devices logged (`--candidate`); none by default.
     package var candidates: [AllocatorSpec] = []

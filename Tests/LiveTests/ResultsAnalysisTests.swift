@@ -132,6 +132,49 @@ struct ResultsAnalysisTests {
         #expect(try Self.checkout(restarted) == analysis)
     }
 
+    /// A live run reads each look after the server took it: the analysis it is given for a look
+    /// is the one the server's look left (the units the sequential test was shown), not one with
+    /// the units that arrived since, so that the look's row can be recomputed from its units.
+    @Test func aKeptLookIsReadAsTheServerTookIt() async throws {
+        let clock = ManualClock()
+        var configuration = ServerConfiguration(
+            experiments: ExperimentServiceTests.experiments, allocator: try AllocatorSpec(parsing: "uniform"), seed: 7, cadence: .everyEvents(1))
+        configuration.analysis.lookEvery = 100
+        configuration.keptLooks = 4
+        let service = try ExperimentService(configuration) { 50 + clock.now }
+        let version = service.published().version
+        func devices(_ range: Range<Int>, control: Int) -> Wire.EventBatch {
+            Wire.EventBatch(events: range.flatMap { Self.device($0, $0 - range.lowerBound < control ? "control" : "green", views: 1, conversions: 0, version: version) })
+        }
+        func units(_ analysis: (input: LookInput, analysis: LookAnalysis)) -> [Int] { analysis.input.totals.map(\.units) }
+        let checkout = try #require(ExperimentServiceTests.experiments.firstIndex { $0.id == "checkout" })
+        _ = try await service.ingest(devices(0..<100, control: 70))
+        clock.advance(100)
+        // The first batch after 100 s makes the server take the look at 100 s before it counts.
+        _ = try await service.ingest(devices(100..<200, control: 30))
+
+        var sequential = SampleRatio.Sequential()
+        let atTheLook = sequential.observe([70, 30], expected: [1, 1])
+        let now = sequential.observe([30, 70], expected: [1, 1])
+        let look = service.analyses(atLook: 100)[checkout]
+        #expect(units(look) == [70, 30])
+        #expect(look.analysis.srmSequentialPValue == atTheLook)
+        let current = service.analyses()[checkout]
+        #expect(units(current) == [100, 100])
+        #expect(current.analysis.srmSequentialPValue == now)
+        #expect(units(service.analyses(atLook: 120)[checkout]) == [100, 100], "120 s is no look of the plan")
+        #expect(units(service.analyses(atLook: 300)[checkout]) == [100, 100], "a look the server has not taken")
+
+        // Without kept looks (as `aviary serve`), a look reads as now.
+        configuration.keptLooks = 0
+        let unkept = try ExperimentService(configuration) { 50 + clock.now }
+        clock.advance(-100)
+        _ = try await unkept.ingest(devices(0..<100, control: 70))
+        clock.advance(100)
+        _ = try await unkept.ingest(devices(100..<200, control: 30))
+        #expect(units(unkept.analyses(atLook: 100)[checkout]) == [100, 100])
+    }
+
     @Test func aRestartAndACompactionKeepTheAnalysisAndTheVersionsGoOn() async throws {
         for compactEvery in [nil, 1] as [Int?] {
             let directory = ExperimentServiceTests.temporaryDirectory()
