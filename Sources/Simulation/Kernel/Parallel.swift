@@ -43,21 +43,26 @@ func mapConcurrently<Value>(_ count: Int, threads: Int, _ transform: (_ index: I
 
 /// Slots written by concurrent workers, each slot by exactly one worker.
 ///
+/// In place rather than in an `Array`: a write through an array's
+/// `withUnsafeMutableBufferPointer` moves the array out of its variable for the call, so two
+/// workers writing at once raced on the variable itself and corrupted the heap.
+///
 /// `@unchecked Sendable` is safe because every index is written by one worker only and read
 /// after the parallel loop returns, which orders the writes before the reads.
 final class ResultSlots<Value>: @unchecked Sendable {
-    private var storage: [Value?]
+    private let slots: InPlaceBuffer<Value?>
 
     init(count: Int) {
-        storage = Array(repeating: nil, count: count)
+        slots = InPlaceBuffer(capacity: count)
+        for _ in 0..<count { slots.append(nil) }
     }
 
     subscript(index: Int) -> Value? {
-        get { storage[index] }
-        set { storage.withUnsafeMutableBufferPointer { $0[index] = newValue } }
+        get { slots[index] }
+        set { slots[index] = newValue }
     }
 
-    var values: [Value] { storage.map { $0! } }
+    var values: [Value] { slots.indices.map { slots[$0]! } }
 }
 
 /// A value handed to other threads under a guarantee the compiler cannot check (see

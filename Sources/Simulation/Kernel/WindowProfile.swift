@@ -44,13 +44,19 @@ final class WindowRecorder: @unchecked Sendable {
     private let origin = DispatchTime.now().uptimeNanoseconds
     private let threads: Int
     private var serial: [(start: UInt64, end: UInt64)] = []
-    private var shards: [[(thread: Int, start: UInt64, end: UInt64)]]
+    /// A row per shard, in place: threads append to their own rows at once, which through an
+    /// `Array` of rows would race on the array (see ``ResultSlots``).
+    private let shards: InPlaceBuffer<[(thread: Int, start: UInt64, end: UInt64)]>
 
     init(shards count: Int, windows: Int, threads: Int) {
         self.threads = threads
         serial.reserveCapacity(windows)
-        shards = Array(repeating: [], count: count)
-        for k in shards.indices { shards[k].reserveCapacity(windows) }
+        shards = InPlaceBuffer(capacity: count)
+        for _ in 0..<count {
+            var row: [(thread: Int, start: UInt64, end: UInt64)] = []
+            row.reserveCapacity(windows)
+            shards.append(row)
+        }
     }
 
     /// Nanoseconds on the monotonic clock.
@@ -64,7 +70,7 @@ final class WindowRecorder: @unchecked Sendable {
     /// Shard `part` ran its start, then each window in turn, on `thread` from `start` to now.
     func shard(_ part: Int, thread: Int, from start: UInt64) {
         let end = now()
-        shards.withUnsafeMutableBufferPointer { $0[part].append((thread, start, end)) }
+        shards[part].append((thread, start, end))
     }
 
     /// What was recorded.
@@ -72,8 +78,8 @@ final class WindowRecorder: @unchecked Sendable {
         func seconds(_ nanos: UInt64) -> Double { Double(nanos) / 1e9 }
         var spans: [WindowProfile.Span] = []
         for w in 0...serial.count {
-            for (k, row) in shards.enumerated() where w < row.count {
-                let run = row[w]
+            for k in shards.indices where w < shards[k].count {
+                let run = shards[k][w]
                 spans.append(.init(window: w, part: k, thread: run.thread, start: seconds(run.start - origin), seconds: seconds(run.end - run.start)))
             }
             if w > 0 {
