@@ -22,7 +22,10 @@ struct EvaluateCommand: ParsableCommand {
             server's log holds; --settle reads only the draws old enough for their conversions to have arrived. \
             The truth is what the candidate's policies in force would have earned on every draw read. \
             Writes ope.csv, ope-propensities.csv and, with --decisions, \
-            decisions.csv (the log, the outcome model and each candidate's policy per decision). Myna style only. \
+            decisions.csv (the log, the outcome model and each candidate's policy per decision). Myna devices \
+            draw from the policy they cached; under server-side decisions (style: conductrics, with \
+            server.update every …) the server draws from its published policy, and a decision is a view its \
+            answer decided, its reward in the server's log the goals the server credited to it. \
             With --log DIR, reads aviary serve's event log instead (the scenario the server served names its \
             experiments): each unit's first view with the propensity its device sent is a decision, its conversion \
             the reward, and the server's latest publication before it the server's weight; the truth is not known there.
@@ -101,8 +104,13 @@ struct EvaluateCommand: ParsableCommand {
             try evaluateServeLog(log, base: base)
             return
         }
-        guard base.client.style == .myna else {
-            throw CommandFailure("client.style is \(base.client.style.rawValue); evaluate reads the propensities Myna devices draw with (style: myna)")
+        switch (base.client.style, base.server.update) {
+        case (.myna, _), (.conductrics, .every):
+            break
+        case (.conductrics, _):
+            throw CommandFailure("server.update is not {every: …}; evaluate reads the propensities of a server that decides from its published policy, and under this cadence the allocator draws itself (set server.update: {every: 1h}, say)")
+        default:
+            throw CommandFailure("client.style is \(base.client.style.rawValue); evaluate reads the propensities Myna devices draw with (style: myna) or a Conductrics server decides with (style: conductrics)")
         }
         if let index = base.experiments.firstIndex(where: { !$0.behaviour.isEmpty }) {
             throw CommandFailure("experiments[\(index)] gives its variants a behaviour of their own (load delay, crashes, events), which evaluate does not log yet")

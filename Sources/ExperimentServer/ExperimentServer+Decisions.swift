@@ -53,6 +53,17 @@ extension ExperimentServer {
         return variant
     }
 
+    /// The weight the published policy gives `variant` of `experiment` in device `device`'s
+    /// segment, and when the policy was published: the propensity of a decision
+    /// ``decide(experiment:for:uniform:at:)`` drew from it, where the server updates on a clock.
+    /// (Under the other cadences the allocator draws itself, with probabilities not every
+    /// allocator can tell.)
+    public mutating func publishedWeight(experiment: Int, variant: Int, device: UInt64) -> (weight: Double, issuedAt: Double) {
+        let context = A.isContextual ? self.context(ofDevice: device) : 0
+        let snapshot = published.experiments[experiment].snapshot
+        return (snapshot.weight(of: variant, inContext: context), snapshot.issuedAt)
+    }
+
     /// Chooses a variant for `experiment` without learning anything: with
     /// ``recordDecision(experiment:variant:from:context:at:)`` it makes ``decide(experiment:at:)`` in two
     /// steps, for a server that writes the decision down before it takes effect.

@@ -43,10 +43,28 @@ struct EvaluateCommandTests {
         #expect(error.contains(message), "\(error)")
     }
 
-    @Test func onlyMynaDevicesLogTheirPropensities() throws {
+    /// A Conductrics server that decides from its published policy logs the propensities it
+    /// drew with: the whole evaluation runs on them, every decision in the server's log.
+    @Test func aServerThatDecidesLogsItsPropensities() throws {
         let w = try Workspace()
         let scenario = try w.file("tiny.yaml", tinyScenario + "\nclient:\n  style: conductrics\n")
+        try aviary(["evaluate", scenario, "--allocator", "uniform", "--jobs", "1", "-o", w.path("ope")])
+        let propensities = try w.read("ope/ope-propensities.csv")
+        #expect(Int(column("decisions", propensities)[0])! > 0)
+        #expect(column("differing", propensities) == ["0"] && column("received_share", propensities) == ["1"])
+        #expect(rows(try w.read("ope/ope.csv")).count == 1 + 12)
+    }
+
+    /// Only Myna devices and a server deciding from its published policy say what they drew
+    /// with: another style, or a server whose allocator draws itself, is refused by name.
+    @Test(arguments: [
+        ("\nclient:\n  style: conductrics\nserver:\n  update: immediate\n", "server.update is not {every: …}"),
+        ("\nclient:\n  style: vwo\n", "style: myna"),
+    ])
+    func devicesThatCannotSayWhatTheyDrewWithAreRefused(sections: String, message: String) throws {
+        let w = try Workspace()
+        let scenario = try w.file("tiny.yaml", tinyScenario + sections)
         let error = try #require(failure(["evaluate", scenario, "-o", w.path("ope")]))
-        #expect(error.contains("style: myna"), "\(error)")
+        #expect(error.contains(message), "\(error)")
     }
 }

@@ -28,6 +28,20 @@ struct OffPolicyEvaluationTests {
         try specs.map { Scenario.NamedAllocator(label: $0, spec: try AllocatorSpec(parsing: $0)) }
     }
 
+    /// Per estimator, how many of the 95 % intervals on `scenario`'s drawn logs, with the
+    /// devices' propensities, held the truth of each of `candidates`, and how many there were.
+    static func coverage(_ scenario: Scenario, candidates: [String]) throws -> [String: (hits: Int, count: Int)] {
+        let evaluation = OffPolicyEvaluation(scenario: scenario, candidates: try Self.candidates(candidates))
+        var covered: [String: (hits: Int, count: Int)] = [:]
+        for (replicate, log) in Self.logs(scenario).enumerated() {
+            for row in evaluation.evaluate(log, replicate: replicate).rows where row.log == .drawn && row.propensities == .device {
+                covered[row.estimate.estimator.rawValue, default: (0, 0)].hits += row.covered ? 1 : 0
+                covered[row.estimate.estimator.rawValue, default: (0, 0)].count += 1
+            }
+        }
+        return covered
+    }
+
     /// Under a uniform split every draw has propensity ½ on the device and on the server, and
     /// the log holds every drawn view of the run: as many as the fleet's views not shown from
     /// the defaults.
@@ -69,19 +83,56 @@ struct OffPolicyEvaluationTests {
     /// 60 replicates × 2 candidates × 3 estimators; at least 85 % of the 120 intervals per
     /// estimator (a true 95 % falls below that about once in 10,000 runs).
     @Test func theDevicesPropensitiesGiveIntervalsThatCover() throws {
-        let scenario = try Self.scenario(logging: "thompson", replicates: 60)
-        let evaluation = OffPolicyEvaluation(scenario: scenario, candidates: try Self.candidates(["uniform", "epsilon-greedy-ridge(epsilon=0.2)"]))
-        var covered: [String: (Int, Int)] = [:]
-        for (replicate, log) in Self.logs(scenario).enumerated() {
-            for row in evaluation.evaluate(log, replicate: replicate).rows where row.log == .drawn && row.propensities == .device {
-                let key = row.estimate.estimator.rawValue
-                covered[key, default: (0, 0)].0 += row.covered ? 1 : 0
-                covered[key, default: (0, 0)].1 += 1
-            }
-        }
+        let covered = try Self.coverage(try Self.scenario(logging: "thompson", replicates: 60), candidates: ["uniform", "epsilon-greedy-ridge(epsilon=0.2)"])
         #expect(covered.count == 3)
         for (estimator, (hits, n)) in covered {
             #expect(n == 120 && Double(hits) >= 0.85 * Double(n), "\(estimator): \(hits) of \(n) intervals hold the truth")
+        }
+    }
+
+    /// The fleet of `scenario(logging:)` with server-side decisions (the Conductrics style), the
+    /// server deciding from the policy it publishes every hour and anew each app session.
+    static func conductrics(logging: String, replicates: Int = 1) throws -> Scenario {
+        try Tiny.scenario([
+            "seed": "seed: 7", "replicates": "replicates: \(replicates)", "horizon": "horizon: 1d",
+            "population": SegmentTests.population.replacingOccurrences(of: "devices: 2000", with: "devices: 600"),
+            "experiments": SegmentTests.experiments,
+            "allocators": "allocators: [\(logging)]", "client": "client: {style: conductrics, decision_sessions: app_session}",
+            "server": "server:\n  update: {every: 1h}",
+        ])
+    }
+
+    /// Where the server decides, a decision is a view its answer decided: drawn with the weight
+    /// the server's published policy gave it (ε-greedy's ε/2 or 1 − ε/2, or a tie's ½), which is
+    /// the server's latest publication but where one came between the draw and the view. Every
+    /// decision is in the server's log; over a network that never fails, a view that converted
+    /// early enough has its goal credited to it. Logging changes nothing the run measures.
+    @Test func aServerThatDecidesLogsItsOwnDraws() throws {
+        let scenario = try Self.conductrics(logging: "epsilon-greedy(epsilon=0.2)")
+        var simulation = FleetSimulation(scenario: scenario)
+        simulation.recordsDecisions = true
+        let run = try #require(simulation.run().first)
+        let log = try #require(run.decisions)
+        #expect(log.decisions.count > 1_000 && log.decisions.count <= run.metrics.viewCounts.reduce(0, +))
+        #expect(log.decisions.allSatisfy { $0.byServer && $0.received })
+        #expect(log.decisions.allSatisfy { decision in [0.1, 0.5, 0.9].contains { abs(decision.propensity - $0) < 1e-12 } })
+        #expect(log.decisions.filter { $0.propensity == $0.published }.count >= log.decisions.count * 95 / 100)
+        #expect(log.decisions.allSatisfy { $0.policyAge >= 0 && $0.policyAge <= 3_600 + 60 })
+        let settled = scenario.horizon - 3_600
+        let converted = log.decisions.filter { ($0.convertedAt ?? .infinity) < settled }
+        #expect(converted.count > 30 && converted.allSatisfy { $0.receivedReward == 1 })
+        let plain = try #require(FleetSimulation(scenario: scenario).run().first)
+        #expect(plain.metrics.views == run.metrics.views && plain.metrics.expectedRegret == run.metrics.expectedRegret)
+    }
+
+    /// With the propensities the server drew with, the 95 % intervals on its draws hold the
+    /// truth about 95 % of the time: 60 replicates × 3 estimators, at least 85 % of the 60
+    /// intervals per estimator (a true 95 % falls below that about once in 300 runs).
+    @Test func aServersDrawsGiveIntervalsThatCover() throws {
+        let covered = try Self.coverage(try Self.conductrics(logging: "thompson", replicates: 60), candidates: ["uniform"])
+        #expect(covered.count == 3)
+        for (estimator, (hits, n)) in covered {
+            #expect(n == 60 && Double(hits) >= 0.85 * Double(n), "\(estimator): \(hits) of \(n) intervals hold the truth")
         }
     }
 

@@ -64,6 +64,9 @@ extension FleetReplicate {
     @inline(__always)
     mutating func showDecided(_ d: Int, at now: Double) {
         while let decided = Style.takeDecided(&devices[d].client) {
+            if decisionLog != nil, let drawn = decided.drawn {
+                logDecision(decided.view, variant: decided.shown.variant, context: facts(d).context, drawn: drawn, byServer: true, at: now)
+            }
             show(decided.view, decided.shown, at: now)
         }
     }
@@ -141,6 +144,11 @@ extension FleetReplicate {
             return .unanswered
         case .reply(let answer):
             reply = answer
+            if decisionLog != nil {
+                for goal in Style.takeCreditedGoals(&slot.pointee.client) {
+                    decisionLog!.credit(goal, device: deviceRange.lowerBound + d)
+                }
+            }
         case .events(let batch, let acknowledged):
             switch receive(batch, at: arrival, sent: now, from: d) {
             case .rejected(let backlog):

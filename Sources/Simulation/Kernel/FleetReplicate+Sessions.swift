@@ -115,15 +115,16 @@ extension FleetReplicate {
         runClient(d, at: now)
     }
 
-    /// Logs a drawn view with the device's propensity and the server's, for `aviary evaluate`.
-    mutating func logDecision(_ view: PendingView, variant: Int, context: Int, drawn: (weight: Double, issuedAt: Double), at now: Double) {
+    /// Logs a drawn view with the device's propensity and the server's, for `aviary evaluate`;
+    /// `byServer` where the server drew it (server-side decisions), `drawn` its weight then.
+    mutating func logDecision(_ view: PendingView, variant: Int, context: Int, drawn: (weight: Double, issuedAt: Double), byServer: Bool = false, at now: Double) {
         let published = server.published.experiments[view.experiment].snapshot.weight(of: variant, inContext: context)
         let converts = view.convertsMask & (1 << UInt64(variant)) != 0
         decisionLog!.append(DecisionLog.Decision(
             time: now, device: deviceRange.lowerBound + view.device, experiment: view.experiment, context: context, variant: variant,
             reward: converts ? 1 : 0, propensity: drawn.weight, published: published, policyAge: now - drawn.issuedAt,
             // As `show` schedules the conversion.
-            convertedAt: converts ? (view.delay <= 0 ? now : now + view.delay) : nil))
+            convertedAt: converts ? (view.delay <= 0 ? now : now + view.delay) : nil, byServer: byServer))
     }
 
     /// Device `d`'s view of experiment `e`: one uniform per variant, drawn whatever is shown,

@@ -25,7 +25,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     let scenario: Scenario
     let profile: EngineProfile
     /// What the style's halves read of the run.
-    let environment: StyleEnvironment<Style>
+    var environment: StyleEnvironment<Style>
     let replicateSeed: StreamSeed
     var server: ExperimentServer<A>
     /// The devices of the fleet this replicate runs: all of them, or a shard's (see
@@ -62,7 +62,9 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     package var deliveryLog: DeliveryLog?
     /// Where the run was asked to (``FleetSimulation/recordsDecisions``): every variant drawn,
     /// with its propensity.
-    package var decisionLog: DecisionLog?
+    package var decisionLog: DecisionLog? {
+        didSet { environment.logsDecisions = decisionLog != nil }
+    }
     /// The server's ingestion capacity: see `+ServerLink`.
     var capacityQueue = CapacityQueue()
     /// The true rates in force, flat (experiment `e`'s variants from `metrics.offsets[e]`), and

@@ -41,16 +41,42 @@ public struct DecisionLog: Sendable {
         public var received = false
         /// The reward as the server knew it at the end: 1 if the conversion had reached it too.
         public var receivedReward = 0.0
+        /// Whether the server drew it (server-side decisions, the Conductrics style): it is
+        /// then in the server's log whatever reaches it later, and its reward there is the
+        /// goals the server credited to it.
+        public var byServer = false
     }
 
     /// The decisions, in the order the devices made them.
     public private(set) var decisions: [Decision] = []
+    /// Per device and experiment, the server's draws in ``decisions``, in time order.
+    private var serverDraws: [Unit: [Int]] = [:]
+
+    private struct Unit: Hashable {
+        var device: Int
+        var experiment: Int
+    }
 
     /// An empty log.
     public init() {}
 
     mutating func append(_ decision: Decision) {
+        var decision = decision
+        if decision.byServer {
+            decision.received = true
+            serverDraws[Unit(device: decision.device, experiment: decision.experiment), default: []].append(decisions.count)
+        }
         decisions.append(decision)
+    }
+
+    /// The server credited `goal` to device `device`'s decision: the reward of the device's
+    /// latest draw of the experiment, as the server knows it, is 1 where that draw is the
+    /// goal's variant. (Where it is not, the server credited a draw whose answer never reached
+    /// the device, which is not in this log.)
+    mutating func credit(_ goal: CreditedGoal, device: Int) {
+        guard let latest = serverDraws[Unit(device: device, experiment: goal.experiment)]?.last(where: { decisions[$0].time <= goal.time }),
+              decisions[latest].variant == goal.variant else { return }
+        decisions[latest].receivedReward = 1
     }
 
     /// The decisions whose view had reached the server by the end, each with the reward the
@@ -87,10 +113,6 @@ public struct DecisionLog: Sendable {
             var variant: Int32
             var time: UInt64
         }
-        struct Unit: Hashable {
-            var device: Int
-            var experiment: Int
-        }
         var views = Set<Key>()
         var conversions: [(unit: Unit, variant: Int, time: Double)] = []
         for delivery in deliveries.deliveries {
@@ -102,7 +124,8 @@ public struct DecisionLog: Sendable {
             }
         }
         var units: [Unit: [Int]] = [:]
-        for i in decisions.indices {
+        // The server's own draws are in its log already, with the goals it credited.
+        for i in decisions.indices where !decisions[i].byServer {
             let d = decisions[i]
             decisions[i].received = views.contains(Key(device: d.device, experiment: Int32(d.experiment), variant: Int32(d.variant), time: d.time.bitPattern))
             decisions[i].receivedReward = 0

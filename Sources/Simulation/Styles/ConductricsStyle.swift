@@ -33,7 +33,24 @@ package enum ConductricsStyle: DeviceStyle {
         var decided: SmallList<DecidedView> = []
         /// The server's sticky decision for this device's session, per experiment (−1: none).
         var serverDecision: SmallList<Int8>
+        /// Where the run logs decisions: the server's draws whose answers have not arrived,
+        /// and the goals it credited to this device's decisions (empty arrays otherwise,
+        /// which cost no allocation).
+        var draws: [Draw] = []
+        var credited: [CreditedGoal] = []
     }
+
+    /// A decision the server drew for one of a device's requests, with the weight its policy
+    /// gave the variant and when that policy was published.
+    struct Draw {
+        var request: Int
+        var weight: Double
+        var issuedAt: Double
+    }
+
+    /// Draws whose answers were lost are let go past this many: a device has a request or two
+    /// in flight.
+    static let drawsKept = 8
 
     package typealias Request = DecisionRequest
 
@@ -165,8 +182,15 @@ package enum ConductricsStyle: DeviceStyle {
         // A list on the stack: a reply settles a callback or two, and an array for them was
         // most of this style's allocations.
         var callbacks = SmallList<DecisionCallback>()
+        let draw = client.draws.isEmpty ? nil : client.draws.firstIndex { $0.request == reply.request }.map { client.draws.remove(at: $0) }
         client.decisions.handle(response: reply.response, to: reply.request, at: now, into: &callbacks)
-        _ = settle(&callbacks, in: &client, codes: environment.shared.codes, counters: &counters)
+        _ = settle(&callbacks, in: &client, codes: environment.shared.codes, counters: &counters, draw: draw)
+    }
+
+    package static func takeCreditedGoals(_ client: inout Client) -> [CreditedGoal] {
+        guard !client.credited.isEmpty else { return [] }
+        defer { client.credited.removeAll() }
+        return client.credited
     }
 
     @inline(__always)
@@ -175,9 +199,11 @@ package enum ConductricsStyle: DeviceStyle {
     }
 
     /// What the app's completion handlers receive: decided views wait for the kernel to show
-    /// them, failures are counted. Returns whether any view was decided.
-    static func settle(_ callbacks: inout SmallList<DecisionCallback>, in client: inout Client, codes: [[String]], counters: inout Counters) -> Bool {
+    /// them, failures are counted. Returns whether any view was decided. `draw`, the server's
+    /// draw the settling answer carries, makes the first view the service decided a draw.
+    static func settle(_ callbacks: inout SmallList<DecisionCallback>, in client: inout Client, codes: [[String]], counters: inout Counters, draw: Draw? = nil) -> Bool {
         var any = false
+        var draw = draw
         // Each callback is moved out of the list and taken apart once: a copy of one retains
         // its agent, point, codes and error, and each accessor (`error`, `outcome`) made one.
         while !callbacks.isEmpty {
@@ -186,7 +212,13 @@ package enum ConductricsStyle: DeviceStyle {
                 if outcome.error != nil { counters.lost += 1 }
                 guard let index = client.waiting.firstIndex(where: { $0.ticket == outcome.ticket }) else { continue }
                 let view = client.waiting.remove(at: index).view
-                client.decided.append(DecidedView(view: view, shown: shown(outcome, codes: codes[view.experiment])))
+                var decided = DecidedView(view: view, shown: shown(outcome, codes: codes[view.experiment]))
+                if let drawn = draw, outcome.source == .service {
+                    decided.shown.isDraw = true
+                    decided.drawn = (drawn.weight, drawn.issuedAt)
+                    draw = nil
+                }
+                client.decided.append(decided)
                 any = true
             case .goal(_, _, let error), .sessionExpired(_, _, let error):
                 if error != nil { counters.lost += 1 }
@@ -216,6 +248,11 @@ package enum ConductricsStyle: DeviceStyle {
             if decided < 0 {
                 decided = server.decide(experiment: e, for: id, uniform: decisionUniform(id, environment: environment), at: arrival)
                 client.serverDecision[e] = Int8(decided)
+                if environment.logsDecisions {
+                    let drawn = server.publishedWeight(experiment: e, variant: decided, device: id.device)
+                    if client.draws.count >= drawsKept { client.draws.removeFirst() }
+                    client.draws.append(Draw(request: request.id, weight: drawn.weight, issuedAt: drawn.issuedAt))
+                }
             }
             response = shared.answers[e][decided]
         case .goal(_, let value):
@@ -223,6 +260,7 @@ package enum ConductricsStyle: DeviceStyle {
             if decided >= 0 {
                 server.goal(experiment: e, variant: decided, value: value ?? 1, from: id, at: arrival)
                 metrics.conversionsRecorded += 1
+                if environment.logsDecisions { client.credited.append(CreditedGoal(experiment: e, variant: decided, time: arrival)) }
             }
             response = .accepted
         case .expireSession:

@@ -62,6 +62,10 @@ package protocol DeviceStyle {
     /// and when that policy was published: the propensity the device logs with a drawn view.
     static func drawnWeight(of client: borrowing Client, experiment e: Int, variant: Int, context: Int) -> (weight: Double, issuedAt: Double)?
 
+    /// The goals the server credited to `client`'s decisions since the last call, where the
+    /// server decides and the run logs decisions (``StyleEnvironment/logsDecisions``).
+    static func takeCreditedGoals(_ client: inout Client) -> [CreditedGoal]
+
     /// A view whose screen may not load before the user leaves: the variant it will show,
     /// drawn or recalled, with no view logged yet. Only the styles that model a variant's own
     /// behaviour (``Scenario/VariantBehaviour``) implement it; the scenario refuses it elsewhere.
@@ -237,6 +241,18 @@ package struct Shown {
 package struct DecidedView {
     package var view: PendingView
     package var shown: Shown
+    /// Where the server drew the variant for this view (``Shown/isDraw``), the weight its
+    /// policy gave it and when that policy was published; kept only where the run logs
+    /// decisions.
+    package var drawn: (weight: Double, issuedAt: Double)? = nil
+}
+
+/// A goal the server credited to a device's decision (server-side decisions), kept where the
+/// run logs decisions: the server's log knows the decision's reward only through these.
+package struct CreditedGoal {
+    package var experiment: Int
+    package var variant: Int
+    package var time: Double
 }
 
 /// What the kernel tells a client of its device.
@@ -278,6 +294,9 @@ package struct StyleEnvironment<Style: DeviceStyle> {
     package let replicateSeed: StreamSeed
     /// Variants per experiment.
     package let variantCounts: [Int]
+    /// Whether the run logs every drawn decision (``DecisionLog``): a style whose server
+    /// decides then keeps, for each draw, the weight the server drew it with.
+    package var logsDecisions = false
 
     package init(scenario: Scenario, profile: EngineProfile, replicateSeed: StreamSeed) {
         self.settings = Settings(client: scenario.client, profile: profile)
@@ -333,6 +352,10 @@ extension DeviceStyle where Shared == Void {
 extension DeviceStyle {
     /// Not known: the server decides, or the device draws from weights of its own.
     package static func drawnWeight(of client: borrowing Client, experiment e: Int, variant: Int, context: Int) -> (weight: Double, issuedAt: Double)? { nil }
+
+    /// None: the server decides nothing.
+    @inline(__always)
+    package static func takeCreditedGoals(_ client: inout Client) -> [CreditedGoal] { [] }
 
     package static func carried(_ request: Request, _ fate: Carried<Reply>, client: inout Client, device: DeviceFacts, environment: StyleEnvironment<Self>, metrics: inout FleetMetrics, counters: inout Counters, at now: Double) {}
     @inline(__always)
