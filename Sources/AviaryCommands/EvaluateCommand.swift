@@ -227,6 +227,19 @@ struct EvaluateCommand: ParsableCommand {
 
     /// Per candidate, source of propensities and estimator: the estimate and the truth averaged
     /// over replicates, the bias with its interval, and how often the intervals held the truth.
+    /// Where a unit draws once and shows its draw on many views (a sticky experiment; a server's
+    /// decision, kept for the session), what the received log's reward is: a server credits
+    /// every conversion of the unit to its draw, so the log reads whether the unit converted,
+    /// while the truth is the view's.
+    static func oneDrawPerUnit(_ scenario: Scenario) -> String? {
+        let bySession = scenario.client.style == .conductrics
+        let ids = scenario.experiments.filter { bySession || $0.sticky }.map(\.id)
+        guard !ids.isEmpty else { return nil }
+        let unit = bySession ? "session" : "unit"
+        return "\(ids.joined(separator: ", ")): one draw per \(unit), which the server credits with every conversion of the \(unit); "
+            + "the received log reads whether the \(unit) converted, the truth is the drawn view's"
+    }
+
     private func summary(_ rows: [OffPolicyEvaluation.Row], _ comparisons: [OffPolicyEvaluation.PropensityComparison], base: Scenario,
                          logger: Scenario.NamedAllocator) -> String {
         let decisions = comparisons.reduce(0) { $0 + $1.decisions }, differing = comparisons.reduce(0) { $0 + $1.differing }
@@ -238,7 +251,9 @@ struct EvaluateCommand: ParsableCommand {
             + "\(fixed(100 * Double(differing) / Double(max(1, decisions)), 1)) % drawn with another weight than the server's latest, policies "
             + (age >= 3_600 ? "\(fixed(age / 3_600, 1)) h" : "\(fixed(age / 60, 0)) min") + " old on average",
             "\(fixed(100 * Double(received) / Double(max(1, decisions)), 1)) % of the draws had reached the server by the end, converting "
-            + "\(fixed(receivedValue * 100, 3)) % as it knew them (\(fixed(loggedValue * 100, 3)) % of all draws converted)", ""]
+            + "\(fixed(receivedValue * 100, 3)) % as it knew them (\(fixed(loggedValue * 100, 3)) % of all draws converted)"]
+        if let note = Self.oneDrawPerUnit(base) { lines.append(note) }
+        lines.append("")
         var table = TextTable(["candidate", "log", "propensities", "estimator", "estimate", "truth", "bias (95% CI)", "covered"])
         var order: [String] = []
         let grouped = Dictionary(grouping: rows) { row -> String in

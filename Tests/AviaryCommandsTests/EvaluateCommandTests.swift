@@ -1,4 +1,5 @@
 import Foundation
+import Simulation
 import Testing
 @testable import AviaryCommands
 
@@ -53,6 +54,18 @@ struct EvaluateCommandTests {
         #expect(Int(column("decisions", propensities)[0])! > 0)
         #expect(column("differing", propensities) == ["0"] && column("received_share", propensities) == ["1"])
         #expect(rows(try w.read("ope/ope.csv")).count == 1 + 12)
+    }
+
+    /// The summary says where the received log's reward is a unit's, not a view's: for a sticky
+    /// experiment and for every experiment a server decides per session, never for one whose
+    /// every view is a draw.
+    @Test func theSummarySaysWhereAUnitDrawsOnce() throws {
+        let sticky = try Scenario(yaml: tinyScenario, file: "tiny.yaml")
+        #expect(EvaluateCommand.oneDrawPerUnit(sticky)?.hasPrefix("button: one draw per unit") == true)
+        let everyView = try Scenario(yaml: tinyScenario.replacingOccurrences(of: "  - id: button\n", with: "  - id: button\n    sticky: false\n"), file: "tiny.yaml")
+        #expect(EvaluateCommand.oneDrawPerUnit(everyView) == nil)
+        let decided = try Scenario(yaml: tinyScenario.replacingOccurrences(of: "  - id: button\n", with: "  - id: button\n    sticky: false\n") + "\nclient:\n  style: conductrics\n", file: "tiny.yaml")
+        #expect(EvaluateCommand.oneDrawPerUnit(decided)?.hasPrefix("button: one draw per session") == true)
     }
 
     /// Only Myna devices and a server deciding from its published policy say what they drew
