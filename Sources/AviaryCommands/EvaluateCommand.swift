@@ -225,8 +225,6 @@ struct EvaluateCommand: ParsableCommand {
         }
     }
 
-    /// Per candidate, source of propensities and estimator: the estimate and the truth averaged
-    /// over replicates, the bias with its interval, and how often the intervals held the truth.
     /// Where a unit draws once and shows its draw on many views (a sticky experiment; a server's
     /// decision, kept for the session), what the received log's reward is: a server credits
     /// every conversion of the unit to its draw, so the log reads whether the unit converted,
@@ -240,6 +238,8 @@ struct EvaluateCommand: ParsableCommand {
             + "the received log reads whether the \(unit) converted, the truth is the drawn view's"
     }
 
+    /// Per candidate, source of propensities and estimator: the estimate and the truth averaged
+    /// over replicates, the bias with its interval, and how often the intervals held the truth.
     private func summary(_ rows: [OffPolicyEvaluation.Row], _ comparisons: [OffPolicyEvaluation.PropensityComparison], base: Scenario,
                          logger: Scenario.NamedAllocator) -> String {
         let decisions = comparisons.reduce(0) { $0 + $1.decisions }, differing = comparisons.reduce(0) { $0 + $1.differing }

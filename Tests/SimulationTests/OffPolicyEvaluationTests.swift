@@ -8,14 +8,14 @@ import Testing
 /// estimates against it.
 struct OffPolicyEvaluationTests {
     /// 600 devices over a day, iOS converting best on green and Android on the control, every
-    /// view a draw (not sticky).
-    static func scenario(logging: String, ttl: String = "1h", replicates: Int = 1, seed: Int = 7) throws -> Scenario {
+    /// view a draw (not sticky); `replacing` swaps whole sections.
+    static func scenario(logging: String, ttl: String = "1h", replicates: Int = 1, seed: Int = 7, replacing: [String: String] = [:]) throws -> Scenario {
         try Tiny.scenario([
             "seed": "seed: \(seed)", "replicates": "replicates: \(replicates)", "horizon": "horizon: 1d",
             "population": SegmentTests.population.replacingOccurrences(of: "devices: 2000", with: "devices: 600"),
             "experiments": SegmentTests.experiments.replacingOccurrences(of: "  - id: button\n", with: "  - id: button\n    sticky: false\n"),
             "allocators": "allocators: [\(logging)]", "client": "client: {style: myna, data_ttl: \(ttl)}", "server": "server:\n  update: {every: 1h}",
-        ])
+        ].merging(replacing) { $1 })
     }
 
     static func logs(_ scenario: Scenario) -> [DecisionLog] {
@@ -93,12 +93,8 @@ struct OffPolicyEvaluationTests {
     /// The fleet of `scenario(logging:)` with server-side decisions (the Conductrics style), the
     /// server deciding from the policy it publishes every hour and anew each app session.
     static func conductrics(logging: String, replicates: Int = 1) throws -> Scenario {
-        try Tiny.scenario([
-            "seed": "seed: 7", "replicates": "replicates: \(replicates)", "horizon": "horizon: 1d",
-            "population": SegmentTests.population.replacingOccurrences(of: "devices: 2000", with: "devices: 600"),
-            "experiments": SegmentTests.experiments,
-            "allocators": "allocators: [\(logging)]", "client": "client: {style: conductrics, decision_sessions: app_session}",
-            "server": "server:\n  update: {every: 1h}",
+        try scenario(logging: logging, replicates: replicates, replacing: [
+            "experiments": SegmentTests.experiments, "client": "client: {style: conductrics, decision_sessions: app_session}",
         ])
     }
 
