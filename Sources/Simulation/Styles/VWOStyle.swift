@@ -43,7 +43,7 @@ package enum VWOStyle: DeviceStyle {
         var eventsCreated: UInt32 = 0
         var requestsSent: UInt32 = 0
         var launched = false
-        /// Events sent and forgotten (fire-and-forget) whose request timed out on a real socket:
+        /// Events sent and forgotten (fire-and-forget) whose request failed on a real socket:
         /// whether the server has them is known only to the server, so the totals ask it.
         var unconfirmed: [EventID] = []
     }
@@ -288,12 +288,14 @@ package enum VWOStyle: DeviceStyle {
     }
 
     /// An event's request failed on a real socket. Fire-and-forget has already forgotten the
-    /// event: it is lost, unless it timed out, when the server may have it after all. A queue
+    /// event, which is lost unless the server has it after all: not only after a timeout, but
+    /// after a connection cut between the request's last byte and the answer's first, as an
+    /// outage's edge cuts it. The totals ask the server (``tally(_:server:into:)``). A queue
     /// sends it again: at once after a timeout (as the simulated client, which gives up on an
     /// answer at the timeout), after the flush interval when the server or the network refused it.
     static func failedLive(_ event: Event, timedOut: Bool, client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
         guard environment.shared.queues else {
-            if timedOut { client.unconfirmed.append(event.id) } else { counters.eventsLost += 1 }
+            client.unconfirmed.append(event.id)
             return
         }
         guard let index = client.outbox.firstIndex(where: { $0.event.id == event.id }) else { return }
