@@ -193,14 +193,12 @@ struct VWOStyleTests {
         let scenario = try vwoScenario(["client": "client:\n  style: vwo\n  event_delivery: fire-and-forget"])
         let fleet = try replicate(scenario)
         var client = VWOStyle.makeClient(device: 0, seed: StreamSeed(1), online: true, environment: fleet.environment)
-        var counters = VWOStyle.Counters()
         let events = (1...2).map { Event(id: EventID(device: 0, sequence: $0), kind: .conversion, experiment: 0, variant: 0, value: 1, createdAt: 0) }
         for event in events {
-            VWOStyle.failedLive(event, timedOut: timedOut, client: &client, environment: fleet.environment, counters: &counters, at: 1)
+            VWOStyle.failedLive(event, timedOut: timedOut, client: &client, environment: fleet.environment, at: 1)
         }
         var metrics = FleetMetrics(scenario: scenario)
         VWOStyle.tally(client, server: Ingested(ids: [events[0].id]), into: &metrics)
-        VWOStyle.close(counters, into: &metrics)
         #expect(metrics.eventsDropped == 1, "only the pixel the server never ingested")
     }
 

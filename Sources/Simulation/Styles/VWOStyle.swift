@@ -283,7 +283,7 @@ package enum VWOStyle: DeviceStyle {
         case .failed(.settings, _):
             client.awaitingSettingsUntil = -.infinity
         case .failed(.event(let event), let timedOut):
-            failedLive(event, timedOut: timedOut, client: &client, environment: environment, counters: &counters, at: now)
+            failedLive(event, timedOut: timedOut, client: &client, environment: environment, at: now)
         }
     }
 
@@ -293,7 +293,7 @@ package enum VWOStyle: DeviceStyle {
     /// outage's edge cuts it. The totals ask the server (``tally(_:server:into:)``). A queue
     /// sends it again: at once after a timeout (as the simulated client, which gives up on an
     /// answer at the timeout), after the flush interval when the server or the network refused it.
-    static func failedLive(_ event: Event, timedOut: Bool, client: inout Client, environment: StyleEnvironment<Self>, counters: inout Counters, at now: Double) {
+    static func failedLive(_ event: Event, timedOut: Bool, client: inout Client, environment: StyleEnvironment<Self>, at now: Double) {
         guard environment.shared.queues else {
             client.unconfirmed.append(event.id)
             return
