@@ -49,10 +49,12 @@ extension LiveLoadTestTests {
         let rising = try await CapacitySearch(scenario: scenario, options: options, stepSeconds: 2, factor: 2, maxSteps: 3).run(stop: StopFlag())
         #expect(rising.map(\.speedup) == [100, 200, 400])
         #expect(rising.allSatisfy { $0.held && $0.balanced })
-        // Each step offers more. Not by the speed-up's factor: on a machine the rest of the suite
-        // keeps busy the generator falls behind its clock (it offered 2.4× at 4× the speed-up
-        // once), and the search reads that lag, not this rate.
-        #expect(rising[1].offeredEventsPerSecond > rising[0].offeredEventsPerSecond && rising[2].offeredEventsPerSecond > rising[1].offeredEventsPerSecond,
+        // The later steps offer more than the first. Not by the speed-up's factor, nor always
+        // more than the step before: on a machine the rest of the suite keeps busy the generator
+        // falls behind its clock within the lag the search allows (it offered 2.4× at 4× the
+        // speed-up once, and 189 events/s at 400× after 221 at 200× once), and the search
+        // reads that lag, not this rate.
+        #expect(rising.dropFirst().allSatisfy { $0.offeredEventsPerSecond > rising[0].offeredEventsPerSecond },
                 "\(rising.map(\.offeredEventsPerSecond))")
         #expect(CapacitySearch.knee(rising)?.speedup == 400)
         // Each step's devices send ids the server has not seen, so it accepts what they offer
