@@ -6,110 +6,129 @@ package typealias EngineEvent = Event
 
 extension Wire {
     /// Events as a `POST /v1/events` body, experiment and variant by id, written straight into
-    /// a buffer: the live generator sends millions of these, and `Codable` would cost it a
+    /// bytes: the live generator sends millions of these, and `Codable` would cost it a
     /// dictionary per event.
     ///
     /// - Parameters:
+    ///   - names: The names of the data the events are named in, kept from batch to batch (a
+    ///     device population names the same few pairs millions of times).
     ///   - attributes: The device's attributes as a JSON object's text (`{"platform":"ios"}`),
     ///     sent with the batch so that a contextual server learns in the device's segment; `nil`
     ///     sends none.
     ///   - context: The device's segment, in which a contextual policy's propensities are read.
-    package static func eventBatch(_ events: [EngineEvent], naming data: ExperimentData, fallback: ExperimentData, attributes: String? = nil, context: Int = 0) -> ByteBuffer {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(32 + events.count * 120)
-        buffer.writeString(#"{"events":["#)
-        var names = VariantNames(data: data, fallback: fallback, context: context)
+    package static func eventBatch(_ events: [EngineEvent], names: inout VariantNames, attributes: String? = nil, context: Int = 0) -> ByteBuffer {
+        var json = JSONBytes(capacity: 32 + events.count * 160 + (attributes?.utf8.count ?? 0))
+        json.append(#"{"events":["#)
         for (position, event) in events.enumerated() {
-            if position > 0 { buffer.writeString(",") }
-            buffer.writeString(#"{"id":""#)
-            writeDecimal(event.id.device, into: &buffer)
-            buffer.writeString("#")
-            writeDecimal(UInt64(event.id.sequence), into: &buffer)
-            buffer.writeString(#"","kind":""#)
-            buffer.writeString(name(event.kind))
-            buffer.writeString(#"","#)
+            if position > 0 { json.append(",") }
+            json.append(#"{"id":""#)
+            json.appendDecimal(event.id.device)
+            json.append("#")
+            json.appendDecimal(UInt64(event.id.sequence))
+            json.append(#"","kind":""#)
+            json.append(name(event.kind))
+            json.append(#"","#)
             if event.kind == .app {
                 // The app's own event names no experiment: its name says what it was.
-                buffer.writeString(#""name":"#)
-                buffer.writeString(JSONText.string(EventKind.appEventName(event.variant)))
+                json.append(#""name":"#)
+                json.append(JSONText.string(EventKind.appEventName(event.variant)))
             } else {
-                buffer.writeString(names.fields(of: event))
+                json.append(names.fields(of: event))
             }
-            buffer.writeString(#","value":"#)
-            if event.value == 0 || !event.value.isFinite { buffer.writeString("0") } else { buffer.writeString("\(event.value)") }
-            buffer.writeString(#","created_at":"#)
-            buffer.writeString(event.createdAt.isFinite ? "\(event.createdAt)" : "0")
+            json.append(#","value":"#)
+            if event.value == 0 || !event.value.isFinite { json.append("0") } else { json.append(event.value.description) }
+            json.append(#","created_at":"#)
+            if event.createdAt.isFinite { json.append(event.createdAt.description) } else { json.append("0") }
             if event.kind == .view, event.policyVersion != 0 {
-                buffer.writeString(#","policy_version":"#)
-                writeDecimal(UInt64(event.policyVersion), into: &buffer)
-                buffer.writeString(names.propensityField(of: event))
+                json.append(#","policy_version":"#)
+                json.appendDecimal(UInt64(event.policyVersion))
+                json.append(names.propensityField(of: event, context: context))
             }
-            buffer.writeString("}")
+            json.append("}")
         }
-        buffer.writeString("]")
+        json.append("]")
         if let attributes {
-            buffer.writeString(#","attributes":"#)
-            buffer.writeString(attributes)
+            json.append(#","attributes":"#)
+            json.append(attributes)
         }
-        buffer.writeString("}")
-        return buffer
+        json.append("}")
+        return ByteBuffer(bytes: json.bytes)
+    }
+
+    /// ``eventBatch(_:names:attributes:context:)`` with names made for this batch alone.
+    package static func eventBatch(_ events: [EngineEvent], naming data: ExperimentData, fallback: ExperimentData, attributes: String? = nil, context: Int = 0) -> ByteBuffer {
+        var names = VariantNames(data: data, fallback: fallback)
+        return eventBatch(events, names: &names, attributes: attributes, context: context)
     }
 
     /// Writes `value` in decimal, without making a string of it.
     static func writeDecimal(_ value: UInt64, into buffer: inout ByteBuffer) {
-        guard value >= 10 else {
-            buffer.writeInteger(UInt8(ascii: "0") + UInt8(value))
-            return
-        }
+        withDecimal(value) { buffer.writeBytes($0) }
+    }
+
+    /// Calls `body` with `value`'s decimal digits, made on the stack.
+    @discardableResult
+    static func withDecimal<Result>(_ value: UInt64, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
         var count = 0
         var rest = value
-        withUnsafeMutableBytes(of: &digits) { bytes in
-            while rest > 0 {
+        return withUnsafeMutableBytes(of: &digits) { bytes in
+            repeat {
                 bytes[23 - count] = UInt8(ascii: "0") + UInt8(rest % 10)
                 rest /= 10
                 count += 1
-            }
-            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[(24 - count)...]))
+            } while rest > 0
+            return body(UnsafeRawBufferPointer(rebasing: bytes[(24 - count)...]))
         }
     }
 
-    /// `"experiment":…,"variant":…` (and a view's propensity) for each event of a batch: a
-    /// batch names few experiments and variants many times, so each pair is written once.
-    struct VariantNames {
-        let data: ExperimentData
-        let fallback: ExperimentData
-        private var named: [Int: String] = [:]
-        private var propensities: [Int: String] = [:]
-        /// The device's segment, for a contextual policy's propensities.
-        let context: Int
+    /// `"experiment":…,"variant":…` (and a view's propensity) for the events of one data: a
+    /// population names few experiments and variants many times, so each pair is escaped
+    /// once, and kept for as long as its data is the one the devices hold.
+    ///
+    /// `Sendable`: plain values and immutable data.
+    package struct VariantNames: Sendable {
+        /// The data events are named in, and the app's own for experiments it lacks.
+        package let data: ExperimentData
+        package let fallback: ExperimentData
+        /// By experiment index, then variant.
+        private var fields: [[[UInt8]]] = []
+        /// By segment, experiment and variant (``key(_:context:)``).
+        private var propensities: [Int: [UInt8]] = [:]
 
-        init(data: ExperimentData, fallback: ExperimentData, context: Int = 0) {
+        package init(data: ExperimentData, fallback: ExperimentData) {
             self.data = data
             self.fallback = fallback
-            self.context = context
+        }
+
+        /// Whether these are the names of `data` with `fallback`: the same objects.
+        package func isNaming(_ data: ExperimentData, fallback: ExperimentData) -> Bool {
+            self.data === data && self.fallback === fallback
         }
 
         /// The fields of `event`'s experiment and variant, by id, from the data it was created
         /// with (or the app's own, for an event older than any download).
-        mutating func fields(of event: EngineEvent) -> String {
+        mutating func fields(of event: EngineEvent) -> [UInt8] {
             let experiment = Int(event.experiment), variant = Int(event.variant)
-            let key = experiment << 16 | variant
-            if let text = named[key] { return text }
+            if fields.indices.contains(experiment), fields[experiment].indices.contains(variant), !fields[experiment][variant].isEmpty {
+                return fields[experiment][variant]
+            }
             let source = data.experiments.indices.contains(experiment) ? data : fallback
             let definition = source.experiments[experiment]
             let text = #""experiment":"# + JSONText.string(definition.id) + #","variant":"# + JSONText.string(definition.variants[variant].id)
-            named[key] = text
-            return text
+            if fields.count <= experiment { fields.append(contentsOf: Array(repeating: [], count: experiment + 1 - fields.count)) }
+            if fields[experiment].count <= variant { fields[experiment].append(contentsOf: Array(repeating: [], count: variant + 1 - fields[experiment].count)) }
+            fields[experiment][variant] = Array(text.utf8)
+            return fields[experiment][variant]
         }
 
         /// `,"propensity":…`: the probability `event`'s variant had in the data it was drawn
-        /// from, when that is the data the device holds now (an older version's weights are
-        /// gone from it); empty otherwise. Written once per variant a batch, as the names are.
-        mutating func propensityField(of event: EngineEvent) -> String {
-            guard UInt16(truncatingIfNeeded: data.version) == event.policyVersion else { return "" }
+        /// from, in segment `context`, when that is the data the device holds now (an older
+        /// version's weights are gone from it); empty otherwise.
+        mutating func propensityField(of event: EngineEvent, context: Int) -> [UInt8] {
+            guard UInt16(truncatingIfNeeded: data.version) == event.policyVersion else { return [] }
             let experiment = Int(event.experiment), variant = Int(event.variant)
-            let key = experiment << 16 | variant
+            let key = context << 32 | experiment << 16 | variant
             if let text = propensities[key] { return text }
             var text = ""
             if data.experiments.indices.contains(experiment) {
@@ -119,8 +138,34 @@ extension Wire {
                 let sum = weights.reduce(0, +)
                 if weights.indices.contains(variant), sum > 0, weights[variant] > 0 { text = #","propensity":"# + "\(weights[variant] / sum)" }
             }
-            propensities[key] = text
-            return text
+            propensities[key] = Array(text.utf8)
+            return propensities[key]!
         }
+    }
+}
+
+/// JSON text gathered as bytes: one growing array rather than a buffer call per field.
+struct JSONBytes {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    mutating func append(_ text: [UInt8]) {
+        bytes.append(contentsOf: text)
+    }
+
+    /// `value` in decimal, without making a string of it.
+    mutating func appendDecimal(_ value: UInt64) {
+        Wire.withDecimal(value) { bytes.append(contentsOf: $0) }
     }
 }

@@ -189,7 +189,7 @@ private struct VendorBatchWriter {
             return
         }
         buffer.writeString("{")
-        buffer.writeString(names.fields(of: event))
+        buffer.writeBytes(names.fields(of: event))
         if event.kind == .conversion || event.kind == .goal {
             buffer.writeString(#","value":"#)
             buffer.writeString(event.value.isFinite ? "\(event.value)" : "0")

@@ -22,6 +22,8 @@ final class MynaCodec: Sendable {
     private struct Cache {
         var etag: String?
         var data: ExperimentData?
+        /// The names of the data events are sent in, kept while it is the data held.
+        var names: Wire.VariantNames?
     }
 
     private let defaults: ExperimentData
@@ -111,7 +113,12 @@ final class MynaCodec: Sendable {
                     event.id.device &+= offset
                     return event
                 }
-                return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: Wire.eventBatch(shifted, naming: data, fallback: defaults, attributes: attributes, context: context))
+                let defaults = self.defaults
+                let body = cache.withLock { cache in
+                    if cache.names?.isNaming(data, fallback: defaults) != true { cache.names = Wire.VariantNames(data: data, fallback: defaults) }
+                    return Wire.eventBatch(shifted, names: &cache.names!, attributes: attributes, context: context)
+                }
+                return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: body)
             case .vendor(let vendor):
                 let (sentAt, createdAt) = dating()
                 let context = Wire.VendorBatchContext(key: wireKey, deviceOffset: offset, sentAt: sentAt, createdAt: createdAt)
