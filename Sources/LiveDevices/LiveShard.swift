@@ -19,7 +19,7 @@ import Simulation
 /// is due; answers are handed to their devices as they arrive.
 ///
 /// Not `Sendable`: it lives on its event loop.
-final class LiveShard<Wire: LiveWire>: ConnectionOwner {
+final class LiveShard<Wire: LiveWire> {
     typealias Style = Wire.Style
 
     /// A request on its way: whose, and when its client meant to send it (scenario seconds).
@@ -237,7 +237,11 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
     @discardableResult
     private func addConnection() -> Int {
         let id = connections.count
-        connections.append(LiveConnection(id: id, owner: self, loop: loop))
+        // Unowned: the shard owns its connections.
+        let owner = ConnectionOwner(
+            answered: { [unowned self] connection, answer in self.connection(connection, answered: answer) },
+            failed: { [unowned self] connection in self.connectionFailed(connection) })
+        connections.append(LiveConnection(id: id, owner: owner, loop: loop))
         jobs.append(nil)
         users.append(0)
         serials.append(0)
@@ -284,11 +288,11 @@ final class LiveShard<Wire: LiveWire>: ConnectionOwner {
 
     // MARK: - Answers
 
-    func connection(_ connection: LiveConnection, answered answer: HTTPAnswer) {
+    private func connection(_ connection: LiveConnection, answered answer: HTTPAnswer) {
         if busy { deferred.append(Deferred(connection: connection.id, answer: answer)) } else { conclude(connection.id, answer: answer) }
     }
 
-    func connectionFailed(_ connection: LiveConnection) {
+    private func connectionFailed(_ connection: LiveConnection) {
         if busy { deferred.append(Deferred(connection: connection.id, answer: nil)) } else { conclude(connection.id, answer: nil) }
     }
 

@@ -19,7 +19,7 @@ struct LiveNetwork {
     let server: (any EmbeddedServer)?
     /// How the shards reach the server.
     let shards: ShardNetwork
-    private let proxy: FaultProxy
+    private let proxy: FaultProxy?
     private let namespace: NetworkNamespace?
     private let faults: Task<[String], Never>?
 
@@ -42,18 +42,20 @@ struct LiveNetwork {
                 }
             }
             let namespace = options.networkNamespace ? try NetworkNamespace() : nil
-            let proxy: FaultProxy
-            do {
-                proxy = try await faultProxy(scenario.network, upstream: address, speedup: options.speedup, seed: scenario.seed, namespace: namespace, clock: clock)
-            } catch {
-                namespace?.destroy()
-                throw error
-            }
-            // With nothing to apply, the devices talk to the server directly: a proxy hop would
-            // only cost CPU.
+            // With nothing to apply, the devices talk to the server directly: a proxy hop (and
+            // its supervisor's timer) would only cost CPU.
             let network = scenario.network
             let needsProxy = namespace != nil || network.latency.mean > 0 || network.loss > 0 || !network.outages.isEmpty || !network.partitions.isEmpty
-            let ports = needsProxy ? proxy.ports : [address.port]
+            var proxy: FaultProxy?
+            if needsProxy {
+                do {
+                    proxy = try await faultProxy(network, upstream: address, speedup: options.speedup, seed: scenario.seed, namespace: namespace, clock: clock)
+                } catch {
+                    namespace?.destroy()
+                    throw error
+                }
+            }
+            let ports = proxy?.ports ?? [address.port]
             let host = namespace?.address ?? (needsProxy ? "127.0.0.1" : address.host)
             let endpoints: [Endpoint]
             do {
@@ -61,7 +63,7 @@ struct LiveNetwork {
                     Endpoint(address: try SocketAddress.makeAddressResolvingHost(host, port: port), host: "\(address.host):\(port)", tls: tls)
                 }
             } catch {
-                await proxy.stop()
+                await proxy?.stop()
                 namespace?.destroy()
                 throw LiveLoadTest.Failure(description: "cannot resolve \(host): \(error)")
             }
@@ -91,7 +93,7 @@ struct LiveNetwork {
             faults.cancel()
             notApplied = await faults.value
         }
-        await proxy.stop()
+        await proxy?.stop()
         await server?.stop()
         namespace?.destroy()
         return notApplied

@@ -23,11 +23,15 @@ package struct Endpoint: Sendable {
 }
 
 /// What a connection tells the shard that owns it, on the shard's event loop.
-protocol ConnectionOwner: AnyObject {
-    /// The response to the request on `connection`.
-    func connection(_ connection: LiveConnection, answered answer: HTTPAnswer)
-    /// `connection` closed, or could not be opened, with its request unanswered.
-    func connectionFailed(_ connection: LiveConnection)
+///
+/// Closures rather than a protocol: made where the shard's wire is known, they reach the shard's
+/// code specialised for that wire, where a protocol's witness reached the generic code, which
+/// looked up type metadata at every answer.
+struct ConnectionOwner {
+    /// The response to the request on a connection.
+    let answered: (LiveConnection, HTTPAnswer) -> Void
+    /// A connection closed, or could not be opened, with its request unanswered.
+    let failed: (LiveConnection) -> Void
 }
 
 /// One HTTP/1.1 keep-alive connection on a shard's event loop, with at most one request on it:
@@ -44,7 +48,7 @@ final class LiveConnection {
 
     /// The shard's number for it.
     let id: Int
-    private unowned let owner: any ConnectionOwner
+    private let owner: ConnectionOwner
     private let loop: any EventLoop
     private var state = State.closed
     /// Counts opens and closes, so that a late callback of an attempt given up on is ignored.
@@ -63,7 +67,7 @@ final class LiveConnection {
     /// Handshakes begun: each open is a new TCP (and TLS) connection.
     private(set) var opened = 0
 
-    init(id: Int, owner: any ConnectionOwner, loop: any EventLoop) {
+    init(id: Int, owner: ConnectionOwner, loop: any EventLoop) {
         self.id = id
         self.owner = owner
         self.loop = loop
@@ -112,7 +116,9 @@ final class LiveConnection {
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     if let tls { try pipeline.addHandler(NIOSSLClientHandler(context: tls.context, serverHostname: tls.serverName)) }
-                    try pipeline.addHTTPClientHandlers()
+                    // NIO's response decoder; the request is written whole by `RequestWriter`.
+                    try pipeline.addHandler(RequestWriter())
+                    try pipeline.addHandler(ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
                     let handler = AnswerHandler(bound)
                     try pipeline.addHandler(handler)
                     if bound.value.generation == attempt { bound.value.handler = handler }
@@ -154,7 +160,7 @@ final class LiveConnection {
         guard isBusy else { return }
         isBusy = false
         pending = nil
-        owner.connectionFailed(self)
+        owner.failed(self)
     }
 
     // MARK: - From the channel
@@ -163,7 +169,7 @@ final class LiveConnection {
         guard isBusy else { return }
         isBusy = false
         if !keepAlive { close() }
-        owner.connection(self, answered: answer)
+        owner.answered(self, answer)
     }
 
     fileprivate func channelClosed(_ handler: AnswerHandler) {
@@ -200,12 +206,22 @@ private final class AnswerHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func send(_ ask: HTTPAsk, host: String) {
         guard let context else { return }
-        var head = HTTPRequestHead(version: .http1_1, method: ask.method, uri: ask.path, headers: ask.headers)
-        head.headers.add(name: "Host", value: host)
-        head.headers.add(name: "Content-Length", value: String(ask.body?.readableBytes ?? 0))
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if let body = ask.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        // The decoder reads each response by its request's method (a HEAD's has no body), so it
+        // sees a head go by; the bytes on the wire are the request written whole, in one write.
+        context.write(wrapOutboundOut(.head(Self.head(ask.method))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ask.encoded(host: host)))), promise: nil)
+    }
+
+    private static let get = HTTPRequestHead(version: .http1_1, method: .GET, uri: "")
+    private static let post = HTTPRequestHead(version: .http1_1, method: .POST, uri: "")
+
+    /// A head with `method`, for the decoder alone.
+    private static func head(_ method: HTTPMethod) -> HTTPRequestHead {
+        switch method {
+        case .GET: get
+        case .POST: post
+        default: HTTPRequestHead(version: .http1_1, method: method, uri: "")
+        }
     }
 
     func close() {
@@ -237,5 +253,22 @@ private final class AnswerHandler: ChannelInboundHandler, RemovableChannelHandle
         // A reset, a TLS failure, a malformed response: the connection is done; its request
         // fails when the channel closes.
         context.close(promise: nil)
+    }
+}
+
+/// The first handler of a connection's pipeline (after TLS): puts a request's bytes on the
+/// wire. `AnswerHandler` sends each request as one body part, already framed; the head that
+/// precedes it is for the response decoder, which reads the answer by its method.
+///
+/// Not `Sendable`: it lives on its channel's event loop.
+private final class RequestWriter: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = IOData
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .body(let bytes): context.write(wrapOutboundOut(bytes), promise: promise)
+        case .head, .end: promise?.succeed(())
+        }
     }
 }
