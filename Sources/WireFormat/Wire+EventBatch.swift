@@ -92,13 +92,24 @@ extension Wire {
         package let data: ExperimentData
         package let fallback: ExperimentData
         /// By experiment index, then variant.
-        private var fields: [[[UInt8]]] = []
-        /// By segment, experiment and variant (``key(_:context:)``).
+        private let fields: [[[UInt8]]]
+        /// By `context << 32 | experiment << 16 | variant`, made when first asked for.
         private var propensities: [Int: [UInt8]] = [:]
 
         package init(data: ExperimentData, fallback: ExperimentData) {
             self.data = data
             self.fallback = fallback
+            // Loops rather than nested maps: Swift 6.3's optimiser crashes on those here
+            // (CopyToBorrowOptimization, release builds).
+            var fields: [[[UInt8]]] = []
+            for experiment in 0..<max(data.experiments.count, fallback.experiments.count) {
+                let definition = (data.experiments.indices.contains(experiment) ? data : fallback).experiments[experiment]
+                let prefix = #""experiment":"# + JSONText.string(definition.id) + #","variant":"#
+                var variants: [[UInt8]] = []
+                for variant in definition.variants { variants.append(Array((prefix + JSONText.string(variant.id)).utf8)) }
+                fields.append(variants)
+            }
+            self.fields = fields
         }
 
         /// Whether these are the names of `data` with `fallback`: the same objects.
@@ -108,18 +119,8 @@ extension Wire {
 
         /// The fields of `event`'s experiment and variant, by id, from the data it was created
         /// with (or the app's own, for an event older than any download).
-        mutating func fields(of event: EngineEvent) -> [UInt8] {
-            let experiment = Int(event.experiment), variant = Int(event.variant)
-            if fields.indices.contains(experiment), fields[experiment].indices.contains(variant), !fields[experiment][variant].isEmpty {
-                return fields[experiment][variant]
-            }
-            let source = data.experiments.indices.contains(experiment) ? data : fallback
-            let definition = source.experiments[experiment]
-            let text = #""experiment":"# + JSONText.string(definition.id) + #","variant":"# + JSONText.string(definition.variants[variant].id)
-            if fields.count <= experiment { fields.append(contentsOf: Array(repeating: [], count: experiment + 1 - fields.count)) }
-            if fields[experiment].count <= variant { fields[experiment].append(contentsOf: Array(repeating: [], count: variant + 1 - fields[experiment].count)) }
-            fields[experiment][variant] = Array(text.utf8)
-            return fields[experiment][variant]
+        func fields(of event: EngineEvent) -> [UInt8] {
+            fields[Int(event.experiment)][Int(event.variant)]
         }
 
         /// `,"propensity":…`: the probability `event`'s variant had in the data it was drawn
@@ -138,8 +139,9 @@ extension Wire {
                 let sum = weights.reduce(0, +)
                 if weights.indices.contains(variant), sum > 0, weights[variant] > 0 { text = #","propensity":"# + "\(weights[variant] / sum)" }
             }
-            propensities[key] = Array(text.utf8)
-            return propensities[key]!
+            let bytes = Array(text.utf8)
+            propensities[key] = bytes
+            return bytes
         }
     }
 }

@@ -34,10 +34,10 @@ extension Wire {
     /// (or, for Snowplow, a self-describing event of ``snowplowSchema(_:)``), with properties
     /// `experiment`, `variant` and, for conversions and goals, `value`, and its
     /// ``vendorKey(_:)`` as the vendor's de-duplication key.
-    package static func vendorBatch(_ format: VendorFormat, _ events: [EngineEvent], naming data: ExperimentData, fallback: ExperimentData, context: VendorBatchContext) -> ByteBuffer {
+    package static func vendorBatch(_ format: VendorFormat, _ events: [EngineEvent], names: VariantNames, context: VendorBatchContext) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(96 + events.count * 360)
-        var writer = VendorBatchWriter(data: data, fallback: fallback)
+        let writer = VendorBatchWriter(names: names)
         switch format {
         case .segment:
             buffer.writeString(#"{"batch":["#)
@@ -85,6 +85,11 @@ extension Wire {
             buffer.writeString(#""}"#)
         }
         return buffer
+    }
+
+    /// ``vendorBatch(_:_:names:context:)`` with names made for this batch alone.
+    package static func vendorBatch(_ format: VendorFormat, _ events: [EngineEvent], naming data: ExperimentData, fallback: ExperimentData, context: VendorBatchContext) -> ByteBuffer {
+        vendorBatch(format, events, names: VariantNames(data: data, fallback: fallback), context: context)
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a time in milliseconds since 1970, written without a
@@ -149,16 +154,12 @@ private struct FlatShape {
         properties: #"","properties":"#)
 }
 
-/// Writes a vendor batch's repeated parts: each experiment's and variant's names escaped once
-/// per batch, as the Aviary batch does.
+/// Writes a vendor batch's repeated parts, each experiment's and variant's names from the
+/// names the codec keeps, as the Aviary batch does.
 private struct VendorBatchWriter {
-    private var names: Wire.VariantNames
+    let names: Wire.VariantNames
 
-    init(data: ExperimentData, fallback: ExperimentData) {
-        self.names = Wire.VariantNames(data: data, fallback: fallback)
-    }
-
-    mutating func writeEvents(_ events: [EngineEvent], shape: FlatShape, context: Wire.VendorBatchContext, into buffer: inout ByteBuffer) {
+    func writeEvents(_ events: [EngineEvent], shape: FlatShape, context: Wire.VendorBatchContext, into buffer: inout ByteBuffer) {
         for (position, event) in events.enumerated() {
             if position > 0 { buffer.writeString(",") }
             buffer.writeString(shape.open)
@@ -180,7 +181,7 @@ private struct VendorBatchWriter {
     }
 
     /// `{"experiment":…,"variant":…}`, with `"value":…` for conversions and goals.
-    mutating func writeProperties(_ event: EngineEvent, into buffer: inout ByteBuffer) {
+    func writeProperties(_ event: EngineEvent, into buffer: inout ByteBuffer) {
         if event.kind == .app {
             // The app's own event: no experiment; Snowplow's self-describing data names it.
             buffer.writeString(#"{"name":"#)

@@ -104,7 +104,6 @@ final class MynaCodec: Sendable {
             if let etag = cache.withLock({ $0.etag }) { headers.add(name: "If-None-Match", value: etag) }
             return HTTPAsk(method: .GET, path: "/v1/experiments", headers: headers, body: nil)
         case .sendEvents(let events):
-            let data = cache.withLock { $0.data } ?? defaults
             let offset = deviceOffset
             switch format {
             case .aviary:
@@ -113,21 +112,29 @@ final class MynaCodec: Sendable {
                     event.id.device &+= offset
                     return event
                 }
-                let defaults = self.defaults
-                let body = cache.withLock { cache in
-                    if cache.names?.isNaming(data, fallback: defaults) != true { cache.names = Wire.VariantNames(data: data, fallback: defaults) }
-                    return Wire.eventBatch(shifted, names: &cache.names!, attributes: attributes, context: context)
-                }
+                let body = withNames { Wire.eventBatch(shifted, names: &$0, attributes: attributes, context: context) }
                 return HTTPAsk(method: .POST, path: "/v1/events", headers: sendHeaders, body: body)
             case .vendor(let vendor):
                 let (sentAt, createdAt) = dating()
                 let context = Wire.VendorBatchContext(key: wireKey, deviceOffset: offset, sentAt: sentAt, createdAt: createdAt)
-                return HTTPAsk(method: .POST, path: EventFormat.path(vendor), headers: sendHeaders, body: Wire.vendorBatch(vendor, events, naming: data, fallback: defaults, context: context))
+                return HTTPAsk(method: .POST, path: EventFormat.path(vendor), headers: sendHeaders, body: withNames { Wire.vendorBatch(vendor, events, names: $0, context: context) })
             case .template(let template):
                 let (sentAt, createdAt) = dating()
+                let data = cache.withLock { $0.data } ?? defaults
                 let body = template.body(events, naming: data, fallback: defaults, offset: offset, sentAt: sentAt, createdAt: createdAt)
                 return HTTPAsk(method: template.method, path: template.template.path, headers: sendHeaders, body: body)
             }
+        }
+    }
+
+    /// Calls `body` with the names of the data held now (the app's own before any download),
+    /// made once for each data the devices hold.
+    private func withNames<Result: Sendable>(_ body: (inout Wire.VariantNames) -> Result) -> Result {
+        let defaults = self.defaults
+        return cache.withLock { cache in
+            let data = cache.data ?? defaults
+            if cache.names?.isNaming(data, fallback: defaults) != true { cache.names = Wire.VariantNames(data: data, fallback: defaults) }
+            return body(&cache.names!)
         }
     }
 
