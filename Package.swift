@@ -40,15 +40,16 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // `swift package generate-documentation` (scripts/docs); a plugin, so no build of aviary compiles it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // Vendors' exports (aviary fit, run --export): gzip through compress-nio, Amplitude's
-        // zips through ZIPFoundation, Snowplow's warehouse CSV through CSV.swift.
-        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        // Vendors' exports (aviary fit, run --export): Amplitude's zips through ZIPFoundation,
+        // Snowplow's warehouse CSV through CSV.swift (gzip through the system's zlib, CGzip).
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
         .package(url: "https://github.com/yaslab/CSV.swift", from: "2.5.2"),
         // Live mode only (trait `Live`): a plain `swift build --product aviary` never builds these.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The live server's gzipped request bodies.
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
@@ -61,6 +62,13 @@ let package = Package(
             name: "CGSL",
             pkgConfig: "gsl",
             providers: [.apt(["libgsl-dev"])]
+        ),
+        // zlib's inflate and deflate for the vendors' gzipped exports: the system's zlib, so
+        // that a build without the Live trait compiles no SwiftNIO.
+        .systemLibrary(
+            name: "CGzip",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
         ),
         .target(name: "CMemoryHints"),
         // Fixed-point text for reports, by the C library's own printf.
@@ -102,8 +110,7 @@ let package = Package(
         .target(
             name: "Exports",
             dependencies: [
-                .product(name: "CompressNIO", package: "compress-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                "CGzip",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "CSV", package: "CSV.swift"),
             ]

@@ -1,6 +1,4 @@
-import CompressNIO
 import Foundation
-import NIOCore
 import ZIPFoundation
 #if canImport(Glibc)
 import Glibc
@@ -60,9 +58,10 @@ enum ExportSources {
     ///   a format no reader takes (Parquet, brotli); whatever `consumer` throws.
     static func read<C: ByteConsumer>(_ url: URL, name: String, into consumer: inout C) throws {
         let file = try OpenFile(url, name: name)
-        var chunk = ByteBufferAllocator().buffer(capacity: chunkSize)
-        let first = try file.read(into: &chunk)
-        let magic = chunk.getBytes(at: chunk.readerIndex, length: min(4, chunk.readableBytes)) ?? []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { chunk.deallocate() }
+        let first = try file.read(into: chunk)
+        let magic = Array(chunk[..<min(4, first)])
         if magic.starts(with: [0x50, 0x4B, 0x03, 0x04]) || magic.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
             file.close()
             try readZip(url, name: name, into: &consumer)
@@ -78,18 +77,17 @@ enum ExportSources {
         consumer.advance(Int64(first))
         if magic.starts(with: [0x1F, 0x8B]) {
             var gzip = try GzipStream(name: name)
+            var count = first
             var more = true
-            while more, chunk.readableBytes > 0 {
-                more = try gzip.feed(&chunk, into: &consumer)
-                chunk.clear()
+            while more, count > 0 {
+                more = try gzip.feed(UnsafeRawBufferPointer(rebasing: chunk[..<count]), into: &consumer)
                 guard more else { break }
-                let count = try file.read(into: &chunk)
+                count = try file.read(into: chunk)
                 consumer.advance(Int64(count))
             }
             try consumer.endFile(complete: !more || gzip.complete)
         } else {
-            var more = try chunk.withUnsafeReadableBytes { try consumer.consume($0) }
-            chunk.clear()
+            var more = try consumer.consume(UnsafeRawBufferPointer(rebasing: chunk[..<first]))
             // The rest of a large plain file is mapped a window at a time rather than read: its
             // lines are scanned where the page cache holds them, without a copy.
             var offset = first
@@ -100,12 +98,11 @@ enum ExportSources {
                 offset += window.bytes.count
             }
             while more {
-                let count = try file.read(into: &chunk, at: offset)
+                let count = try file.read(into: chunk, at: offset)
                 guard count > 0 else { break }
                 offset += count
                 consumer.advance(Int64(count))
-                more = try chunk.withUnsafeReadableBytes { try consumer.consume($0) }
-                chunk.clear()
+                more = try consumer.consume(UnsafeRawBufferPointer(rebasing: chunk[..<count]))
             }
             try consumer.endFile(complete: true)
         }
@@ -133,7 +130,6 @@ enum ExportSources {
             try consumer.beginFile(entryName)
             var gzip: GzipStream?
             var sniffed = false
-            var input = ByteBufferAllocator().buffer(capacity: chunkSize)
             // The consumer's own errors (the reader's body) pass through as they are; any other
             // error comes from the archive.
             var passed: (any Error)?
@@ -148,9 +144,7 @@ enum ExportSources {
                             if data.count >= 2, data[data.startIndex] == 0x1F, data[data.startIndex + 1] == 0x8B { gzip = try GzipStream(name: entryName) }
                         }
                         if gzip != nil {
-                            input.clear()
-                            input.writeBytes(data)
-                            stopped = !(try gzip!.feed(&input, into: &consumer))
+                            stopped = !(try data.withUnsafeBytes { try gzip!.feed($0, into: &consumer) })
                         } else {
                             stopped = !(try data.withUnsafeBytes { try consumer.consume($0) })
                         }
@@ -214,109 +208,22 @@ private final class OpenFile {
         return MappedWindow(bytes: UnsafeRawBufferPointer(start: address, count: count))
     }
 
-    /// Fills `buffer`'s free space (up to a chunk) from the file, from `offset` if given; the
+    /// Fills `buffer` from its start (up to a chunk) from the file, from `offset` if given; the
     /// bytes read (0 at the end).
-    func read(into buffer: inout ByteBuffer, at offset: Int? = nil) throws(ExportError) -> Int {
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int? = nil) throws(ExportError) -> Int {
+        let size = min(buffer.count, ExportSources.chunkSize)
         var total = 0
-        while total < ExportSources.chunkSize {
-            var failed: Int32 = 0
-            let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: ExportSources.chunkSize - total) { space -> Int in
-                let n = offset.map { Glibc.pread(descriptor, space.baseAddress, ExportSources.chunkSize - total, off_t($0 + total)) }
-                    ?? Glibc.read(descriptor, space.baseAddress, ExportSources.chunkSize - total)
-                if n < 0 { failed = errno }
-                return max(n, 0)
+        while total < size {
+            let space = buffer.baseAddress! + total
+            let n = offset.map { Glibc.pread(descriptor, space, size - total, off_t($0 + total)) }
+                ?? Glibc.read(descriptor, space, size - total)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ExportError(file: name, problem: "cannot read: \(String(cString: strerror(errno)))")
             }
-            if failed == EINTR { continue }
-            if failed != 0 { throw ExportError(file: name, problem: "cannot read: \(String(cString: strerror(failed)))") }
             if n == 0 { break }
             total += n
         }
         return total
-    }
-}
-
-/// A gzip stream, decompressed as it is fed, member after member (RFC 1952 §2.2: "A gzip
-/// file consists of a series of members").
-///
-/// Whether the stream was complete is judged at its end by the last member's trailer: its
-/// `ISIZE` (the last 4 bytes) must be the member's length mod 2³², which a cut-off stream
-/// almost never matches (zlib itself checks each member's CRC when it reaches its end).
-struct GzipStream {
-    private let decompressor: ZlibDecompressor
-    private var output: ByteBuffer
-    private let name: String
-    /// Bytes the current member has decompressed to, mod 2³².
-    private var memberLength: UInt32 = 0
-    /// The last 4 compressed bytes fed.
-    private var tail: [UInt8] = []
-    private var members = 0
-    /// The bytes after the last member were not gzip (padding, a torn append): ignored, as
-    /// `gunzip` ignores trailing garbage.
-    private var trailingGarbage = false
-
-    init(name: String) throws(ExportError) {
-        self.name = name
-        do {
-            decompressor = try ZlibDecompressor(algorithm: .gzip)
-        } catch {
-            throw ExportError(file: name, problem: "cannot start gzip decompression: \(error)")
-        }
-        output = ByteBufferAllocator().buffer(capacity: ExportSources.chunkSize)
-    }
-
-    /// Whether the stream ended with a whole member.
-    var complete: Bool {
-        if trailingGarbage { return members > 0 }
-        guard tail.count == 4 else { return false }
-        let size = UInt32(tail[0]) | UInt32(tail[1]) << 8 | UInt32(tail[2]) << 16 | UInt32(tail[3]) << 24
-        return size == memberLength
-    }
-
-    /// Decompresses `input` (consumed) into `consumer`; `false` if the consumer stopped.
-    mutating func feed<C: ByteConsumer>(_ input: inout ByteBuffer, into consumer: inout C) throws -> Bool {
-        guard !trailingGarbage else { return true }
-        if input.readableBytes >= 4 {
-            tail = input.getBytes(at: input.writerIndex - 4, length: 4) ?? []
-        } else if let bytes = input.getBytes(at: input.readerIndex, length: input.readableBytes) {
-            tail = Array((tail + bytes).suffix(4))
-        }
-        while input.readableBytes > 0 {
-            let before = output.writerIndex
-            do {
-                try decompressor.inflate(from: &input, to: &output)
-                memberLength &+= UInt32(truncatingIfNeeded: output.writerIndex - before)
-                // A normal return with input left means the member ended: the next one follows.
-                if input.readableBytes > 0 {
-                    members += 1
-                    memberLength = 0
-                    try decompressor.reset()
-                }
-            } catch let error as CompressNIOError where error == .bufferOverflow {
-                memberLength &+= UInt32(truncatingIfNeeded: output.writerIndex - before)
-                guard try flush(into: &consumer) else { return false }
-            } catch let error as CompressNIOError where error == .inputBufferOverflow {
-                memberLength &+= UInt32(truncatingIfNeeded: output.writerIndex - before)
-                break
-            } catch let error as CompressNIOError where error == .corruptData {
-                if members > 0, memberLength == 0 {
-                    trailingGarbage = true
-                    input.clear()
-                    break
-                }
-                throw ExportError(file: name, problem: "corrupt gzip data: the file is damaged or not gzip")
-            } catch let error as ExportError {
-                throw error
-            } catch {
-                throw ExportError(file: name, problem: "gzip decompression failed: \(error)")
-            }
-        }
-        return try flush(into: &consumer)
-    }
-
-    private mutating func flush<C: ByteConsumer>(into consumer: inout C) throws -> Bool {
-        guard output.readableBytes > 0 else { return true }
-        let more = try output.withUnsafeReadableBytes { try consumer.consume($0) }
-        output.clear()
-        return more
     }
 }

@@ -1,6 +1,4 @@
-import CompressNIO
 import Foundation
-import NIOCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -125,74 +123,5 @@ final class OutputFile {
             offset += n
         }
         pending.removeAll(keepingCapacity: true)
-    }
-}
-
-/// Gzip through CompressNIO's zlib deflate: one stream fed line by line, or one whole member
-/// per call (`finishing`), the stream reset between members.
-final class GzipWriter {
-    private let compressor: ZlibCompressor
-    private let name: String
-    private var input = ByteBufferAllocator().buffer(capacity: 1 << 16)
-    private var output = ByteBufferAllocator().buffer(capacity: 1 << 16)
-    /// A member was finished: the next one starts with a reset (a new header).
-    private var finished = false
-
-    init(name: String) throws(ExportError) {
-        self.name = name
-        do {
-            compressor = try ZlibCompressor(algorithm: .gzip, configuration: ZlibConfiguration(compressionLevel: .compressionLevel6))
-        } catch {
-            throw ExportError(file: name, problem: "cannot start gzip compression: \(error)")
-        }
-    }
-
-    /// Compresses `bytes` into `out`; `finishing` ends the member with them.
-    func compress(_ bytes: [UInt8], finishing: Bool, into out: inout [UInt8]) throws(ExportError) {
-        do {
-            if finished {
-                try compressor.reset()
-                finished = false
-            }
-            input.clear()
-            input.writeBytes(bytes)
-            try run(finishing ? .finish : .no, into: &out)
-            if finishing { finished = true }
-        } catch let error as ExportError {
-            throw error
-        } catch {
-            throw ExportError(file: name, problem: "gzip compression failed: \(error)")
-        }
-    }
-
-    /// Ends the stream's member into `out`.
-    func finish(into out: inout [UInt8]) throws(ExportError) {
-        guard !finished else { return }
-        do {
-            input.clear()
-            try run(.finish, into: &out)
-            finished = true
-        } catch let error as ExportError {
-            throw error
-        } catch {
-            throw ExportError(file: name, problem: "gzip compression failed: \(error)")
-        }
-    }
-
-    /// Deflates ``input`` with `flush`, growing the output until zlib has written everything.
-    private func run(_ flush: CompressNIOFlush, into out: inout [UInt8]) throws {
-        while true {
-            output.clear()
-            output.reserveCapacity(max(compressor.maxSize(from: input), 1 << 12))
-            do {
-                try compressor.deflate(from: &input, to: &output, flush: flush)
-                output.withUnsafeReadableBytes { out.append(contentsOf: $0) }
-                return
-            } catch let error as CompressNIOError where error == .bufferOverflow {
-                // Output full (or, finishing, not yet at the stream's end): keep it and go on.
-                output.withUnsafeReadableBytes { out.append(contentsOf: $0) }
-                if flush != .finish, input.readableBytes == 0 { return }
-            }
-        }
     }
 }

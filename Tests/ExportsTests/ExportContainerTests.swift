@@ -42,6 +42,14 @@ struct ExportContainerTests {
         #expect(records.count >= 1990 && records.count < 2000)
         #expect(summary.malformed >= 1)
         #expect(summary.examples.contains { $0.problem.contains("cut short") })
+        // Cut inside the 8-byte trailer (CRC-32, then the length): every line is there, and
+        // the stream is still known to be cut short, since zlib never reached the member's end.
+        for missing in [1, 4, 8] {
+            let inTrailer = try writeFile(bytes: Array(whole.dropLast(missing)), "trailer-\(missing).gz", in: folder)
+            let (trailerRecords, trailerSummary) = try readAll(inTrailer)
+            #expect(trailerRecords.count == 2000, "\(missing) bytes missing")
+            #expect(trailerSummary.examples.contains { $0.problem.contains("cut short") }, "\(missing) bytes missing")
+        }
         // Trailing zeros after the last member (padding) are ignored, as gunzip does.
         let padded = try writeFile(bytes: whole + [UInt8](repeating: 0, count: 64), "padded.gz", in: folder)
         let (paddedRecords, paddedSummary) = try readAll(padded)
