@@ -152,15 +152,15 @@ final class LiveShard<Wire: LiveWire> {
         let now = clock.now
         if case .running = phase {
             if board.stop.isSet || now >= scenario.horizon {
+                // What falls between the last tick and the horizon runs, as simulated (the
+                // simulation runs every occurrence up to and at the horizon); a run stopped
+                // early ends where it was.
+                if !board.stop.isSet { advance(until: scenario.horizon) }
                 // Let requests in flight finish without starting new ones, so their events are
                 // counted where they ended up.
                 phase = .draining(until: clock.wallSeconds + min(5, wire.timeout / speedup + 0.5), end: min(now, scenario.horizon))
             } else {
-                busy = true
-                let lag = fleet.advance(until: now)
-                busy = false
-                live.maxLagSeconds = max(live.maxLagSeconds, lag / speedup)
-                settle()
+                advance(until: now)
                 while nextSample <= now, nextSample <= scenario.horizon {
                     sample(at: nextSample)
                     nextSample += scenario.timestep
@@ -176,6 +176,15 @@ final class LiveShard<Wire: LiveWire> {
             return
         }
         loop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .milliseconds(1)) { [self] in tick() }
+    }
+
+    /// Runs the fleet's occurrences due by `now` (scenario seconds), then settles.
+    private func advance(until now: Double) {
+        busy = true
+        let lag = fleet.advance(until: now)
+        busy = false
+        live.maxLagSeconds = max(live.maxLagSeconds, lag / speedup)
+        settle()
     }
 
     /// After the fleet ran: what it sent is counted, and answers that came meanwhile are handled.

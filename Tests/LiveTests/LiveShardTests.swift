@@ -57,6 +57,35 @@ struct LiveShardTests {
         #expect(phones.connectionsOpened >= simulated.sessions / 2, "\(phones.connectionsOpened) connections for \(simulated.sessions) sessions")
     }
 
+    /// A live run ends where the simulation ends: what falls between the generator's last tick
+    /// and the horizon runs too. 3,000 devices, each opening the app every 10 s, start 300
+    /// sessions a second of scenario time; a tick is at least a millisecond of wall-clock time,
+    /// 60 ms of scenario time at 60×, so a run that ended at its last tick before the horizon
+    /// would miss about nine sessions on average, and none only by rare chance. The views do not
+    /// wait for the app's data (`first_view_wait: 0s`), so every session shows one, live as
+    /// simulated, however far behind a loaded generator runs.
+    @Test func theSessionsJustBeforeTheHorizonRunLiveAsSimulated() async throws {
+        let scenario = try Scenario(yaml: """
+            name: live-horizon
+            seed: 9
+            replicates: 1
+            horizon: 30s
+            timestep: 10s
+            population: {devices: 3000, sessions_per_day: 8640, session_length: 5s}
+            experiments:
+              - {id: feed, sticky: false, variants: [{id: a, rate: 0.2}, {id: b, rate: 0.2}]}
+            client: {batch_size: 10, flush_interval: 30s, request_timeout: 60s, first_view_wait: 0s}
+            network:
+              latency: {distribution: constant, value: 100ms}
+            allocators: [uniform]
+            """, file: "live-horizon")
+        let simulated = try #require(LoadTest(scenario: scenario).run().first?.simulation.runs.first).metrics
+        let run = try await Self.run(scenario, threads: 1)
+        #expect(run.fleet.sessions == simulated.sessions)
+        #expect(run.fleet.totalViews == simulated.totalViews)
+        #expect(run.isBalanced)
+    }
+
     /// Two machines' shares of one run, against one server: each runs half the devices, and
     /// their records merge into the whole run, whose sessions are the simulated replicate's,
     /// whose acknowledged events are the server's, and which balances.
