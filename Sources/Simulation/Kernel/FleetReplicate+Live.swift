@@ -61,9 +61,20 @@ extension FleetReplicate {
         liveTime = time
         deliver(reply, to: d, at: time)
         // Views waiting for the app's data are shown as its answer comes, not at the wait's end.
-        if !liveWaitingViews.isEmpty, let crashes = liveWaitingViews.removeValue(forKey: d) {
-            appRuns(d, at: time) { fleet in fleet.views(d, crashes: crashes, at: time) }
+        if !liveWaitingViews.isEmpty, let waiting = liveWaitingViews.removeValue(forKey: d) {
+            for crashes in waiting {
+                appRuns(d, at: time) { fleet in fleet.views(d, crashes: crashes, at: time) }
+            }
         }
+    }
+
+    /// A wait's end: whether the oldest of device `d`'s waiting sessions still waits (its
+    /// views are shown now), or an answer has shown them already.
+    mutating func showsWaitingViews(of d: Int) -> Bool {
+        guard var waiting = liveWaitingViews.removeValue(forKey: d) else { return false }
+        waiting.removeFirst()
+        if !waiting.isEmpty { liveWaitingViews[d] = waiting }
+        return true
     }
 
     /// Records a sample of the fleet at `time`, with the server's backlog if it is known.

@@ -87,7 +87,7 @@ extension FleetReplicate {
 
     /// The session's views wait until `time` for the app's data.
     mutating func scheduleViews(_ d: Int, crashes: Bool, at time: Double) {
-        if liveCarrier != nil { liveWaitingViews[d] = crashes }
+        if liveCarrier != nil { liveWaitingViews[d, default: []].append(crashes) }
         schedule(.views(d, crashes: crashes), at: time)
     }
 

@@ -98,10 +98,12 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
     var liveCarrier: ((_ device: Int, _ request: Style.Request, _ now: Double) -> Void)?
     /// On the wall clock, the latest scenario time the kernel has run at.
     var liveTime = 0.0
-    /// On the wall clock, the devices whose session's views wait for an answer, and whether the
-    /// session crashes: the first answer shows them, as an app shows its screen when the data
-    /// comes, or the wait's end does (see `+Live`).
-    var liveWaitingViews: [Int: Bool] = [:]
+    /// On the wall clock, the devices whose sessions' views wait for an answer, and whether
+    /// each of those sessions crashes, oldest first: the first answer shows them all, as an app
+    /// shows its screen when the data comes, or each wait's end shows its own (see `+Live`).
+    /// A device may open the app again before its last session's data came; each session
+    /// keeps its views, as simulated.
+    var liveWaitingViews: [Int: [Bool]] = [:]
 
     /// Called at every sample time with the virtual time and the sessions so far.
     var onSample: ((Double, Int) -> Void)?
@@ -305,7 +307,7 @@ package struct FleetReplicate<A: Allocator, Style: DeviceStyle>: ~Copyable {
         case .session: session(d, at: now)
         case .views:
             // Live, an answer may have shown them already.
-            if liveCarrier != nil, liveWaitingViews.removeValue(forKey: d) == nil { break }
+            if liveCarrier != nil, !showsWaitingViews(of: d) { break }
             appRuns(d, at: now) { fleet in fleet.views(d, crashes: occurrence.crashes, at: now) }
         case .conversion: delayedConversion(d, occurrence.conversion, at: now)
         case .wake:
